@@ -1,0 +1,377 @@
+//! `karpenter.k8s.aws/v1` EC2NodeClass.
+
+use crate::common::Condition;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// How nodes launched for a NodePool join the cluster on EC2: network, image, identity, disks.
+// Each printcolumn(...) repeats `type_ = "string"`; clippy reads that as a duplicate attribute.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "karpenter.k8s.aws",
+    version = "v1",
+    kind = "EC2NodeClass",
+    plural = "ec2nodeclasses",
+    status = "EC2NodeClassStatus",
+    derive = "PartialEq",
+    category = "karpenter",
+    shortname = "ec2nc",
+    shortname = "ec2ncs",
+    doc = "EC2NodeClass is the Schema for the EC2NodeClass API",
+    printcolumn(name = "Ready", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    printcolumn(name = "Role", type_ = "string", json_path = ".spec.role", priority = "1")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct EC2NodeClassSpec {
+    /// Subnet selector terms, ORed. Required.
+    #[serde(default)]
+    #[schemars(length(max = 30))]
+    pub subnet_selector_terms: Vec<SubnetSelectorTerm>,
+    /// Security group selector terms, ORed. Required.
+    #[serde(default)]
+    #[schemars(length(max = 30))]
+    pub security_group_selector_terms: Vec<SecurityGroupSelectorTerm>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 30))]
+    pub capacity_reservation_selector_terms: Vec<CapacityReservationSelectorTerm>,
+    #[serde(default, rename = "associatePublicIPAddress", skip_serializing_if = "Option::is_none")]
+    pub associate_public_ip_address: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub ip_prefix_count: Option<i32>,
+    /// AMI selector terms, ORed. Required.
+    #[serde(default, rename = "amiSelectorTerms")]
+    #[schemars(length(min = 1, max = 30))]
+    pub ami_selector_terms: Vec<AMISelectorTerm>,
+    /// AL2, AL2023, Bottlerocket, Custom, Windows2019 or Windows2022; inferred from an alias.
+    #[serde(default, rename = "amiFamily", skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022"]))]
+    pub ami_family: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_data: Option<String>,
+    /// IAM role for the nodes; Tenon manages an instance profile for it. Exclusive with
+    /// `instanceProfile`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// An existing instance profile. Exclusive with `role`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_profile: Option<String>,
+    /// Tags for instances, volumes, launch templates.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubelet: Option<KubeletConfiguration>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 50))]
+    pub block_device_mappings: Vec<BlockDeviceMapping>,
+    /// RAID0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["RAID0"]))]
+    pub instance_store_policy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detailed_monitoring: Option<bool>,
+    #[serde(default = "default_metadata_options", skip_serializing_if = "Option::is_none")]
+    pub metadata_options: Option<MetadataOptions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enclave_options: Option<EnclaveOptions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+}
+
+/// Tags to match; `*` as a value matches any value of the key.
+pub type SelectorTags = BTreeMap<String, String>;
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubnetSelectorTerm {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<SelectorTags>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecurityGroupSelectorTerm {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<SelectorTags>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapacityReservationSelectorTerm {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<SelectorTags>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, rename = "ownerID", skip_serializing_if = "Option::is_none")]
+    pub owner_id: Option<String>,
+    /// open or targeted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_match_criteria: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AMISelectorTerm {
+    /// An EKS-optimized AMI as `family@version` (`al2023@v20260304`, `bottlerocket@latest`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 30))]
+    pub alias: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<SelectorTags>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssm_parameter: Option<String>,
+}
+
+/// The subset of kubelet settings Karpenter passes through.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KubeletConfiguration {
+    #[serde(default, rename = "clusterDNS", skip_serializing_if = "Vec::is_empty")]
+    pub cluster_dns: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub max_pods: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub pods_per_core: Option<i32>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub system_reserved: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kube_reserved: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub eviction_hard: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub eviction_soft: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub eviction_soft_grace_period: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eviction_max_pod_grace_period: Option<i32>,
+    #[serde(default, rename = "imageGCHighThresholdPercent", skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub image_gc_high_threshold_percent: Option<i32>,
+    #[serde(default, rename = "imageGCLowThresholdPercent", skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub image_gc_low_threshold_percent: Option<i32>,
+    #[serde(default, rename = "cpuCFSQuota", skip_serializing_if = "Option::is_none")]
+    pub cpu_cfs_quota: Option<bool>,
+}
+
+/// Instance Metadata Service exposure.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MetadataOptions {
+    /// enabled or disabled.
+    #[serde(default = "enabled", rename = "httpEndpoint")]
+    pub http_endpoint: String,
+    /// enabled or disabled.
+    #[serde(default = "disabled", rename = "httpProtocolIPv6")]
+    pub http_protocol_ipv6: String,
+    /// 1..64.
+    #[serde(default = "one", rename = "httpPutResponseHopLimit")]
+    pub http_put_response_hop_limit: i64,
+    /// required or optional.
+    #[serde(default = "required", rename = "httpTokens")]
+    pub http_tokens: String,
+}
+
+fn enabled() -> String {
+    "enabled".into()
+}
+fn disabled() -> String {
+    "disabled".into()
+}
+fn required() -> String {
+    "required".into()
+}
+fn one() -> i64 {
+    1
+}
+
+fn default_metadata_options() -> Option<MetadataOptions> {
+    Some(MetadataOptions {
+        http_endpoint: enabled(),
+        http_protocol_ipv6: disabled(),
+        http_put_response_hop_limit: one(),
+        http_tokens: required(),
+    })
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockDeviceMapping {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ebs: Option<BlockDevice>,
+    /// This device is the kubelet root volume; at most one may be.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub root_volume: bool,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockDevice {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_on_termination: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted: Option<bool>,
+    #[serde(default, rename = "iops", skip_serializing_if = "Option::is_none")]
+    pub iops: Option<i64>,
+    #[serde(default, rename = "kmsKeyID", skip_serializing_if = "Option::is_none")]
+    pub kms_key_id: Option<String>,
+    #[serde(default, rename = "snapshotID", skip_serializing_if = "Option::is_none")]
+    pub snapshot_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 100, max = 300))]
+    pub volume_initialization_rate: Option<i32>,
+    /// Size in Gi, G, Ti or T (`80Gi`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_size: Option<Quantity>,
+    /// standard, io1, io2, gp2, sc1, st1 or gp3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"]))]
+    pub volume_type: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnclaveOptions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+}
+
+/// Resolved state of an EC2NodeClass.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EC2NodeClassStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subnets: Vec<Subnet>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security_groups: Vec<SecurityGroup>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capacity_reservations: Vec<CapacityReservation>,
+    #[serde(default, rename = "amis", skip_serializing_if = "Vec::is_empty")]
+    pub amis: Vec<Ami>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_profile: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Subnet {
+    pub id: String,
+    pub zone: String,
+    #[serde(default, rename = "zoneID", skip_serializing_if = "Option::is_none")]
+    pub zone_id: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecurityGroup {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// A resolved AMI and the instance-type requirements it fits (architecture, GPU, …).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Ami {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deprecated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub requirements: Vec<AmiRequirement>,
+}
+
+/// A plain node selector requirement (no minValues), as AMI status carries.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+pub struct AmiRequirement {
+    pub key: String,
+    pub operator: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapacityReservation {
+    pub availability_zone: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_time: Option<Time>,
+    pub id: String,
+    /// open or targeted.
+    pub instance_match_criteria: String,
+    pub instance_type: String,
+    #[serde(rename = "ownerID")]
+    pub owner_id: String,
+    /// default or capacity-block.
+    #[serde(default = "default_reservation_type")]
+    pub reservation_type: String,
+    /// active or expiring.
+    #[serde(default = "default_reservation_state")]
+    pub state: String,
+}
+
+fn default_reservation_type() -> String {
+    "default".into()
+}
+fn default_reservation_state() -> String {
+    "active".into()
+}
+
+/// AMI families an alias may name.
+pub const ALIAS_FAMILIES: &[&str] = &["al2", "al2023", "bottlerocket", "windows2019", "windows2022"];
+/// Values of `spec.amiFamily`.
+pub const AMI_FAMILIES: &[&str] = &["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022"];
+
+/// A parsed `family@version` alias.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AmiAlias {
+    pub family: String,
+    pub version: String,
+}
+
+impl EC2NodeClass {
+    /// The alias term's family and version, if the AMI is chosen by alias.
+    pub fn alias(&self) -> Option<AmiAlias> {
+        self.spec.ami_selector_terms.iter().find_map(|t| {
+            let (family, version) = t.alias.as_deref()?.split_once('@')?;
+            Some(AmiAlias { family: family.to_string(), version: version.to_string() })
+        })
+    }
+
+    /// The AMI family: `spec.amiFamily`, else the alias' family in its canonical spelling.
+    pub fn ami_family(&self) -> String {
+        if let Some(f) = &self.spec.ami_family {
+            return f.clone();
+        }
+        self.alias()
+            .and_then(|a| AMI_FAMILIES.iter().find(|f| f.eq_ignore_ascii_case(&a.family)))
+            .map_or_else(|| "Custom".to_string(), |f| f.to_string())
+    }
+}

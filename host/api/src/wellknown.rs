@@ -1,0 +1,155 @@
+//! Every well-known label, annotation, taint, finalizer and condition name in one place, so a
+//! rename is one edit and a typo is a compile error.
+
+/// API groups.
+pub const KARPENTER_GROUP: &str = "karpenter.sh";
+pub const AWS_GROUP: &str = "karpenter.k8s.aws";
+pub const TENON_DOMAIN: &str = "tenon.dev";
+
+// Karpenter labels.
+pub const LABEL_NODEPOOL: &str = "karpenter.sh/nodepool";
+pub const LABEL_CAPACITY_TYPE: &str = "karpenter.sh/capacity-type";
+pub const LABEL_INITIALIZED: &str = "karpenter.sh/initialized";
+pub const LABEL_REGISTERED: &str = "karpenter.sh/registered";
+pub const LABEL_NODECLASS: &str = "karpenter.k8s.aws/ec2nodeclass";
+
+// Kubernetes labels.
+pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
+pub const LABEL_ARCH: &str = "kubernetes.io/arch";
+pub const LABEL_OS: &str = "kubernetes.io/os";
+pub const LABEL_INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
+pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
+pub const LABEL_REGION: &str = "topology.kubernetes.io/region";
+pub const LABEL_WINDOWS_BUILD: &str = "node.kubernetes.io/windows-build";
+pub const LABEL_ZONE_ID: &str = "topology.k8s.aws/zone-id";
+
+// AWS instance labels.
+pub const LABEL_INSTANCE_CATEGORY: &str = "karpenter.k8s.aws/instance-category";
+pub const LABEL_INSTANCE_FAMILY: &str = "karpenter.k8s.aws/instance-family";
+pub const LABEL_INSTANCE_GENERATION: &str = "karpenter.k8s.aws/instance-generation";
+pub const LABEL_INSTANCE_SIZE: &str = "karpenter.k8s.aws/instance-size";
+pub const LABEL_INSTANCE_CPU: &str = "karpenter.k8s.aws/instance-cpu";
+pub const LABEL_INSTANCE_CPU_MANUFACTURER: &str = "karpenter.k8s.aws/instance-cpu-manufacturer";
+pub const LABEL_INSTANCE_MEMORY: &str = "karpenter.k8s.aws/instance-memory";
+pub const LABEL_INSTANCE_HYPERVISOR: &str = "karpenter.k8s.aws/instance-hypervisor";
+pub const LABEL_INSTANCE_LOCAL_NVME: &str = "karpenter.k8s.aws/instance-local-nvme";
+pub const LABEL_INSTANCE_NETWORK_BANDWIDTH: &str = "karpenter.k8s.aws/instance-network-bandwidth";
+pub const LABEL_INSTANCE_EBS_BANDWIDTH: &str = "karpenter.k8s.aws/instance-ebs-bandwidth";
+pub const LABEL_INSTANCE_GPU_NAME: &str = "karpenter.k8s.aws/instance-gpu-name";
+pub const LABEL_INSTANCE_GPU_MANUFACTURER: &str = "karpenter.k8s.aws/instance-gpu-manufacturer";
+pub const LABEL_INSTANCE_GPU_COUNT: &str = "karpenter.k8s.aws/instance-gpu-count";
+pub const LABEL_INSTANCE_GPU_MEMORY: &str = "karpenter.k8s.aws/instance-gpu-memory";
+
+/// Labels in restricted domains that users may still constrain (Karpenter core's
+/// `WellKnownLabels`), plus the deprecated aliases Kubernetes still accepts.
+pub const WELL_KNOWN_KUBERNETES_LABELS: &[&str] = &[
+    LABEL_NODEPOOL,
+    LABEL_CAPACITY_TYPE,
+    LABEL_ZONE,
+    LABEL_REGION,
+    LABEL_INSTANCE_TYPE,
+    LABEL_ARCH,
+    LABEL_OS,
+    LABEL_WINDOWS_BUILD,
+    "beta.kubernetes.io/instance-type",
+    "beta.kubernetes.io/os",
+    "beta.kubernetes.io/arch",
+    "failure-domain.beta.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region",
+];
+
+/// The `karpenter.k8s.aws/*` labels the AWS provider publishes for instance types; any other
+/// key in that domain is rejected as Karpenter's AWS CRDs reject it.
+pub const WELL_KNOWN_AWS_LABELS: &[&str] = &[
+    LABEL_INSTANCE_CATEGORY,
+    LABEL_INSTANCE_FAMILY,
+    LABEL_INSTANCE_GENERATION,
+    LABEL_INSTANCE_SIZE,
+    LABEL_INSTANCE_CPU,
+    LABEL_INSTANCE_CPU_MANUFACTURER,
+    "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
+    LABEL_INSTANCE_MEMORY,
+    LABEL_INSTANCE_HYPERVISOR,
+    "karpenter.k8s.aws/instance-encryption-in-transit-supported",
+    LABEL_INSTANCE_LOCAL_NVME,
+    LABEL_INSTANCE_NETWORK_BANDWIDTH,
+    LABEL_INSTANCE_EBS_BANDWIDTH,
+    LABEL_INSTANCE_GPU_NAME,
+    LABEL_INSTANCE_GPU_MANUFACTURER,
+    LABEL_INSTANCE_GPU_COUNT,
+    LABEL_INSTANCE_GPU_MEMORY,
+    "karpenter.k8s.aws/instance-accelerator-name",
+    "karpenter.k8s.aws/instance-accelerator-manufacturer",
+    "karpenter.k8s.aws/instance-accelerator-count",
+    "karpenter.k8s.aws/instance-capability-flex",
+    "karpenter.k8s.aws/capacity-reservation-id",
+];
+
+// Annotations.
+pub const ANNOTATION_DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
+pub const ANNOTATION_NODEPOOL_HASH: &str = "karpenter.sh/nodepool-hash";
+pub const ANNOTATION_NODEPOOL_HASH_VERSION: &str = "karpenter.sh/nodepool-hash-version";
+pub const ANNOTATION_NODECLASS_HASH: &str = "karpenter.k8s.aws/ec2nodeclass-hash";
+pub const ANNOTATION_NODECLASS_HASH_VERSION: &str = "karpenter.k8s.aws/ec2nodeclass-hash-version";
+pub const ANNOTATION_NODE_TERMINATION_TIME: &str = "karpenter.sh/node-termination-time";
+pub const ANNOTATION_POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
+
+// Tenon's own NodePool annotations (design.md §1).
+pub const ANNOTATION_SCORING_POLICY: &str = "tenon.dev/scoring-policy";
+pub const ANNOTATION_CONSOLIDATION_POLICY: &str = "tenon.dev/consolidation-policy";
+pub const ANNOTATION_DISRUPTION_POLICY: &str = "tenon.dev/disruption-policy";
+pub const ANNOTATION_POLICY_CONFIG: &str = "tenon.dev/policy-config";
+pub const ANNOTATION_POLICY_MODE: &str = "tenon.dev/policy-mode";
+pub const TENON_NODEPOOL_ANNOTATIONS: &[&str] = &[
+    ANNOTATION_SCORING_POLICY,
+    ANNOTATION_CONSOLIDATION_POLICY,
+    ANNOTATION_DISRUPTION_POLICY,
+    ANNOTATION_POLICY_CONFIG,
+    ANNOTATION_POLICY_MODE,
+];
+
+// Taints (key; the effect is in the comment's name).
+/// `karpenter.sh/unregistered:NoExecute`, on a Node until Karpenter has registered it.
+pub const TAINT_UNREGISTERED: &str = "karpenter.sh/unregistered";
+/// `karpenter.sh/disrupted:NoSchedule`, on a Node chosen for disruption.
+pub const TAINT_DISRUPTED: &str = "karpenter.sh/disrupted";
+
+// Finalizers.
+pub const FINALIZER_TERMINATION: &str = "karpenter.sh/termination";
+
+// Capacity types and architectures.
+pub const CAPACITY_TYPE_ON_DEMAND: &str = "on-demand";
+pub const CAPACITY_TYPE_SPOT: &str = "spot";
+pub const CAPACITY_TYPE_RESERVED: &str = "reserved";
+pub const ARCH_AMD64: &str = "amd64";
+pub const ARCH_ARM64: &str = "arm64";
+
+// AWS resource tags.
+pub const TAG_EKS_CLUSTER_NAME: &str = "eks:eks-cluster-name";
+pub const TAG_NODECLAIM: &str = "karpenter.sh/nodeclaim";
+pub const TAG_CLUSTER_PREFIX: &str = "kubernetes.io/cluster/";
+
+/// Condition types.
+pub mod condition {
+    pub const READY: &str = "Ready";
+    // NodeClaim
+    pub const LAUNCHED: &str = "Launched";
+    pub const REGISTERED: &str = "Registered";
+    pub const INITIALIZED: &str = "Initialized";
+    pub const CONSOLIDATABLE: &str = "Consolidatable";
+    pub const DRIFTED: &str = "Drifted";
+    pub const EXPIRED: &str = "Expired";
+    pub const TERMINATING: &str = "Terminating";
+    pub const DISRUPTION_REASON: &str = "DisruptionReason";
+    // NodePool
+    pub const NODE_CLASS_READY: &str = "NodeClassReady";
+    pub const VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";
+    pub const NODE_REGISTRATION_HEALTHY: &str = "NodeRegistrationHealthy";
+    pub const POLICY_HEALTHY: &str = "PolicyHealthy";
+    // EC2NodeClass
+    pub const SUBNETS_READY: &str = "SubnetsReady";
+    pub const SECURITY_GROUPS_READY: &str = "SecurityGroupsReady";
+    pub const AMIS_READY: &str = "AMIsReady";
+    pub const INSTANCE_PROFILE_READY: &str = "InstanceProfileReady";
+    pub const CAPACITY_RESERVATIONS_READY: &str = "CapacityReservationsReady";
+}

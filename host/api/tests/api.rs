@@ -1,0 +1,139 @@
+//! The API types as a controller and a user rely on them: Karpenter's defaults, its CRD
+//! names and columns, and validation that reports everything at once.
+
+use serde_json::json;
+use tenon_api::decode::{Object, decode_and_validate};
+use tenon_api::validation::Severity;
+use tenon_api::{EC2NodeClass, NodePool};
+
+fn seed(path: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(format!("{}/../../examples/seeds/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    serde_yaml::from_str(&text).unwrap()
+}
+
+#[test]
+fn nodepool_gets_karpenter_defaults() {
+    let np: NodePool = serde_json::from_value(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "minimal"},
+        "spec": {"template": {"spec": {
+            "requirements": [],
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}}}
+    }))
+    .unwrap();
+    assert_eq!(np.spec.template.spec.expire_after, "720h");
+    assert_eq!(np.spec.disruption.consolidate_after.as_deref(), Some("0s"));
+    assert_eq!(np.spec.disruption.consolidation_policy, "WhenEmptyOrUnderutilized");
+    assert_eq!(np.spec.disruption.budgets.len(), 1);
+    assert_eq!(np.spec.disruption.budgets[0].nodes, "10%");
+    assert_eq!(np.weight(), 0, "an absent weight counts as 0");
+    assert!(tenon_api::validation::validate_nodepool(&np).is_empty());
+}
+
+#[test]
+fn explicit_empty_budgets_stay_empty() {
+    // An empty list is not defaulted by the API server; it means no budget (unlimited).
+    let np: NodePool = serde_json::from_value(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "x"},
+        "spec": {"template": {"spec": {"requirements": [], "nodeClassRef": {"group": "g", "kind": "k", "name": "n"}}},
+                 "disruption": {"consolidateAfter": "Never", "budgets": []}}
+    }))
+    .unwrap();
+    assert!(np.spec.disruption.budgets.is_empty());
+}
+
+#[test]
+fn ec2nodeclass_gets_metadata_defaults_and_alias_family() {
+    let nc: EC2NodeClass = serde_json::from_value(seed("amd-fallback/ec2-node-class-default.yaml")).unwrap();
+    let m = nc.spec.metadata_options.as_ref().unwrap();
+    assert_eq!(
+        (m.http_endpoint.as_str(), m.http_tokens.as_str(), m.http_put_response_hop_limit),
+        ("enabled", "required", 1)
+    );
+    assert_eq!(nc.ami_family(), "AL2023");
+    assert_eq!(nc.alias().unwrap().version, "v20260304");
+}
+
+#[test]
+fn seeds_round_trip_without_loss() {
+    for path in ["lab-general/nodepool-lab-general.yaml", "amd-fallback/node-pool-default-amd.yaml"] {
+        let np: NodePool = serde_json::from_value(seed(path)).unwrap();
+        let again: NodePool = serde_json::from_value(serde_json::to_value(&np).unwrap()).unwrap();
+        assert_eq!(np, again, "{path}");
+    }
+    let np: NodePool = serde_json::from_value(seed("amd-fallback/node-pool-default-amd.yaml")).unwrap();
+    assert_eq!(np.spec.limits["cpu"].0, "800", "a bare number limit is kept as a quantity");
+    assert_eq!(np.weight(), 100);
+}
+
+#[test]
+fn validation_reports_every_problem_with_paths() {
+    let d = decode_and_validate(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "bad"},
+        "spec": {
+            "weight": 0,
+            "template": {"spec": {
+                "requirements": [{"key": "kubernetes.io/arch", "operator": "In"}],
+                "expireAfter": "1y"}},
+            "disruption": {"consolidateAfter": "5m", "budgets": [{"nodes": "x"}]},
+            "limitz": {}
+        }
+    }));
+    assert!(matches!(d.object, Some(Object::NodePool(_))));
+    let errors: Vec<&str> =
+        d.problems.iter().filter(|p| p.severity == Severity::Error).map(|p| p.path.as_str()).collect();
+    for want in [
+        "spec.limitz",
+        "spec.weight",
+        "spec.template.spec.requirements[0].values",
+        "spec.template.spec.nodeClassRef",
+        "spec.template.spec.expireAfter",
+        "spec.disruption.budgets[0].nodes",
+    ] {
+        assert!(errors.contains(&want), "missing {want} in {errors:?}");
+    }
+    assert_eq!(errors.len(), 6, "{errors:?}");
+}
+
+#[test]
+fn type_errors_name_the_field() {
+    let d = decode_and_validate(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "t"},
+        "spec": {"template": {"spec": {"requirements": [{"key": "k", "operator": "In", "values": "amd64"}]}}}
+    }));
+    assert!(d.object.is_none());
+    assert_eq!(d.problems.len(), 1);
+    assert_eq!(d.problems[0].path, "spec.template.spec.requirements[0].values");
+}
+
+#[test]
+fn crds_carry_karpenter_names_columns_and_status() {
+    let crds = tenon_api::crds::crds();
+    let names: Vec<&str> = crds.iter().map(|c| c.metadata.name.as_deref().unwrap()).collect();
+    assert_eq!(names, ["nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws"]);
+    for crd in &crds {
+        assert_eq!(crd.spec.scope, "Cluster");
+        assert_eq!(crd.spec.names.categories.as_deref(), Some(&["karpenter".to_string()][..]));
+        let v = &crd.spec.versions[0];
+        assert_eq!(v.name, "v1");
+        assert!(v.served && v.storage);
+        assert!(v.subresources.as_ref().unwrap().status.is_some(), "{} has a status subresource", crd.spec.names.kind);
+    }
+    let columns = |i: usize| -> Vec<String> {
+        crds[i].spec.versions[0].additional_printer_columns.as_ref().unwrap().iter().map(|c| c.name.clone()).collect()
+    };
+    assert_eq!(columns(0), ["NodeClass", "Nodes", "Ready", "Age", "Weight", "CPU", "Memory"]);
+    assert_eq!(
+        columns(1),
+        ["Type", "Capacity", "Zone", "Node", "Ready", "Age", "ImageID", "ID", "NodePool", "NodeClass", "Drifted"]
+    );
+    assert_eq!(columns(2), ["Ready", "Age", "Role"]);
+    assert_eq!(crds[0].spec.names.short_names.as_deref(), Some(&["np".to_string(), "nps".to_string()][..]));
+    assert_eq!(crds[2].spec.names.short_names.as_deref(), Some(&["ec2nc".to_string(), "ec2ncs".to_string()][..]));
+    let scale = crds[0].spec.versions[0].subresources.as_ref().unwrap().scale.as_ref().unwrap();
+    assert_eq!(scale.status_replicas_path, ".status.nodes");
+    // The schema carries Karpenter's defaults so an API server applies them too.
+    let schema = serde_json::to_value(&crds[0].spec.versions[0].schema).unwrap();
+    let spec = &schema["openAPIV3Schema"]["properties"]["spec"]["properties"];
+    assert_eq!(spec["disruption"]["default"]["budgets"][0]["nodes"], "10%");
+    assert_eq!(spec["template"]["properties"]["spec"]["properties"]["expireAfter"]["default"], "720h");
+}

@@ -1,0 +1,219 @@
+//! `tenon check`: validate manifests offline, one line per problem.
+
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use tenon_api::decode::{Decoded, Object, decode_and_validate};
+use tenon_api::validation::{Problem, Severity};
+
+/// Exit status: every document clean (warnings allowed).
+pub const EXIT_OK: u8 = 0;
+/// Exit status: at least one validation error.
+pub const EXIT_INVALID: u8 = 1;
+/// Exit status: unreadable input or broken YAML.
+pub const EXIT_UNREADABLE: u8 = 2;
+
+struct Doc {
+    file: String,
+    index: usize,
+    decoded: Decoded,
+}
+
+#[derive(Default)]
+struct Tally {
+    errors: usize,
+    warnings: usize,
+    unreadable: usize,
+    kinds: BTreeMap<String, usize>,
+    skipped: usize,
+    files: usize,
+}
+
+pub fn run(paths: &[PathBuf], out: &mut impl Write) -> anyhow::Result<u8> {
+    let mut tally = Tally::default();
+    let mut docs = Vec::new();
+    for input in expand(paths, out, &mut tally)? {
+        tally.files += 1;
+        let (label, text) = match read(&input) {
+            Ok(t) => t,
+            Err(e) => {
+                writeln!(out, "{}: cannot read: {e}", input.display())?;
+                tally.unreadable += 1;
+                continue;
+            }
+        };
+        parse_documents(&label, &text, &mut docs, out, &mut tally)?;
+    }
+    cross_check(&mut docs);
+    for doc in &docs {
+        report(doc, out, &mut tally)?;
+    }
+    let kinds: Vec<String> = tally.kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    writeln!(
+        out,
+        "checked {} document(s) in {} file(s) ({}{}{} skipped): {} errors, {} warnings{}",
+        docs.len(),
+        tally.files,
+        kinds.join(", "),
+        if kinds.is_empty() { "" } else { ", " },
+        tally.skipped,
+        tally.errors,
+        tally.warnings,
+        if tally.unreadable > 0 { format!(", {} unreadable", tally.unreadable) } else { String::new() },
+    )?;
+    Ok(if tally.unreadable > 0 {
+        EXIT_UNREADABLE
+    } else if tally.errors > 0 {
+        EXIT_INVALID
+    } else {
+        EXIT_OK
+    })
+}
+
+/// Files to read: named files as given, directories searched recursively for YAML, in a
+/// stable order so output is reproducible.
+fn expand(paths: &[PathBuf], out: &mut impl Write, tally: &mut Tally) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for p in paths {
+        if p.as_os_str() == "-" || p.is_file() {
+            files.push(p.clone());
+        } else if p.is_dir() {
+            let mut found = Vec::new();
+            walk(p, &mut found)?;
+            found.sort();
+            files.extend(found);
+        } else {
+            writeln!(out, "{}: cannot read: no such file or directory", p.display())?;
+            tally.unreadable += 1;
+        }
+    }
+    Ok(files)
+}
+
+fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let hidden = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
+        if hidden {
+            continue;
+        }
+        if path.is_dir() {
+            walk(&path, found)?;
+        } else if matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")) {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn read(p: &Path) -> std::io::Result<(String, String)> {
+    if p.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s)?;
+        Ok(("<stdin>".to_string(), s))
+    } else {
+        Ok((p.display().to_string(), std::fs::read_to_string(p)?))
+    }
+}
+
+fn parse_documents(
+    file: &str,
+    text: &str,
+    docs: &mut Vec<Doc>,
+    out: &mut impl Write,
+    tally: &mut Tally,
+) -> anyhow::Result<()> {
+    for (i, de) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let index = i + 1;
+        let value = match serde_yaml::Value::deserialize(de) {
+            Ok(v) => v,
+            Err(e) => {
+                // serde_yaml's message already names the line and column.
+                writeln!(out, "{file}:{index}: YAML syntax error: {e}")?;
+                tally.unreadable += 1;
+                // The parser cannot resynchronise after a syntax error; the rest of the file is unread.
+                return Ok(());
+            }
+        };
+        if value.is_null() {
+            continue;
+        }
+        match serde_json::to_value(&value) {
+            Ok(json) => docs.push(Doc { file: file.to_string(), index, decoded: decode_and_validate(json) }),
+            Err(e) => {
+                writeln!(out, "{file}:{index}: not a Kubernetes object: {e} (hint: mapping keys must be strings)")?;
+                tally.errors += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks that need several documents: NodeClass references and duplicate names.
+fn cross_check(docs: &mut [Doc]) {
+    let classes: BTreeSet<String> = docs
+        .iter()
+        .filter_map(|d| match &d.decoded.object {
+            Some(Object::EC2NodeClass(nc)) => Some(d.decoded.name.clone()).filter(|_| nc.metadata.name.is_some()),
+            _ => None,
+        })
+        .collect();
+    let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
+    for doc in docs.iter_mut() {
+        let d = &mut doc.decoded;
+        let (path, ncr) = match &d.object {
+            Some(Object::NodePool(np)) => {
+                ("spec.template.spec.nodeClassRef.name", np.spec.template.spec.node_class_ref.clone())
+            }
+            Some(Object::NodeClaim(nc)) => ("spec.nodeClassRef.name", nc.spec.node_class_ref.clone()),
+            _ => ("", None),
+        };
+        if let Some(ncr) = ncr
+            && ncr.kind == "EC2NodeClass"
+            && !ncr.name.is_empty()
+            && !classes.contains(&ncr.name)
+        {
+            d.problems.push(Problem {
+                severity: Severity::Warning,
+                path: path.to_string(),
+                message: format!("EC2NodeClass {:?} is not in the input", ncr.name),
+                hint: "check the name, or include the EC2NodeClass; until it exists the NodePool is not Ready"
+                    .to_string(),
+            });
+        }
+        let tenon_kind = matches!(d.object, Some(Object::NodePool(_) | Object::NodeClaim(_) | Object::EC2NodeClass(_)));
+        if tenon_kind && !d.name.is_empty() && !seen.insert((d.kind.clone(), d.name.clone())) {
+            d.problems.push(Problem {
+                severity: Severity::Warning,
+                path: "metadata.name".to_string(),
+                message: format!("another {} named {:?} appears earlier in the input", d.kind, d.name),
+                hint: "the later one replaces the earlier when applied; rename one of them".to_string(),
+            });
+        }
+    }
+}
+
+fn report(doc: &Doc, out: &mut impl Write, tally: &mut Tally) -> anyhow::Result<()> {
+    let d = &doc.decoded;
+    let who = format!(
+        "{}/{}",
+        if d.kind.is_empty() { "<no kind>" } else { &d.kind },
+        if d.name.is_empty() { "<unnamed>" } else { &d.name }
+    );
+    let at = format!("{}:{}", doc.file, doc.index);
+    if let Some(Object::Other { .. }) = d.object {
+        tally.skipped += 1;
+        writeln!(out, "{at}: {who}: skipped (not a Tenon kind)")?;
+        return Ok(());
+    }
+    *tally.kinds.entry(d.kind.clone()).or_default() += 1;
+    for p in &d.problems {
+        match p.severity {
+            Severity::Error => tally.errors += 1,
+            Severity::Warning => tally.warnings += 1,
+        }
+        writeln!(out, "{at}: {who}: {p}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,51 @@
+//! The `tenon` binary.
+
+mod check;
+
+use clap::{Parser, Subcommand};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "tenon", version, about = "A Karpenter-v1-compatible node provisioner with WebAssembly policies")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate NodePool, NodeClaim and EC2NodeClass manifests as the API server would.
+    ///
+    /// Exit status: 0 when clean (warnings allowed), 1 on validation errors, 2 when input is
+    /// unreadable or not YAML.
+    Check {
+        /// Files, directories (searched for *.yaml and *.yml) or `-` for standard input.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Print the NodePool, NodeClaim and EC2NodeClass CustomResourceDefinitions as YAML.
+    Crds,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check { paths } => check::run(&paths, &mut std::io::stdout().lock()),
+        Command::Crds => print_crds(),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("tenon: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn print_crds() -> anyhow::Result<u8> {
+    let yaml = tenon_api::crds::crds_yaml()?;
+    std::io::stdout().lock().write_all(yaml.as_bytes())?;
+    Ok(0)
+}
