@@ -1,5 +1,6 @@
 //! The `tenon` binary.
 
+mod bench;
 mod check;
 
 use clap::{Parser, Subcommand};
@@ -27,6 +28,11 @@ enum Command {
     },
     /// Print the NodePool, NodeClaim and EC2NodeClass CustomResourceDefinitions as YAML.
     Crds,
+    /// Measure the decision core on generated workloads.
+    Bench {
+        #[command(subcommand)]
+        what: bench::BenchCommand,
+    },
 }
 
 fn main() -> ExitCode {
@@ -34,6 +40,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check { paths } => check::run(&paths, &mut std::io::stdout().lock()),
         Command::Crds => print_crds(),
+        Command::Bench { what } => bench::run(what),
     };
     match result {
         Ok(code) => ExitCode::from(code),

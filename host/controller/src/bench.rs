@@ -1,0 +1,94 @@
+//! `tenon bench`: time the decision core on Karpenter's benchmark shapes, so users can
+//! measure their own sizes.
+
+use anyhow::{Context, bail};
+use clap::{Subcommand, ValueEnum};
+use std::sync::Arc;
+use std::time::Instant;
+use tenon_core::catalog::{AwsCatalogOptions, aws, synthetic};
+use tenon_core::scorer::PriceScorer;
+use tenon_core::workload::scheduling_benchmark;
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Scheduling simulation: pending pods of Karpenter's diverse benchmark mix → NodeClaims.
+    Scheduling {
+        /// Number of pending pods.
+        #[arg(long, default_value_t = 1000)]
+        pods: usize,
+        /// `synthetic`: Karpenter's 400 benchmark types; `catalog`: the real EC2 catalog (us-east-1 prices).
+        #[arg(long, value_enum, default_value_t = Catalog::Synthetic)]
+        instance_types: Catalog,
+        /// Timed runs; the median is reported.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Workload seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Catalog {
+    Synthetic,
+    Catalog,
+}
+
+pub fn run(cmd: BenchCommand) -> anyhow::Result<u8> {
+    match cmd {
+        BenchCommand::Scheduling { pods, instance_types, runs, seed, json } => {
+            scheduling(pods, instance_types, runs, seed, json)
+        }
+    }
+}
+
+fn scheduling(pods: usize, catalog: Catalog, runs: usize, seed: u64, json: bool) -> anyhow::Result<u8> {
+    if runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let (types, label) = match catalog {
+        Catalog::Synthetic => (synthetic(400), "synthetic-400"),
+        Catalog::Catalog => {
+            (aws(&AwsCatalogOptions::default()).context("loading the bundled EC2 catalog")?, "ec2-us-east-1")
+        }
+    };
+    let type_count = types.len();
+    let snapshot = scheduling_benchmark(pods, Arc::new(types), seed);
+    let mut times = Vec::with_capacity(runs);
+    let mut plan = None;
+    for _ in 0..runs {
+        let start = Instant::now();
+        let p = tenon_core::schedule(&snapshot, &PriceScorer);
+        times.push(start.elapsed().as_secs_f64());
+        plan = Some(p);
+    }
+    let plan = plan.expect("runs >= 1");
+    times.sort_by(f64::total_cmp);
+    let seconds = times[times.len() / 2];
+    let pods_per_second = if seconds > 0.0 { pods as f64 / seconds } else { f64::INFINITY };
+    if json {
+        let out = serde_json::json!({
+            "pods": pods,
+            "nodeclaims": plan.nodeclaims.len(),
+            "unschedulable": plan.unschedulable.len(),
+            "seconds": seconds,
+            "pods_per_second": pods_per_second,
+            "instance_types": label,
+            "instance_type_count": type_count,
+            "runs": runs,
+            "threads": 1,
+        });
+        println!("{out}");
+    } else {
+        println!(
+            "scheduled {pods} pods onto {} NodeClaims ({} unschedulable) in {seconds:.3} s = {pods_per_second:.0} pods/s \
+             [{label}, {type_count} types, median of {runs}, 1 thread]",
+            plan.nodeclaims.len(),
+            plan.unschedulable.len()
+        );
+    }
+    Ok(0)
+}

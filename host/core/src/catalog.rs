@@ -1,0 +1,286 @@
+//! Instance catalogs: Karpenter's synthetic benchmark types, and real EC2 types built from
+//! the bundled data (`host/core/data`, see its README for provenance) with Karpenter's AWS
+//! capacity and overhead model.
+//!
+//! AWS model (as Karpenter's AWS provider computes it):
+//! - memory capacity = `MemoryInfo.SizeInMiB` minus the VM overhead, `ceil(7.5%)`;
+//! - max pods = ENIs × (IPv4 addresses per ENI − 1) + 2;
+//! - kube-reserved cpu = 6% of the first core + 1% of the second + 0.5% of the third and
+//!   fourth + 0.25% of every further core; kube-reserved memory = 11 MiB × max pods + 255 MiB;
+//!   kube-reserved ephemeral storage = 1 GiB;
+//! - eviction threshold: memory.available 100 MiB, nodefs.available 10% of the root volume
+//!   (20 GiB unless the EC2NodeClass says otherwise).
+//!
+//! Spot prices are not real data: a spot offering costs [`SPOT_PRICE_MODEL_FACTOR`] × the
+//! on-demand price, and every consumer that shows it must say it is a model.
+
+use crate::instancetype::{InstanceType, Offering};
+use crate::requirements::{Requirement, Requirements};
+use crate::resources::Resources;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Read;
+use tenon_api::wellknown as wk;
+use thiserror::Error;
+
+/// Modelled spot price as a fraction of on-demand (a 60% discount).
+pub const SPOT_PRICE_MODEL_FACTOR: f64 = 0.4;
+/// Root volume assumed when the NodeClass does not set one.
+pub const DEFAULT_ROOT_VOLUME_BYTES: i64 = 20 << 30;
+
+const GIB: i64 = 1 << 30;
+const MIB: i64 = 1 << 20;
+
+/// Karpenter's benchmark instance types: type `i` has `i+1` vCPU, `2(i+1)` GiB, `10(i+1)`
+/// pods, amd64 Linux, offered on-demand in three zones and spot in two, priced
+/// `0.1 × vCPU + 0.1 × GB` as Karpenter's fake provider prices them.
+pub fn synthetic(count: usize) -> Vec<InstanceType> {
+    (0..count)
+        .map(|i| {
+            let n = i as i64 + 1;
+            let capacity = Resources::new(n * 1000, 2 * n * GIB, 10 * n);
+            let price = 0.1 * n as f64 + 0.1 * (2 * n * GIB) as f64 / 1e9;
+            let mut offerings = Vec::new();
+            for (ct, zones) in [
+                ("spot", &["test-zone-1", "test-zone-2"][..]),
+                ("on-demand", &["test-zone-1", "test-zone-2", "test-zone-3"][..]),
+            ] {
+                for z in zones {
+                    offerings.push(Offering { zone: z.to_string(), capacity_type: ct.into(), price, available: true });
+                }
+            }
+            let name = format!("fake-it-{i}");
+            let reqs = Requirements::from_iter([
+                Requirement::in_values(wk::LABEL_INSTANCE_TYPE, [name.clone()]),
+                Requirement::in_values(wk::LABEL_ARCH, ["amd64"]),
+                Requirement::in_values(wk::LABEL_OS, ["linux"]),
+                Requirement::in_values(wk::LABEL_INSTANCE_CPU, [n.to_string()]),
+            ]);
+            InstanceType::new(&name, reqs, capacity, Resources::new(100, 10 * MIB, 0), offerings)
+        })
+        .collect()
+}
+
+#[derive(Debug, Error)]
+pub enum CatalogError {
+    #[error("reading bundled data {0}: {1}")]
+    Data(&'static str, String),
+    #[error("no offerings bundled for region {0:?} (have us-east-1, us-west-2)")]
+    Region(String),
+}
+
+const TYPES_GZ: &[u8] = include_bytes!("../data/ec2-instance-types.json.gz");
+const OFFERINGS_US_EAST_1: &[u8] = include_bytes!("../data/ec2-offerings-az-us-east-1.json.gz");
+const OFFERINGS_US_WEST_2: &[u8] = include_bytes!("../data/ec2-offerings-az-us-west-2.json.gz");
+const PRICES_US_EAST_1: &str = include_str!("../data/ec2-on-demand-prices-us-east-1.csv");
+
+fn gunzip(name: &'static str, bytes: &[u8]) -> Result<Value, CatalogError> {
+    let mut s = String::new();
+    flate2::read::GzDecoder::new(bytes).read_to_string(&mut s).map_err(|e| CatalogError::Data(name, e.to_string()))?;
+    serde_json::from_str(&s).map_err(|e| CatalogError::Data(name, e.to_string()))
+}
+
+/// On-demand prices bundled for us-east-1 (USD/hour by type).
+pub fn us_east_1_prices() -> BTreeMap<String, f64> {
+    PRICES_US_EAST_1
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let (name, price) = l.split_once(',')?;
+            Some((name.to_string(), price.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// Options for building the EC2 catalog.
+#[derive(Clone, Debug)]
+pub struct AwsCatalogOptions {
+    pub region: String,
+    pub root_volume_bytes: i64,
+    /// Offer spot (at the modelled price) where the type supports it.
+    pub spot: bool,
+}
+
+impl Default for AwsCatalogOptions {
+    fn default() -> Self {
+        AwsCatalogOptions { region: "us-east-1".into(), root_volume_bytes: DEFAULT_ROOT_VOLUME_BYTES, spot: true }
+    }
+}
+
+/// The real EC2 catalog of a region from the bundled data, priced with the bundled
+/// us-east-1 on-demand table (types without a price are left out, as Karpenter leaves out
+/// types it cannot price).
+pub fn aws(opts: &AwsCatalogOptions) -> Result<Vec<InstanceType>, CatalogError> {
+    let types = gunzip("ec2-instance-types.json.gz", TYPES_GZ)?;
+    let offerings = match opts.region.as_str() {
+        "us-east-1" => gunzip("ec2-offerings-az-us-east-1.json.gz", OFFERINGS_US_EAST_1)?,
+        "us-west-2" => gunzip("ec2-offerings-az-us-west-2.json.gz", OFFERINGS_US_WEST_2)?,
+        r => return Err(CatalogError::Region(r.to_string())),
+    };
+    let mut zones: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for o in offerings.as_array().into_iter().flatten() {
+        if let (Some(t), Some(z)) = (o["InstanceType"].as_str(), o["Location"].as_str()) {
+            zones.entry(t).or_default().push(z);
+        }
+    }
+    let prices = us_east_1_prices();
+    let mut out = Vec::new();
+    for (name, info) in types.as_object().into_iter().flatten() {
+        let (Some(price), Some(zs)) = (prices.get(name), zones.get(name.as_str())) else { continue };
+        if let Some(it) = aws_instance_type(name, info, *price, zs, opts) {
+            out.push(it);
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// Karpenter's kube-reserved CPU in millicores for `vcpus` cores.
+pub fn kube_reserved_cpu_milli(vcpus: i64) -> i64 {
+    let cores = vcpus * 1000;
+    let band = |lo: i64, hi: i64, per_mille10: i64| (cores.min(hi) - lo).max(0) * per_mille10 / 1000;
+    // 6%, 1%, 0.5%, 0.25% expressed in tenths of a percent.
+    band(0, 1000, 60) + band(1000, 2000, 10) + band(2000, 4000, 5) + (cores - 4000).max(0) * 25 / 10_000
+}
+
+fn aws_instance_type(
+    name: &str,
+    info: &Value,
+    price: f64,
+    zones: &[&str],
+    opts: &AwsCatalogOptions,
+) -> Option<InstanceType> {
+    let arch =
+        info["ProcessorInfo"]["SupportedArchitectures"].as_array()?.iter().filter_map(Value::as_str).find_map(|a| {
+            match a {
+                "x86_64" => Some("amd64"),
+                "arm64" => Some("arm64"),
+                _ => None,
+            }
+        })?;
+    let vcpus = info["VCpuInfo"]["DefaultVCpus"].as_i64()?;
+    let mem_mib = info["MemoryInfo"]["SizeInMiB"].as_i64()?;
+    let net = &info["NetworkInfo"];
+    let max_pods = net["MaximumNetworkInterfaces"].as_i64()? * (net["Ipv4AddressesPerInterface"].as_i64()? - 1) + 2;
+    let vm_overhead_mib = (mem_mib as f64 * 0.075).ceil() as i64;
+    let mut capacity = Resources::new(vcpus * 1000, (mem_mib - vm_overhead_mib) * MIB, max_pods);
+    capacity.ephemeral_storage = opts.root_volume_bytes;
+
+    let (family, size) = name.split_once('.')?;
+    let category: String = family.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    let generation: String = family[category.len()..].chars().take_while(char::is_ascii_digit).collect();
+    let manufacturer = info["ProcessorInfo"]["Manufacturer"].as_str().unwrap_or("").to_ascii_lowercase();
+    let mut labels: Vec<(&str, String)> = vec![
+        (wk::LABEL_INSTANCE_TYPE, name.to_string()),
+        (wk::LABEL_ARCH, arch.to_string()),
+        (wk::LABEL_OS, "linux".to_string()),
+        (wk::LABEL_INSTANCE_CATEGORY, category),
+        (wk::LABEL_INSTANCE_FAMILY, family.to_string()),
+        (wk::LABEL_INSTANCE_SIZE, size.to_string()),
+        (wk::LABEL_INSTANCE_CPU, vcpus.to_string()),
+        (wk::LABEL_INSTANCE_CPU_MANUFACTURER, manufacturer),
+        (wk::LABEL_INSTANCE_MEMORY, mem_mib.to_string()),
+        (wk::LABEL_INSTANCE_HYPERVISOR, info["Hypervisor"].as_str().unwrap_or("").to_string()),
+        (
+            "karpenter.k8s.aws/instance-encryption-in-transit-supported",
+            net["EncryptionInTransitSupported"].as_bool().unwrap_or(false).to_string(),
+        ),
+    ];
+    if !generation.is_empty() {
+        labels.push((wk::LABEL_INSTANCE_GENERATION, generation));
+    }
+    if let Some(gbps) = net["NetworkCards"][0]["BaselineBandwidthInGbps"].as_f64() {
+        labels.push((wk::LABEL_INSTANCE_NETWORK_BANDWIDTH, ((gbps * 1000.0).round() as i64).to_string()));
+    }
+    if let Some(mbps) = info["EbsInfo"]["EbsOptimizedInfo"]["MaximumBandwidthInMbps"].as_i64() {
+        labels.push((wk::LABEL_INSTANCE_EBS_BANDWIDTH, mbps.to_string()));
+    }
+    if let Some(gb) = info["InstanceStorageInfo"]["TotalSizeInGB"].as_i64()
+        && info["InstanceStorageInfo"]["NvmeSupport"].as_str() != Some("unsupported")
+    {
+        labels.push((wk::LABEL_INSTANCE_LOCAL_NVME, gb.to_string()));
+    }
+    if let Some(gpu) = info["GpuInfo"]["Gpus"].get(0) {
+        let count = gpu["Count"].as_i64().unwrap_or(0);
+        let maker = gpu["Manufacturer"].as_str().unwrap_or("").to_ascii_lowercase();
+        labels.push((wk::LABEL_INSTANCE_GPU_NAME, gpu["Name"].as_str().unwrap_or("").to_ascii_lowercase()));
+        labels.push((wk::LABEL_INSTANCE_GPU_MANUFACTURER, maker.clone()));
+        labels.push((wk::LABEL_INSTANCE_GPU_COUNT, count.to_string()));
+        labels.push((wk::LABEL_INSTANCE_GPU_MEMORY, gpu["MemoryInfo"]["SizeInMiB"].as_i64().unwrap_or(0).to_string()));
+        match maker.as_str() {
+            "nvidia" => capacity.set("nvidia.com/gpu", count),
+            "amd" => capacity.set("amd.com/gpu", count),
+            _ => {}
+        }
+    }
+    let reqs = Requirements::from_iter(labels.into_iter().map(|(k, v)| Requirement::in_values(k, [v])));
+
+    let mut overhead = Resources::new(kube_reserved_cpu_milli(vcpus), (11 * max_pods + 255) * MIB + 100 * MIB, 0);
+    overhead.ephemeral_storage = GIB + opts.root_volume_bytes / 10;
+
+    let classes: Vec<&str> = info["SupportedUsageClasses"].as_array()?.iter().filter_map(Value::as_str).collect();
+    let mut offerings = Vec::new();
+    for z in zones {
+        if classes.contains(&"on-demand") {
+            offerings.push(Offering {
+                zone: z.to_string(),
+                capacity_type: wk::CAPACITY_TYPE_ON_DEMAND.into(),
+                price,
+                available: true,
+            });
+        }
+        if opts.spot && classes.contains(&"spot") {
+            offerings.push(Offering {
+                zone: z.to_string(),
+                capacity_type: wk::CAPACITY_TYPE_SPOT.into(),
+                price: price * SPOT_PRICE_MODEL_FACTOR,
+                available: true,
+            });
+        }
+    }
+    if offerings.is_empty() {
+        return None;
+    }
+    Some(InstanceType::new(name, reqs, capacity, overhead, offerings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kube_reserved_cpu_matches_karpenter() {
+        assert_eq!(kube_reserved_cpu_milli(1), 60);
+        assert_eq!(kube_reserved_cpu_milli(2), 70);
+        assert_eq!(kube_reserved_cpu_milli(4), 80);
+        assert_eq!(kube_reserved_cpu_milli(8), 90);
+        assert_eq!(kube_reserved_cpu_milli(96), 310);
+    }
+
+    #[test]
+    fn real_catalog_has_karpenter_labels_and_overheads() {
+        let cat = aws(&AwsCatalogOptions::default()).unwrap();
+        assert!(cat.len() > 700, "{} types", cat.len());
+        let m6a = cat.iter().find(|t| t.name == "m6a.2xlarge").unwrap();
+        assert_eq!(m6a.label(wk::LABEL_INSTANCE_CATEGORY), Some("m"));
+        assert_eq!(m6a.label(wk::LABEL_INSTANCE_FAMILY), Some("m6a"));
+        assert_eq!(m6a.label(wk::LABEL_INSTANCE_GENERATION), Some("6"));
+        assert_eq!(m6a.label(wk::LABEL_INSTANCE_CPU_MANUFACTURER), Some("amd"));
+        assert_eq!(m6a.label(wk::LABEL_ARCH), Some("amd64"));
+        assert_eq!(m6a.capacity.cpu, 8000);
+        assert_eq!(m6a.capacity.pods, 4 * 14 + 2, "58 pods from 4 ENIs × 15 IPs");
+        assert_eq!(m6a.allocatable().cpu, 8000 - 90);
+        let od = m6a.offerings.iter().find(|o| o.capacity_type == "on-demand").unwrap();
+        assert!((od.price - 0.3456).abs() < 1e-9, "bundled us-east-1 price, got {}", od.price);
+        let p4d = cat.iter().find(|t| t.name == "p4d.24xlarge").unwrap();
+        assert_eq!(p4d.capacity.get("nvidia.com/gpu"), 8);
+    }
+
+    #[test]
+    fn synthetic_matches_the_benchmark_shape() {
+        let s = synthetic(400);
+        assert_eq!(s.len(), 400);
+        assert_eq!((s[0].capacity.cpu, s[0].capacity.memory, s[0].capacity.pods), (1000, 2 * GIB, 10));
+        assert_eq!((s[399].capacity.cpu, s[399].capacity.pods), (400_000, 4000));
+    }
+}

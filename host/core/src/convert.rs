@@ -1,0 +1,454 @@
+//! The one place Kubernetes and Karpenter objects become the core's model. The controller,
+//! the simulator and tests all build snapshots through here, so a field is interpreted once.
+
+use crate::instancetype::InstanceType;
+use crate::model::{
+    AffinityTerm, DaemonSet, HostPort, Node, NodePoolTemplate, Pod, PodDisruptionBudget, SpreadConstraint,
+    WhenUnsatisfiable,
+};
+use crate::requirements::{Operator, Requirement, Requirements};
+use crate::resources::{NODES, Resources};
+use crate::selector::{LabelSelector, SelectorOp};
+use crate::taints::{Effect, Taint, Toleration};
+use k8s_openapi::api::apps::v1 as apps;
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::policy::v1 as policy;
+use k8s_openapi::api::storage::v1 as storage;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tenon_api::common::NodeSelectorRequirementWithMinValues;
+use tenon_api::quantity::{parse_milli, parse_units};
+use tenon_api::wellknown::{LABEL_NODEPOOL, LABEL_ZONE, TAINT_UNREGISTERED};
+use tenon_api::{NodeClaim, NodePool};
+use thiserror::Error;
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("{object}: {field}: {message}")]
+pub struct ConvertError {
+    pub object: String,
+    pub field: String,
+    pub message: String,
+}
+
+fn err(object: &str, field: &str, message: impl ToString) -> ConvertError {
+    ConvertError { object: object.to_string(), field: field.to_string(), message: message.to_string() }
+}
+
+/// Parses a resource list into [`Resources`].
+pub fn resources(
+    list: Option<&BTreeMap<String, Quantity>>,
+    object: &str,
+    field: &str,
+) -> Result<Resources, ConvertError> {
+    let mut r = Resources::default();
+    for (name, q) in list.into_iter().flatten() {
+        let v = if name == "cpu" { parse_milli(&q.0) } else { parse_units(&q.0) }
+            .map_err(|e| err(object, &format!("{field}.{name}"), e))?;
+        r.set(name, v as i64);
+    }
+    Ok(r)
+}
+
+/// A node selector requirement as the core's [`Requirement`]. Unknown operators select
+/// nothing (the API server rejects them; a decision must not guess).
+pub fn requirement(key: &str, operator: &str, values: &[String]) -> Requirement {
+    match Operator::parse(operator) {
+        Some(op) => Requirement::new(key, op, values.iter().cloned()),
+        None => Requirement::new(key, Operator::DoesNotExist, Vec::<String>::new()),
+    }
+}
+
+fn term_requirements(term: &core::NodeSelectorTerm) -> Requirements {
+    Requirements::from_iter(
+        term.match_expressions
+            .iter()
+            .flatten()
+            .map(|e| requirement(&e.key, &e.operator, e.values.as_deref().unwrap_or(&[]))),
+    )
+}
+
+/// Requirements with minValues, as NodePools and NodeClaims carry them.
+pub fn requirements_with_min_values(reqs: &[NodeSelectorRequirementWithMinValues]) -> Requirements {
+    Requirements::from_iter(reqs.iter().map(|r| {
+        requirement(&r.key, &r.operator, &r.values).with_min_values(r.min_values.and_then(|m| u32::try_from(m).ok()))
+    }))
+}
+
+/// A label selector; `None` selects nothing, as Kubernetes treats a missing selector in
+/// affinity terms and spread constraints.
+pub fn selector(sel: Option<&meta::LabelSelector>) -> LabelSelector {
+    let Some(sel) = sel else {
+        return LabelSelector { expressions: vec![(String::new(), SelectorOp::In(vec![]))] };
+    };
+    let mut out = LabelSelector::from_labels(sel.match_labels.as_ref().unwrap_or(&BTreeMap::new()));
+    for e in sel.match_expressions.iter().flatten() {
+        let values = e.values.clone().unwrap_or_default();
+        let op = match e.operator.as_str() {
+            "In" => SelectorOp::In(values),
+            "NotIn" => SelectorOp::NotIn(values),
+            "Exists" => SelectorOp::Exists,
+            "DoesNotExist" => SelectorOp::DoesNotExist,
+            _ => SelectorOp::In(vec![]),
+        };
+        out.push(&e.key, op);
+    }
+    out
+}
+
+fn with_match_label_keys(
+    mut sel: LabelSelector,
+    keys: Option<&Vec<String>>,
+    labels: &BTreeMap<String, String>,
+) -> LabelSelector {
+    for k in keys.into_iter().flatten() {
+        if let Some(v) = labels.get(k) {
+            sel.push(k, SelectorOp::In(vec![v.clone()]));
+        }
+    }
+    sel
+}
+
+fn taint(t: &core::Taint) -> Option<Taint> {
+    Some(Taint { key: t.key.clone(), value: t.value.clone().unwrap_or_default(), effect: Effect::parse(&t.effect)? })
+}
+
+fn api_taint(t: &tenon_api::common::Taint) -> Option<Taint> {
+    Some(Taint { key: t.key.clone(), value: t.value.clone().unwrap_or_default(), effect: Effect::parse(&t.effect)? })
+}
+
+fn toleration(t: &core::Toleration) -> Toleration {
+    Toleration {
+        key: t.key.clone().unwrap_or_default(),
+        exists: t.operator.as_deref() == Some("Exists"),
+        value: t.value.clone().unwrap_or_default(),
+        effect: t.effect.as_deref().and_then(Effect::parse),
+    }
+}
+
+fn affinity_term(t: &core::PodAffinityTerm, labels: &BTreeMap<String, String>) -> AffinityTerm {
+    AffinityTerm {
+        key: t.topology_key.clone(),
+        selector: with_match_label_keys(selector(t.label_selector.as_ref()), t.match_label_keys.as_ref(), labels),
+        namespaces: t.namespaces.clone().unwrap_or_default(),
+        all_namespaces: false,
+        namespace_selector: t.namespace_selector.as_ref().map(|s| selector(Some(s))),
+    }
+}
+
+/// Effective requests: containers plus restartable init containers (sidecars), or the largest
+/// init container with the sidecars started before it, whichever is larger; plus pod overhead
+/// and one pod slot.
+pub fn pod_requests(spec: &core::PodSpec, object: &str) -> Result<Resources, ConvertError> {
+    let req = |c: &core::Container, field: &str| {
+        resources(c.resources.as_ref().and_then(|r| r.requests.as_ref()), object, field)
+    };
+    let mut main = Resources::default();
+    for c in &spec.containers {
+        main.add(&req(c, "spec.containers.resources.requests")?);
+    }
+    let mut sidecars = Resources::default();
+    let mut init_peak = Resources::default();
+    for c in spec.init_containers.iter().flatten() {
+        let r = req(c, "spec.initContainers.resources.requests")?;
+        if c.restart_policy.as_deref() == Some("Always") {
+            sidecars.add(&r);
+            init_peak.max_with(&sidecars);
+        } else {
+            init_peak.max_with(&sidecars.plus(&r));
+        }
+    }
+    main.add(&sidecars);
+    main.max_with(&init_peak);
+    main.add(&resources(spec.overhead.as_ref(), object, "spec.overhead")?);
+    main.pods += 1;
+    Ok(main)
+}
+
+/// Whether Karpenter would provision for this pod: pending, not gated, not owned by a
+/// DaemonSet, not being deleted, and marked unschedulable by kube-scheduler.
+pub fn is_provisionable(p: &core::Pod) -> bool {
+    let spec = p.spec.as_ref();
+    let status = p.status.as_ref();
+    let unschedulable = status.and_then(|s| s.conditions.as_ref()).is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
+    });
+    spec.is_some_and(|s| s.node_name.is_none() && s.scheduling_gates.as_ref().is_none_or(Vec::is_empty))
+        && p.metadata.deletion_timestamp.is_none()
+        && status.and_then(|s| s.phase.as_deref()).is_none_or(|ph| ph == "Pending")
+        && !p.metadata.owner_references.iter().flatten().any(|o| o.kind == "DaemonSet")
+        && unschedulable
+}
+
+/// Whether a bound pod still uses its node's resources.
+pub fn is_active(p: &core::Pod) -> bool {
+    !matches!(p.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"))
+}
+
+/// A pod's scheduling-relevant facts.
+pub fn pod(p: &core::Pod) -> Result<Pod, ConvertError> {
+    let ns = p.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let name = p.metadata.name.clone().unwrap_or_default();
+    let object = format!("Pod {ns}/{name}");
+    let spec = p.spec.as_ref().ok_or_else(|| err(&object, "spec", "missing"))?;
+    let labels = p.metadata.labels.clone().unwrap_or_default();
+    let node_selector = Requirements::from_iter(
+        spec.node_selector.iter().flatten().map(|(k, v)| Requirement::in_values(k, [v.clone()])),
+    );
+    let affinity = spec.affinity.as_ref();
+    let node_aff = affinity.and_then(|a| a.node_affinity.as_ref());
+    let required_node_affinity = node_aff
+        .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref())
+        .map(|sel| sel.node_selector_terms.iter().map(term_requirements).collect())
+        .unwrap_or_default();
+    let mut preferred_node_affinity: Vec<(i32, Requirements)> = node_aff
+        .and_then(|n| n.preferred_during_scheduling_ignored_during_execution.as_ref())
+        .map(|ts| ts.iter().map(|t| (t.weight, term_requirements(&t.preference))).collect())
+        .unwrap_or_default();
+    preferred_node_affinity.sort_by_key(|t| std::cmp::Reverse(t.0));
+    let pod_aff = affinity.and_then(|a| a.pod_affinity.as_ref());
+    let anti = affinity.and_then(|a| a.pod_anti_affinity.as_ref());
+    let terms = |ts: Option<&Vec<core::PodAffinityTerm>>| {
+        ts.into_iter().flatten().map(|t| affinity_term(t, &labels)).collect::<Vec<_>>()
+    };
+    let weighted = |ts: Option<&Vec<core::WeightedPodAffinityTerm>>| {
+        let mut v: Vec<(i32, AffinityTerm)> =
+            ts.into_iter().flatten().map(|t| (t.weight, affinity_term(&t.pod_affinity_term, &labels))).collect();
+        v.sort_by_key(|t| std::cmp::Reverse(t.0));
+        v
+    };
+    let spread = spec
+        .topology_spread_constraints
+        .iter()
+        .flatten()
+        .map(|c| SpreadConstraint {
+            key: c.topology_key.clone(),
+            max_skew: c.max_skew,
+            when_unsatisfiable: if c.when_unsatisfiable == "ScheduleAnyway" {
+                WhenUnsatisfiable::ScheduleAnyway
+            } else {
+                WhenUnsatisfiable::DoNotSchedule
+            },
+            selector: with_match_label_keys(selector(c.label_selector.as_ref()), c.match_label_keys.as_ref(), &labels),
+            min_domains: c.min_domains,
+            honor_node_affinity: c.node_affinity_policy.as_deref() != Some("Ignore"),
+            honor_node_taints: c.node_taints_policy.as_deref() == Some("Honor"),
+        })
+        .collect();
+    let host_ports = spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter_map(|p| {
+            Some(HostPort {
+                ip: p.host_ip.clone().unwrap_or_default(),
+                port: p.host_port?,
+                protocol: p.protocol.clone().unwrap_or_else(|| "TCP".into()),
+            })
+        })
+        .collect();
+    let owner = p.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true)).or(p
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .next());
+    Ok(Pod {
+        namespace: ns,
+        name,
+        uid: p.metadata.uid.clone().unwrap_or_default(),
+        annotations: p.metadata.annotations.clone().unwrap_or_default(),
+        requests: pod_requests(spec, &object)?,
+        node_selector,
+        required_node_affinity,
+        preferred_node_affinity,
+        volume_requirements: Requirements::new(),
+        tolerations: spec.tolerations.iter().flatten().map(toleration).collect(),
+        spread,
+        affinity: terms(pod_aff.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref())),
+        preferred_affinity: weighted(
+            pod_aff.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
+        ),
+        anti_affinity: terms(anti.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref())),
+        preferred_anti_affinity: weighted(
+            anti.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
+        ),
+        host_ports,
+        priority: spec.priority.unwrap_or(0),
+        node_name: spec.node_name.clone(),
+        created: p.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second()),
+        owner_kind: owner.map(|o| o.kind.clone()),
+        owner_name: owner.map(|o| o.name.clone()),
+        labels,
+    })
+}
+
+/// Zone requirements from a pod's persistent volumes: a bound volume's node affinity, or an
+/// unbound claim's StorageClass `allowedTopologies`.
+pub fn volume_requirements(
+    p: &core::Pod,
+    claims: &[core::PersistentVolumeClaim],
+    volumes: &[core::PersistentVolume],
+    classes: &[storage::StorageClass],
+) -> Requirements {
+    let ns = p.metadata.namespace.as_deref().unwrap_or("default");
+    let mut out = Requirements::new();
+    for v in p.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
+        let Some(src) = &v.persistent_volume_claim else { continue };
+        let Some(pvc) = claims.iter().find(|c| {
+            c.metadata.namespace.as_deref() == Some(ns) && c.metadata.name.as_deref() == Some(&src.claim_name)
+        }) else {
+            continue;
+        };
+        let spec = pvc.spec.as_ref();
+        if let Some(pv_name) = spec.and_then(|s| s.volume_name.as_deref()) {
+            let terms = volumes
+                .iter()
+                .find(|pv| pv.metadata.name.as_deref() == Some(pv_name))
+                .and_then(|pv| pv.spec.as_ref()?.node_affinity.as_ref()?.required.as_ref())
+                .map(|sel| sel.node_selector_terms.clone())
+                .unwrap_or_default();
+            if let Some(first) = terms.first() {
+                for r in term_requirements(first)
+                    .iter()
+                    .filter(|r| r.key == LABEL_ZONE || r.key == "topology.ebs.csi.aws.com/zone")
+                {
+                    out.add(Requirement::in_values(LABEL_ZONE, r.values().iter().cloned()));
+                }
+            }
+        } else if let Some(sc) = spec
+            .and_then(|s| s.storage_class_name.as_deref())
+            .and_then(|n| classes.iter().find(|c| c.metadata.name.as_deref() == Some(n)))
+        {
+            for term in sc.allowed_topologies.iter().flatten().take(1) {
+                for e in term.match_label_expressions.iter().flatten() {
+                    if e.key == LABEL_ZONE || e.key == "topology.ebs.csi.aws.com/zone" {
+                        out.add(Requirement::in_values(LABEL_ZONE, e.values.iter().cloned()));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Taints a node carries only while it starts: not a reason to avoid it when simulating.
+fn ephemeral(t: &Taint, startup: &[Taint]) -> bool {
+    t.key == TAINT_UNREGISTERED
+        || t.key == "node.kubernetes.io/not-ready"
+        || t.key == "node.kubernetes.io/unreachable"
+        || t.key == "node.cloudprovider.kubernetes.io/uninitialized"
+        || startup.iter().any(|s| s.key == t.key && s.effect == t.effect)
+}
+
+/// A Node. `startup_taints` are its NodePool's, ignored while simulating.
+pub fn node(n: &core::Node, startup_taints: &[Taint]) -> Result<Node, ConvertError> {
+    let name = n.metadata.name.clone().unwrap_or_default();
+    let object = format!("Node {name}");
+    let labels = n.metadata.labels.clone().unwrap_or_default();
+    let spec = n.spec.as_ref();
+    let taints: Vec<Taint> = spec.and_then(|s| s.taints.as_ref()).into_iter().flatten().filter_map(taint).collect();
+    let disrupted = taints.iter().any(|t| t.key == tenon_api::wellknown::TAINT_DISRUPTED);
+    let status = n.status.as_ref();
+    Ok(Node {
+        name,
+        nodepool: labels.get(LABEL_NODEPOOL).cloned(),
+        requirements: Requirements::from_iter(labels.iter().map(|(k, v)| Requirement::in_values(k, [v.clone()]))),
+        taints: taints.into_iter().filter(|t| !ephemeral(t, startup_taints)).collect(),
+        allocatable: resources(status.and_then(|s| s.allocatable.as_ref()), &object, "status.allocatable")?,
+        capacity: resources(status.and_then(|s| s.capacity.as_ref()), &object, "status.capacity")?,
+        in_flight: false,
+        unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false)
+            || n.metadata.deletion_timestamp.is_some()
+            || disrupted,
+        labels,
+    })
+}
+
+/// A NodeClaim that has no Node yet. Until launch reports its allocatable, the capacity it
+/// was planned for (`spec.resources.requests`) stands in, so pods planned onto it are not
+/// provisioned for twice.
+pub fn in_flight_nodeclaim(nc: &NodeClaim) -> Result<Node, ConvertError> {
+    let name = nc.metadata.name.clone().unwrap_or_default();
+    let object = format!("NodeClaim {name}");
+    let labels = nc.metadata.labels.clone().unwrap_or_default();
+    let mut reqs = requirements_with_min_values(&nc.spec.requirements);
+    for (k, v) in &labels {
+        reqs.add(Requirement::in_values(k, [v.clone()]));
+    }
+    let status = nc.status.as_ref();
+    let planned = resources(Some(&nc.spec.resources.requests), &object, "spec.resources.requests")?;
+    let allocatable = match status.filter(|s| !s.allocatable.is_empty()) {
+        Some(s) => resources(Some(&s.allocatable), &object, "status.allocatable")?,
+        None => planned.clone(),
+    };
+    let capacity = match status.filter(|s| !s.capacity.is_empty()) {
+        Some(s) => resources(Some(&s.capacity), &object, "status.capacity")?,
+        None => allocatable.clone(),
+    };
+    Ok(Node {
+        name,
+        nodepool: labels.get(LABEL_NODEPOOL).cloned(),
+        requirements: reqs,
+        labels,
+        taints: nc.spec.taints.iter().filter_map(api_taint).collect(),
+        allocatable,
+        capacity,
+        in_flight: true,
+        unschedulable: nc.metadata.deletion_timestamp.is_some(),
+    })
+}
+
+pub fn daemonset(ds: &apps::DaemonSet) -> Result<DaemonSet, ConvertError> {
+    let ns = ds.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let name = ds.metadata.name.clone().unwrap_or_default();
+    let template = ds.spec.as_ref().map(|s| s.template.clone()).unwrap_or_default();
+    let as_pod = core::Pod { metadata: template.metadata.unwrap_or_default(), spec: template.spec, status: None };
+    let mut p = pod(&as_pod).map_err(|e| err(&format!("DaemonSet {ns}/{name}"), &e.field, e.message))?;
+    p.namespace = ns.clone();
+    p.name = format!("{name}-template");
+    p.owner_kind = Some("DaemonSet".into());
+    p.owner_name = Some(name.clone());
+    Ok(DaemonSet { namespace: ns, name, pod: p })
+}
+
+pub fn pdb(p: &policy::PodDisruptionBudget) -> PodDisruptionBudget {
+    PodDisruptionBudget {
+        namespace: p.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
+        name: p.metadata.name.clone().unwrap_or_default(),
+        selector: selector(p.spec.as_ref().and_then(|s| s.selector.as_ref())),
+        disruptions_allowed: p.status.as_ref().map_or(0, |s| s.disruptions_allowed),
+    }
+}
+
+/// A NodePool as a template: its requirements, its labels as requirements, and its own name
+/// as `karpenter.sh/nodepool`.
+pub fn nodepool(np: &NodePool, instance_types: Arc<Vec<InstanceType>>) -> Result<NodePoolTemplate, ConvertError> {
+    let name = np.metadata.name.clone().unwrap_or_default();
+    let object = format!("NodePool {name}");
+    let t = &np.spec.template;
+    let mut reqs = requirements_with_min_values(&t.spec.requirements);
+    for (k, v) in &t.metadata.labels {
+        reqs.add(Requirement::in_values(k, [v.clone()]));
+    }
+    reqs.add(Requirement::in_values(LABEL_NODEPOOL, [name.clone()]));
+    let mut limits = BTreeMap::new();
+    for (res, q) in &np.spec.limits {
+        let v = if res == "cpu" { parse_milli(&q.0) } else { parse_units(&q.0) }
+            .map_err(|e| err(&object, &format!("spec.limits.{res}"), e))?;
+        limits.insert(res.clone(), if res == NODES { parse_units(&q.0).unwrap_or(0) as i64 } else { v as i64 });
+    }
+    Ok(NodePoolTemplate {
+        name,
+        weight: np.weight(),
+        requirements: reqs,
+        labels: t.metadata.labels.clone(),
+        taints: t.spec.taints.iter().filter_map(api_taint).collect(),
+        startup_taints: t.spec.startup_taints.iter().filter_map(api_taint).collect(),
+        limits,
+        instance_types,
+    })
+}

@@ -1,0 +1,72 @@
+//! Instance types and their offerings (zone × capacity type, with price and availability).
+
+use crate::requirements::{Requirement, Requirements};
+use crate::resources::Resources;
+use tenon_api::wellknown::{LABEL_CAPACITY_TYPE, LABEL_ZONE};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Offering {
+    pub zone: String,
+    pub capacity_type: String,
+    /// USD per hour.
+    pub price: f64,
+    pub available: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstanceType {
+    pub name: String,
+    /// Label requirements the type satisfies (`In [value]` per label), including the zones and
+    /// capacity types of its offerings.
+    pub requirements: Requirements,
+    pub capacity: Resources,
+    /// Reserved for the kubelet, the system and eviction.
+    pub overhead: Resources,
+    pub offerings: Vec<Offering>,
+    allocatable: Resources,
+}
+
+impl InstanceType {
+    pub fn new(
+        name: &str,
+        mut requirements: Requirements,
+        capacity: Resources,
+        overhead: Resources,
+        offerings: Vec<Offering>,
+    ) -> Self {
+        let mut zones: Vec<&str> = offerings.iter().map(|o| o.zone.as_str()).collect();
+        zones.sort();
+        zones.dedup();
+        let mut cts: Vec<&str> = offerings.iter().map(|o| o.capacity_type.as_str()).collect();
+        cts.sort();
+        cts.dedup();
+        requirements.add(Requirement::in_values(LABEL_ZONE, zones));
+        requirements.add(Requirement::in_values(LABEL_CAPACITY_TYPE, cts));
+        let mut allocatable = capacity.clone();
+        allocatable.sub(&overhead);
+        InstanceType { name: name.to_string(), requirements, capacity, overhead, offerings, allocatable }
+    }
+
+    pub fn allocatable(&self) -> &Resources {
+        &self.allocatable
+    }
+
+    /// Available offerings whose zone and capacity type `reqs` allow.
+    pub fn compatible_offerings<'a>(&'a self, reqs: &'a Requirements) -> impl Iterator<Item = &'a Offering> + 'a {
+        let zone = reqs.get(LABEL_ZONE);
+        let ct = reqs.get(LABEL_CAPACITY_TYPE);
+        self.offerings.iter().filter(move |o| {
+            o.available && zone.is_none_or(|z| z.has(&o.zone)) && ct.is_none_or(|c| c.has(&o.capacity_type))
+        })
+    }
+
+    /// The cheapest available offering `reqs` allow.
+    pub fn cheapest<'a>(&'a self, reqs: &'a Requirements) -> Option<&'a Offering> {
+        self.compatible_offerings(reqs).min_by(|a, b| a.price.total_cmp(&b.price))
+    }
+
+    /// A label value of this type (`karpenter.k8s.aws/instance-cpu` → `8`).
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.requirements.get(key).and_then(|r| if r.values().len() == 1 { r.any() } else { None })
+    }
+}

@@ -1,0 +1,21 @@
+//! Tenon's decision core: a pure function from a cluster snapshot to plans.
+//!
+//! No I/O, no clock, no async runtime, no Wasm engine, no Kubernetes client: time is a field
+//! of the snapshot, and the same snapshot always gives the same plan.
+
+pub mod catalog;
+pub mod convert;
+pub mod instancetype;
+pub mod model;
+pub mod plan;
+pub mod requirements;
+pub mod resources;
+pub mod scheduler;
+pub mod scorer;
+pub mod selector;
+pub mod taints;
+pub mod workload;
+
+pub use model::ClusterSnapshot;
+pub use plan::ProvisioningPlan;
+pub use scheduler::schedule;

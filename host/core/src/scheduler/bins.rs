@@ -1,0 +1,715 @@
+//! The places a pod can go: existing nodes, in-flight NodeClaims, and NodeClaims this pass
+//! creates; and the checks, cheapest first, that decide whether it fits.
+
+use super::MAX_INSTANCE_TYPES;
+use super::pods::PodState;
+use super::topology::Topology;
+use crate::instancetype::InstanceType;
+use crate::model::{ClusterSnapshot, HostPort, NodePoolTemplate, Pod};
+use crate::plan::NewNodeClaim;
+use crate::requirements::{Operator, Requirement, Requirements};
+use crate::resources::{NODES, Resources, format_amount};
+use crate::scorer::{Candidate, Scorer, ScoringInput, normalise_ranking};
+use crate::taints::{Taint, untolerated};
+use std::collections::{BTreeMap, BTreeSet};
+use tenon_api::wellknown::{LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_ZONE};
+
+pub(crate) struct Pool<'a> {
+    pub(crate) snap_idx: usize,
+    pub(crate) tpl: &'a NodePoolTemplate,
+    /// DaemonSet pods that will run on every node of this NodePool.
+    overhead: Resources,
+    /// Catalog indices compatible with the NodePool and able to hold its DaemonSets.
+    types: Vec<u32>,
+    /// Limits left: limit minus existing, in-flight and newly planned capacity.
+    remaining: BTreeMap<String, i64>,
+    /// (price, type, zone index, capacity type index) for every available offering of
+    /// `types`, cheapest first: a NodeClaim's candidates are a filtered walk of it.
+    price_order: Vec<(f64, u32, u8, u8)>,
+    zones: Vec<String>,
+    capacity_types: Vec<String>,
+}
+
+enum Place {
+    Node(usize),
+    Claim(usize),
+}
+
+struct Bin {
+    place: Place,
+    hostname: String,
+    reqs: Requirements,
+    requests: Resources,
+    /// Largest allocatable among the bin's options (or the node's allocatable): a pod that
+    /// does not fit here fits nowhere in the bin.
+    cap_max: Resources,
+    /// Smallest allocatable among the options: requests within it keep every option.
+    cap_min: Resources,
+    types: Vec<u32>,
+    pods: Vec<usize>,
+    ports: Vec<HostPort>,
+    /// A real node (not in flight): its labels are final, absent keys are absent.
+    real: bool,
+}
+
+struct Joined {
+    reqs: Requirements,
+    requests: Resources,
+    /// `None`: the options are unchanged.
+    types: Option<Vec<u32>>,
+    cap_max: Resources,
+    cap_min: Resources,
+}
+
+pub(crate) struct Scheduler<'a> {
+    snap: &'a ClusterSnapshot,
+    pools: Vec<Pool<'a>>,
+    pool_taints: Vec<&'a [Taint]>,
+    bins: Vec<Bin>,
+    existing: Vec<usize>,
+    /// New NodeClaims by (pod count, creation order): Karpenter tries the emptiest first.
+    order: BTreeSet<(usize, usize)>,
+    topo: Topology,
+    pub(crate) pods: Vec<PodState>,
+    pub(crate) nominations: Vec<(String, usize)>,
+    /// Spread minimum per group for the pod being placed (computed once per attempt).
+    spread_mins: Vec<i32>,
+}
+
+fn type_fits(it: &InstanceType, reqs: &Requirements, keys: &[String], requests: &Resources, offerings: bool) -> bool {
+    requests.fits_in(it.allocatable())
+        && keys.iter().all(|k| match (it.requirements.get(k), reqs.get(k)) {
+            (Some(a), Some(b)) => a.overlaps(b),
+            _ => true,
+        })
+        && (!offerings || it.compatible_offerings(reqs).next().is_some())
+}
+
+/// Keys whose requirement differs between two sets (added or narrowed).
+fn changed_keys(old: &Requirements, new: &Requirements) -> Vec<String> {
+    new.iter().filter(|r| old.get(&r.key) != Some(*r)).map(|r| r.key.clone()).collect()
+}
+
+fn min_values_problem(types: &[u32], cat: &[InstanceType], reqs: &Requirements) -> Option<String> {
+    for r in reqs.iter().filter(|r| r.min_values.is_some()) {
+        let min = r.min_values.unwrap_or(0) as usize;
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        for &t in types {
+            if let Some(tr) = cat[t as usize].requirements.get(&r.key) {
+                seen.extend(tr.values().iter().filter(|v| r.has(v)).map(String::as_str));
+            }
+        }
+        if seen.len() < min {
+            return Some(format!("minValues {min} for {} cannot be met ({} values available)", r.key, seen.len()));
+        }
+    }
+    None
+}
+
+fn max_allocatable(types: &[u32], cat: &[InstanceType]) -> Resources {
+    let mut m = Resources::default();
+    for &t in types {
+        m.max_with(cat[t as usize].allocatable());
+    }
+    m
+}
+
+fn min_allocatable(types: &[u32], cat: &[InstanceType]) -> Resources {
+    let mut it = types.iter().map(|&t| cat[t as usize].allocatable());
+    let Some(first) = it.next() else { return Resources::default() };
+    let mut m = first.clone();
+    for a in it {
+        m.cpu = m.cpu.min(a.cpu);
+        m.memory = m.memory.min(a.memory);
+        m.pods = m.pods.min(a.pods);
+        m.ephemeral_storage = m.ephemeral_storage.min(a.ephemeral_storage);
+        let ext: Vec<(String, i64)> = m.extended.iter().map(|(n, v)| (n.clone(), (*v).min(a.get(n)))).collect();
+        m.extended = ext;
+    }
+    m
+}
+
+impl<'a> Scheduler<'a> {
+    pub(crate) fn new(snap: &'a ClusterSnapshot) -> Self {
+        let mut order: Vec<usize> = (0..snap.nodepools.len()).collect();
+        order.sort_by(|&a, &b| {
+            snap.nodepools[b]
+                .weight
+                .cmp(&snap.nodepools[a].weight)
+                .then(snap.nodepools[a].name.cmp(&snap.nodepools[b].name))
+        });
+        let pools: Vec<Pool> = order.into_iter().map(|i| Pool::new(snap, i)).collect();
+        let pool_taints: Vec<&[Taint]> = pools.iter().map(|p| p.tpl.taints.as_slice()).collect();
+
+        // Topology domains: what NodePools can launch and what nodes already have.
+        let mut universe: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let keys: BTreeSet<String> = snap
+            .pending_pods()
+            .flat_map(|(_, p)| {
+                p.spread
+                    .iter()
+                    .map(|c| c.key.clone())
+                    .chain(p.affinity.iter().chain(p.anti_affinity.iter()).map(|t| t.key.clone()))
+                    .chain(
+                        p.preferred_affinity.iter().chain(p.preferred_anti_affinity.iter()).map(|(_, t)| t.key.clone()),
+                    )
+            })
+            .filter(|k| k != LABEL_HOSTNAME)
+            .collect();
+        for key in &keys {
+            let set = universe.entry(key.clone()).or_default();
+            for pool in &pools {
+                let allowed = pool.tpl.requirements.get(key);
+                for &t in &pool.types {
+                    if let Some(r) = pool.tpl.instance_types[t as usize].requirements.get(key) {
+                        set.extend(r.values().iter().filter(|v| allowed.is_none_or(|a| a.has(v))).cloned());
+                    } else if let Some(a) = allowed.filter(|a| a.operator() == Operator::In) {
+                        set.extend(a.values().iter().cloned());
+                    }
+                }
+            }
+            set.extend(snap.nodes.iter().filter_map(|n| n.labels.get(key).cloned()));
+        }
+        let mut topo = Topology::new(universe);
+
+        let mut pods: Vec<PodState> = snap.pending_pods().map(|(i, p)| PodState::register(i, p, &mut topo)).collect();
+        // Anti-affinity of pods already running repels pods they select.
+        let existing_owners: Vec<(usize, Vec<usize>)> = snap
+            .pods
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.node_name.is_some())
+            .map(|(i, p)| (i, p.anti_affinity.iter().map(|t| topo.inverse_group(p, t)).collect()))
+            .collect();
+
+        let mut s = Scheduler {
+            snap,
+            pools,
+            pool_taints,
+            bins: Vec::new(),
+            existing: Vec::new(),
+            order: BTreeSet::new(),
+            topo,
+            pods: Vec::new(),
+            nominations: Vec::new(),
+            spread_mins: Vec::new(),
+        };
+        s.add_existing_nodes(&existing_owners);
+        for ps in &mut pods {
+            ps.prepare(&snap.pods[ps.idx], &s.topo, snap, &s.pool_taints);
+        }
+        s.pods = pods;
+        s
+    }
+
+    fn add_existing_nodes(&mut self, owners: &[(usize, Vec<usize>)]) {
+        let snap = self.snap;
+        let mut by_node: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, p) in snap.pods.iter().enumerate() {
+            if let Some(n) = &p.node_name {
+                by_node.entry(n.as_str()).or_default().push(i);
+            }
+        }
+        let mut nodes: Vec<usize> = (0..snap.nodes.len()).collect();
+        nodes.sort_by(|&a, &b| {
+            snap.nodes[a].in_flight.cmp(&snap.nodes[b].in_flight).then(snap.nodes[a].name.cmp(&snap.nodes[b].name))
+        });
+        for n in nodes {
+            let node = &snap.nodes[n];
+            let bound = by_node.get(node.name.as_str()).cloned().unwrap_or_default();
+            let hostname = node.labels.get(LABEL_HOSTNAME).cloned().unwrap_or_else(|| node.name.clone());
+            let mut reqs = node.requirements.clone();
+            if !reqs.has(LABEL_HOSTNAME) {
+                reqs.add(Requirement::in_values(LABEL_HOSTNAME, [hostname.clone()]));
+            }
+            let bin = (!node.unschedulable).then_some(self.bins.len());
+            for &p in &bound {
+                let inverse = owners.iter().find(|(o, _)| *o == p).map(|(_, g)| g.as_slice()).unwrap_or(&[]);
+                self.topo.record(&snap.pods[p], &reqs, &node.taints, snap, inverse, bin);
+            }
+            if node.unschedulable {
+                continue;
+            }
+            let mut requests = Resources::default();
+            let mut ports = Vec::new();
+            for &p in &bound {
+                requests.add(&snap.pods[p].requests);
+                ports.extend(snap.pods[p].host_ports.iter().cloned());
+            }
+            if node.in_flight {
+                // DaemonSet pods will land on it too.
+                for ds in &snap.daemonsets {
+                    if untolerated(&node.taints, &ds.pod.tolerations, false).is_none()
+                        && reqs.is_compatible(&daemon_reqs(&ds.pod))
+                    {
+                        requests.add(&ds.pod.requests);
+                    }
+                }
+            }
+            let b = self.bins.len();
+            self.bins.push(Bin {
+                place: Place::Node(n),
+                hostname,
+                reqs,
+                requests,
+                cap_max: node.allocatable.clone(),
+                cap_min: node.allocatable.clone(),
+                types: Vec::new(),
+                pods: Vec::new(),
+                ports,
+                real: !node.in_flight,
+            });
+            self.existing.push(b);
+        }
+    }
+
+    pub(crate) fn relax(&mut self, p: usize) -> bool {
+        let pod = &self.snap.pods[self.pods[p].idx];
+        self.pods[p].relax(pod, &self.pool_taints, &self.topo, self.snap)
+    }
+
+    fn taints_of(&self, b: usize) -> &[Taint] {
+        match self.bins[b].place {
+            Place::Node(n) => &self.snap.nodes[n].taints,
+            Place::Claim(p) => &self.pools[p].tpl.taints,
+        }
+    }
+
+    /// Whether pod `p` fits bin `b`, cheapest checks first; the new state of the bin if so.
+    fn check(&self, b: usize, p: usize) -> Option<Joined> {
+        let bin = &self.bins[b];
+        let ps = &self.pods[p];
+        let pod = &self.snap.pods[ps.idx];
+        if ps.hostname_limits.iter().any(|&(g, limit)| self.topo.bin_count(g, b) > limit) {
+            return None;
+        }
+        let requests = bin.requests.plus(&pod.requests);
+        if !requests.fits_in(&bin.cap_max) {
+            return None;
+        }
+        match bin.place {
+            Place::Node(n) => {
+                if untolerated(&self.snap.nodes[n].taints, &pod.tolerations, !ps.relax.tolerate_prefer_no_schedule)
+                    .is_some()
+                {
+                    return None;
+                }
+            }
+            Place::Claim(pool) => {
+                if ps.pool_taint[pool].is_some() {
+                    return None;
+                }
+            }
+        }
+        if pod.host_ports.iter().any(|hp| bin.ports.iter().any(|o| o.conflicts(hp))) {
+            return None;
+        }
+        let fits_labels = if bin.real {
+            ps.reqs.iter().all(|r| match bin.reqs.get(&r.key) {
+                Some(have) => have.overlaps(r),
+                None => matches!(r.operator(), Operator::NotIn | Operator::DoesNotExist),
+            })
+        } else {
+            bin.reqs.is_compatible(&ps.reqs)
+        };
+        if !fits_labels {
+            return None;
+        }
+        let mut topo_reqs: Vec<Requirement> = Vec::new();
+        for &g in &ps.groups {
+            let key = self.topo.key(g);
+            let pod_dom = ps.reqs.get(key);
+            if let Some(d) = bin
+                .reqs
+                .get(key)
+                .filter(|r| r.operator() == Operator::In && r.values().len() == 1)
+                .and_then(Requirement::any)
+            {
+                // The bin's domain is settled: a yes/no, and no new requirement.
+                if !self.topo.admits(g, pod, self.snap, d, pod_dom, self.spread_mins[g]) {
+                    return None;
+                }
+                continue;
+            }
+            let owned;
+            let node_dom = match (bin.reqs.get(key), pod_dom) {
+                (Some(a), Some(b)) => {
+                    owned = a.intersection(b);
+                    Some(&owned)
+                }
+                (a, b) => a.or(b),
+            };
+            if bin.real && bin.reqs.get(key).is_none() {
+                return None;
+            }
+            let allowed = self.topo.allowed(g, pod, self.snap, pod_dom, node_dom);
+            if allowed.is_empty() || node_dom.is_some_and(|n| !n.overlaps(&allowed)) {
+                return None;
+            }
+            topo_reqs.push(allowed);
+        }
+        let mut reqs = bin.reqs.clone();
+        reqs.add_all(&ps.reqs);
+        for r in topo_reqs {
+            reqs.add(r);
+        }
+        if reqs.iter().any(Requirement::is_empty) {
+            return None;
+        }
+        match bin.place {
+            Place::Node(_) => {
+                Some(Joined { reqs, requests, types: None, cap_max: bin.cap_max.clone(), cap_min: bin.cap_min.clone() })
+            }
+            Place::Claim(pool) => {
+                let cat = &self.pools[pool].tpl.instance_types;
+                let keys = changed_keys(&bin.reqs, &reqs);
+                if keys.is_empty() && requests.fits_in(&bin.cap_min) {
+                    return Some(Joined {
+                        reqs,
+                        requests,
+                        types: None,
+                        cap_max: bin.cap_max.clone(),
+                        cap_min: bin.cap_min.clone(),
+                    });
+                }
+                let offerings = keys.iter().any(|k| k == LABEL_ZONE || k == LABEL_CAPACITY_TYPE);
+                let types: Vec<u32> = bin
+                    .types
+                    .iter()
+                    .copied()
+                    .filter(|&t| type_fits(&cat[t as usize], &reqs, &keys, &requests, offerings))
+                    .collect();
+                if types.is_empty() || min_values_problem(&types, cat, &reqs).is_some() {
+                    return None;
+                }
+                let cap_max = max_allocatable(&types, cat);
+                let cap_min = min_allocatable(&types, cat);
+                Some(Joined { reqs, requests, types: Some(types), cap_max, cap_min })
+            }
+        }
+    }
+
+    fn commit(&mut self, b: usize, p: usize, j: Joined) {
+        let pod_idx = self.pods[p].idx;
+        let pod = &self.snap.pods[pod_idx];
+        let bin = &mut self.bins[b];
+        let before = bin.pods.len();
+        bin.reqs = j.reqs;
+        bin.requests = j.requests;
+        bin.cap_max = j.cap_max;
+        bin.cap_min = j.cap_min;
+        if let Some(types) = j.types {
+            bin.types = types;
+        }
+        if matches!(bin.place, Place::Claim(_)) {
+            self.order.remove(&(before, b));
+            self.order.insert((before + 1, b));
+        }
+        bin.pods.push(pod_idx);
+        bin.ports.extend(pod.host_ports.iter().cloned());
+        if let Place::Node(n) = bin.place {
+            self.nominations.push((self.snap.nodes[n].name.clone(), pod_idx));
+        }
+        let reqs = self.bins[b].reqs.clone();
+        let taints: Vec<Taint> = self.taints_of(b).to_vec();
+        let owned = self.pods[p].owned_inverse.clone();
+        self.topo.record(pod, &reqs, &taints, self.snap, &owned, Some(b));
+    }
+
+    pub(crate) fn try_place(&mut self, p: usize) -> Result<(), String> {
+        let ps = &self.pods[p];
+        self.spread_mins.resize(self.topo.groups.len(), 0);
+        for &g in &ps.groups {
+            self.spread_mins[g] = self.topo.spread_min(g, ps.reqs.get(self.topo.key(g)));
+        }
+        for i in 0..self.existing.len() {
+            let b = self.existing[i];
+            if let Some(j) = self.check(b, p) {
+                self.commit(b, p, j);
+                return Ok(());
+            }
+        }
+        let found = self.order.iter().find_map(|&(_, b)| self.check(b, p).map(|j| (b, j)));
+        if let Some((b, j)) = found {
+            self.commit(b, p, j);
+            return Ok(());
+        }
+        let mut reasons = Vec::new();
+        for pool in 0..self.pools.len() {
+            match self.open(pool, p) {
+                Ok(()) => return Ok(()),
+                Err(r) => reasons.push(format!("nodepool {}: {r}", self.pools[pool].tpl.name)),
+            }
+        }
+        if reasons.is_empty() {
+            return Err("no NodePool exists to launch capacity".to_string());
+        }
+        Err(format!("incompatible with every NodePool: {}", reasons.join("; ")))
+    }
+
+    /// Opens a new NodeClaim from NodePool `pool` for pod `p`, or says why it cannot.
+    fn open(&mut self, pool: usize, p: usize) -> Result<(), String> {
+        let ps = &self.pods[p];
+        if let Some(t) = &ps.pool_taint[pool] {
+            return Err(format!("did not tolerate taint {t}"));
+        }
+        let pl = &self.pools[pool];
+        if let Err(c) = pl.tpl.requirements.compatible(&ps.reqs) {
+            return Err(c.to_string());
+        }
+        if pl.types.is_empty() {
+            return Err(
+                "no instance type of its NodeClass satisfies the NodePool's requirements and DaemonSet overhead".into(),
+            );
+        }
+        let types = pl.within_limits();
+        if types.is_empty() {
+            return Err(pl.limit_message());
+        }
+        let hostname = format!("hostname-placeholder-{:04}", self.bins.len());
+        let mut reqs = pl.tpl.requirements.clone();
+        reqs.add(Requirement::in_values(LABEL_HOSTNAME, [hostname.clone()]));
+        let cap_max = max_allocatable(&types, &pl.tpl.instance_types);
+        let cap_min = min_allocatable(&types, &pl.tpl.instance_types);
+        let b = self.bins.len();
+        self.bins.push(Bin {
+            place: Place::Claim(pool),
+            hostname,
+            reqs,
+            requests: pl.overhead.clone(),
+            cap_max,
+            cap_min,
+            types,
+            pods: Vec::new(),
+            ports: Vec::new(),
+            real: false,
+        });
+        match self.check(b, p) {
+            Some(j) => {
+                self.order.insert((0, b));
+                let types = j.types.as_deref().unwrap_or(&self.bins[b].types);
+                self.pools[pool].subtract_max(types);
+                self.commit(b, p, j);
+                Ok(())
+            }
+            None => {
+                let reason = self.explain(b, p);
+                self.bins.pop();
+                Err(reason)
+            }
+        }
+    }
+
+    /// Why pod `p` does not fit the fresh NodeClaim `b`.
+    fn explain(&self, b: usize, p: usize) -> String {
+        let bin = &self.bins[b];
+        let ps = &self.pods[p];
+        let pod = &self.snap.pods[ps.idx];
+        let Place::Claim(pool) = bin.place else { return "does not fit".into() };
+        let cat = &self.pools[pool].tpl.instance_types;
+        if pod.host_ports.iter().any(|hp| bin.ports.iter().any(|o| o.conflicts(hp))) {
+            return "host port conflict".into();
+        }
+        for &g in &ps.groups {
+            let key = self.topo.key(g);
+            let allowed = self.topo.allowed(g, pod, self.snap, ps.reqs.get(key), bin.reqs.get(key));
+            if allowed.is_empty() {
+                return format!("topology constraint on {key} cannot be satisfied");
+            }
+        }
+        let mut reqs = bin.reqs.clone();
+        reqs.add_all(&ps.reqs);
+        if let Some(r) = reqs.iter().find(|r| r.is_empty()) {
+            return format!("requirements on {} cannot all be met", r.key);
+        }
+        let requests = bin.requests.plus(&pod.requests);
+        let keys: Vec<String> = reqs.iter().map(|r| r.key.clone()).collect();
+        let by_reqs: Vec<u32> = bin
+            .types
+            .iter()
+            .copied()
+            .filter(|&t| type_fits(&cat[t as usize], &reqs, &keys, &Resources::default(), true))
+            .collect();
+        if by_reqs.is_empty() {
+            return format!("no instance type satisfies {}", ps.reqs);
+        }
+        let by_size: Vec<u32> =
+            by_reqs.iter().copied().filter(|&t| requests.fits_in(cat[t as usize].allocatable())).collect();
+        if by_size.is_empty() {
+            let largest = max_allocatable(&by_reqs, cat);
+            let (name, want, have) = requests.first_excess(&largest).unwrap_or_default();
+            return format!(
+                "no instance type has room for the pod and DaemonSet overhead ({name}: needs {}, largest compatible allocatable {})",
+                format_amount(&name, want),
+                format_amount(&name, have)
+            );
+        }
+        if let Some(m) = min_values_problem(&by_size, cat, &reqs) {
+            return m;
+        }
+        "no instance type satisfies every constraint at once".into()
+    }
+
+    /// The new NodeClaims, with instance types ranked by `scorer` and truncated to 600.
+    pub(crate) fn finish(&self, scorer: &dyn Scorer) -> Vec<NewNodeClaim> {
+        let mut out = Vec::new();
+        for bin in &self.bins {
+            let Place::Claim(pool) = bin.place else { continue };
+            if bin.pods.is_empty() {
+                continue;
+            }
+            let pl = &self.pools[pool];
+            let cat = &pl.tpl.instance_types;
+            let mut member = vec![false; cat.len()];
+            for &t in &bin.types {
+                member[t as usize] = true;
+            }
+            let zone_ok: Vec<bool> =
+                pl.zones.iter().map(|z| bin.reqs.get(LABEL_ZONE).is_none_or(|r| r.has(z))).collect();
+            let ct_ok: Vec<bool> =
+                pl.capacity_types.iter().map(|c| bin.reqs.get(LABEL_CAPACITY_TYPE).is_none_or(|r| r.has(c))).collect();
+            let mut candidates = Vec::new();
+            let mut candidate_types: Vec<u32> = Vec::new();
+            for &(_, t, z, c) in &pl.price_order {
+                if member[t as usize] && zone_ok[z as usize] && ct_ok[c as usize] {
+                    let it = &cat[t as usize];
+                    let offering = it.offerings.iter().find(|o| {
+                        o.available
+                            && o.zone == pl.zones[z as usize]
+                            && o.capacity_type == pl.capacity_types[c as usize]
+                    });
+                    if let Some(offering) = offering {
+                        candidates.push(Candidate { instance_type: it, offering });
+                        candidate_types.push(t);
+                    }
+                }
+            }
+            let input =
+                ScoringInput { nodepool: &pl.tpl.name, requests: &bin.requests, pod_count: bin.pods.len(), candidates };
+            let ranking = normalise_ranking(&scorer.rank(&input), input.candidates.len());
+            let mut seen = vec![false; cat.len()];
+            let mut ranked: Vec<u32> = Vec::new();
+            for i in ranking {
+                let t = candidate_types[i];
+                if !seen[t as usize] {
+                    seen[t as usize] = true;
+                    ranked.push(t);
+                }
+            }
+            ranked.truncate(MAX_INSTANCE_TYPES);
+            out.push(NewNodeClaim {
+                nodepool: pl.snap_idx,
+                nodepool_name: pl.tpl.name.clone(),
+                hostname: bin.hostname.clone(),
+                requirements: bin.reqs.clone(),
+                instance_types: ranked,
+                requests: bin.requests.clone(),
+                pods: bin.pods.clone(),
+            });
+        }
+        out
+    }
+}
+
+/// A DaemonSet pod's node requirements: its selector and first required affinity term.
+fn daemon_reqs(pod: &Pod) -> Requirements {
+    let mut r = pod.node_selector.clone();
+    if let Some(t) = pod.required_node_affinity.first() {
+        r.add_all(t);
+    }
+    r
+}
+
+impl<'a> Pool<'a> {
+    fn new(snap: &'a ClusterSnapshot, i: usize) -> Self {
+        let tpl = &snap.nodepools[i];
+        let mut overhead = Resources::default();
+        for ds in &snap.daemonsets {
+            if untolerated(&tpl.taints, &ds.pod.tolerations, false).is_none()
+                && tpl.requirements.is_compatible(&daemon_reqs(&ds.pod))
+            {
+                overhead.add(&ds.pod.requests);
+            }
+        }
+        let keys: Vec<String> = tpl.requirements.iter().map(|r| r.key.clone()).collect();
+        let one_pod = overhead.plus(&Resources::new(0, 0, 1));
+        let types: Vec<u32> = (0..tpl.instance_types.len() as u32)
+            .filter(|&t| type_fits(&tpl.instance_types[t as usize], &tpl.requirements, &keys, &one_pod, true))
+            .collect();
+        // Usage of existing and in-flight nodes of this NodePool counts against its limits.
+        let mut remaining = tpl.limits.clone();
+        for node in snap.nodes.iter().filter(|n| n.nodepool.as_deref() == Some(tpl.name.as_str())) {
+            for (res, left) in remaining.iter_mut() {
+                *left -= if res == NODES { 1 } else { node.capacity.get(res) };
+            }
+        }
+        let mut zones: Vec<String> = Vec::new();
+        let mut cts: Vec<String> = Vec::new();
+        for &t in &types {
+            for o in &tpl.instance_types[t as usize].offerings {
+                if !zones.contains(&o.zone) {
+                    zones.push(o.zone.clone());
+                }
+                if !cts.contains(&o.capacity_type) {
+                    cts.push(o.capacity_type.clone());
+                }
+            }
+        }
+        zones.sort();
+        cts.sort();
+        let mut price_order = Vec::new();
+        for &t in &types {
+            let it = &tpl.instance_types[t as usize];
+            for o in it.compatible_offerings(&tpl.requirements) {
+                let z = zones.iter().position(|x| *x == o.zone).unwrap_or(0) as u8;
+                let c = cts.iter().position(|x| *x == o.capacity_type).unwrap_or(0) as u8;
+                price_order.push((o.price, t, z, c));
+            }
+        }
+        price_order.sort_by(|a, b| {
+            a.0.total_cmp(&b.0)
+                .then_with(|| tpl.instance_types[a.1 as usize].name.cmp(&tpl.instance_types[b.1 as usize].name))
+                .then(a.2.cmp(&b.2))
+                .then(a.3.cmp(&b.3))
+        });
+        Pool { snap_idx: i, tpl, overhead, types, remaining, price_order, zones, capacity_types: cts }
+    }
+
+    /// Types whose capacity fits what the limits leave (and a node slot, if `nodes` is limited).
+    fn within_limits(&self) -> Vec<u32> {
+        if self.remaining.is_empty() {
+            return self.types.clone();
+        }
+        self.types
+            .iter()
+            .copied()
+            .filter(|&t| {
+                let cap = &self.tpl.instance_types[t as usize].capacity;
+                self.remaining.iter().all(|(res, left)| if res == NODES { *left >= 1 } else { cap.get(res) <= *left })
+            })
+            .collect()
+    }
+
+    fn limit_message(&self) -> String {
+        let smallest = |res: &str| {
+            self.types.iter().map(|&t| self.tpl.instance_types[t as usize].capacity.get(res)).min().unwrap_or(0)
+        };
+        let hit =
+            self.remaining.iter().find(|(res, left)| if *res == NODES { **left < 1 } else { smallest(res) > **left });
+        match hit {
+            Some((res, _)) => format!("limit {res}={} reached", format_amount(res, self.tpl.limits[res])),
+            None => "limits reached".into(),
+        }
+    }
+
+    /// Karpenter's conservative accounting: a planned NodeClaim uses the largest capacity it may launch with.
+    fn subtract_max(&mut self, types: &[u32]) {
+        for (res, left) in self.remaining.iter_mut() {
+            *left -= if res == NODES {
+                1
+            } else {
+                types.iter().map(|&t| self.tpl.instance_types[t as usize].capacity.get(res)).max().unwrap_or(0)
+            };
+        }
+    }
+}

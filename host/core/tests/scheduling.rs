@@ -1,0 +1,271 @@
+//! One test per scheduling feature, on small scenarios a reader can check by hand.
+
+mod support;
+
+use support::*;
+use tenon_core::model::{DaemonSet, HostPort};
+use tenon_core::requirements::Operator::*;
+use tenon_core::resources::Resources;
+use tenon_core::scorer::PriceScorer;
+use tenon_core::taints::{Effect, Taint, Toleration};
+use tenon_core::{ClusterSnapshot, ProvisioningPlan, schedule};
+
+fn run(s: &ClusterSnapshot) -> ProvisioningPlan {
+    schedule(s, &PriceScorer)
+}
+
+#[test]
+fn packs_onto_the_cheapest_type_that_fits() {
+    let s = snapshot(vec![pool("p")], (0..3).map(|i| pod(&format!("a{i}"), 1000, 1)).collect());
+    let plan = run(&s);
+    assert_eq!(plan.nodeclaims.len(), 1);
+    let names = plan.nodeclaims[0].instance_type_names(&s);
+    // 3 cpu + pods do not fit 2-cpu types; the arm medium is the cheapest 4-cpu type.
+    assert_eq!(names[0], "arm.medium");
+    assert!(!names.contains(&"gp.small"));
+}
+
+#[test]
+fn existing_capacity_is_used_before_new_nodes() {
+    let mut s = snapshot(vec![pool("p")], vec![pod("a", 1000, 1)]);
+    s.nodes.push(node("n1", "p", "zone-a", 4000));
+    let plan = run(&s);
+    assert!(plan.nodeclaims.is_empty());
+    assert_eq!(plan.nominations.len(), 1);
+    assert_eq!(plan.nominations[0].node, "n1");
+}
+
+#[test]
+fn in_flight_nodeclaims_prevent_double_provisioning() {
+    let mut s = snapshot(vec![pool("p")], vec![pod("a", 1000, 1)]);
+    let mut claim = node("claim-1", "p", "zone-a", 2000);
+    claim.in_flight = true;
+    s.nodes.push(claim);
+    let plan = run(&s);
+    assert!(plan.nodeclaims.is_empty());
+    assert_eq!(plan.nominations[0].node, "claim-1");
+}
+
+#[test]
+fn taints_need_tolerations_and_startup_taints_do_not() {
+    let mut p = pool("tainted");
+    p.taints.push(Taint { key: "dedicated".into(), value: "ci".into(), effect: Effect::NoSchedule });
+    p.startup_taints.push(Taint { key: "agent-not-ready".into(), value: String::new(), effect: Effect::NoExecute });
+    let plan = run(&snapshot(vec![p.clone()], vec![pod("a", 100, 1)]));
+    assert!(
+        plan.unschedulable[0].reason.contains("did not tolerate taint dedicated=ci:NoSchedule"),
+        "{}",
+        plan.unschedulable[0].reason
+    );
+    let mut tolerant = pod("b", 100, 1);
+    tolerant.tolerations.push(Toleration { key: "dedicated".into(), exists: false, value: "ci".into(), effect: None });
+    let plan = run(&snapshot(vec![p], vec![tolerant]));
+    assert_eq!(plan.nodeclaims.len(), 1);
+}
+
+#[test]
+fn node_affinity_terms_are_tried_in_order() {
+    let mut a = pod("a", 100, 1);
+    a.required_node_affinity =
+        vec![reqs(&[req("kubernetes.io/arch", In, &["s390x"])]), reqs(&[req("kubernetes.io/arch", In, &["arm64"])])];
+    let s = snapshot(vec![pool("p")], vec![a]);
+    let plan = run(&s);
+    assert_eq!(plan.nodeclaims.len(), 1);
+    assert!(plan.nodeclaims[0].instance_type_names(&s).iter().all(|t| t.starts_with("arm.")));
+}
+
+#[test]
+fn preferred_node_affinity_is_honoured_then_relaxed() {
+    let mut a = pod("a", 100, 1);
+    a.preferred_node_affinity = vec![(10, reqs(&[req("topology.kubernetes.io/zone", In, &["zone-b"])]))];
+    let plan = run(&snapshot(vec![pool("p")], vec![a.clone()]));
+    assert_eq!(zone_of(&plan.nodeclaims[0].requirements).as_deref(), Some("zone-b"));
+    a.preferred_node_affinity = vec![(10, reqs(&[req("topology.kubernetes.io/zone", In, &["zone-z"])]))];
+    let plan = run(&snapshot(vec![pool("p")], vec![a]));
+    assert_eq!(plan.nodeclaims.len(), 1, "an impossible preference is dropped");
+}
+
+#[test]
+fn zonal_spread_balances_zones() {
+    let pods = (0..6)
+        .map(|i| {
+            let mut p = pod(&format!("w{i}"), 100, 1);
+            p.labels = labels(&[("app", "web")]);
+            p.spread.push(spread("topology.kubernetes.io/zone", "web", false));
+            p
+        })
+        .collect();
+    let plan = run(&snapshot(vec![pool("p")], pods));
+    let mut per_zone = std::collections::BTreeMap::new();
+    for nc in &plan.nodeclaims {
+        *per_zone.entry(zone_of(&nc.requirements).expect("every spread NodeClaim is pinned to a zone")).or_insert(0) +=
+            nc.pods.len();
+    }
+    assert_eq!(per_zone.values().copied().collect::<Vec<_>>(), vec![2, 2, 2], "{per_zone:?}");
+}
+
+#[test]
+fn hostname_anti_affinity_gives_each_pod_its_own_node() {
+    let pods = (0..4)
+        .map(|i| {
+            let mut p = pod(&format!("db{i}"), 100, 1);
+            p.labels = labels(&[("app", "db")]);
+            p.anti_affinity.push(term("kubernetes.io/hostname", "db"));
+            p
+        })
+        .collect();
+    let plan = run(&snapshot(vec![pool("p")], pods));
+    assert_eq!(plan.nodeclaims.len(), 4);
+}
+
+#[test]
+fn zonal_pod_affinity_follows_the_first_pod() {
+    let pods = (0..5)
+        .map(|i| {
+            let mut p = pod(&format!("c{i}"), 1500, 1);
+            p.labels = labels(&[("app", "cache")]);
+            p.affinity.push(term("topology.kubernetes.io/zone", "cache"));
+            p
+        })
+        .collect();
+    let plan = run(&snapshot(vec![pool("p")], pods));
+    let zones: std::collections::BTreeSet<_> = plan.nodeclaims.iter().map(|nc| zone_of(&nc.requirements)).collect();
+    assert_eq!(zones.len(), 1, "{zones:?}");
+    assert!(zones.iter().next().unwrap().is_some());
+}
+
+#[test]
+fn running_pods_anti_affinity_repels_newcomers() {
+    let mut s = snapshot(vec![pool("p")], vec![]);
+    s.nodes.push(node("n1", "p", "zone-a", 8000));
+    let mut guard = pod("guard", 100, 1);
+    guard.node_name = Some("n1".into());
+    guard.anti_affinity.push(term("kubernetes.io/hostname", "noisy"));
+    let mut noisy = pod("noisy", 100, 1);
+    noisy.labels = labels(&[("app", "noisy")]);
+    s.pods = vec![guard, noisy];
+    let plan = run(&s);
+    assert!(plan.nominations.is_empty(), "n1 has room but its running pod rejects app=noisy");
+    assert_eq!(plan.nodeclaims.len(), 1);
+}
+
+#[test]
+fn host_ports_do_not_collide() {
+    let pods = (0..2)
+        .map(|i| {
+            let mut p = pod(&format!("hp{i}"), 100, 1);
+            p.host_ports.push(HostPort { ip: String::new(), port: 8080, protocol: "TCP".into() });
+            p
+        })
+        .collect();
+    assert_eq!(run(&snapshot(vec![pool("p")], pods)).nodeclaims.len(), 2);
+}
+
+#[test]
+fn limits_are_never_exceeded_and_explained() {
+    let mut p = pool("capped");
+    p.limits.insert("cpu".into(), 8000);
+    let pods: Vec<_> = (0..20).map(|i| pod(&format!("x{i}"), 1000, 1)).collect();
+    let s = snapshot(vec![p], pods);
+    let plan = run(&s);
+    let cat = &s.nodepools[0].instance_types;
+    let max_cpu: i64 = plan
+        .nodeclaims
+        .iter()
+        .map(|nc| nc.instance_types.iter().map(|&t| cat[t as usize].capacity.cpu).max().unwrap())
+        .sum();
+    assert!(max_cpu <= 8000, "planned up to {max_cpu}m against a limit of 8");
+    assert!(!plan.unschedulable.is_empty());
+    assert!(
+        plan.unschedulable[0].reason.contains("nodepool capped: limit cpu=8 reached"),
+        "{}",
+        plan.unschedulable[0].reason
+    );
+}
+
+#[test]
+fn weights_order_nodepools() {
+    let mut heavy = pool("heavy");
+    heavy.weight = 50;
+    let light = pool("light");
+    let plan = run(&snapshot(vec![light, heavy], vec![pod("a", 100, 1)]));
+    assert_eq!(plan.nodeclaims[0].nodepool_name, "heavy");
+}
+
+#[test]
+fn daemonset_overhead_is_reserved_on_new_nodes() {
+    let mut s = snapshot(vec![pool("p")], vec![pod("a", 1500, 1)]);
+    s.daemonsets.push(DaemonSet { namespace: "kube-system".into(), name: "agent".into(), pod: pod("agent", 1000, 1) });
+    let plan = run(&s);
+    let nc = &plan.nodeclaims[0];
+    assert_eq!(nc.requests.cpu, 2500);
+    // 2.5 cpu does not fit a 2-cpu type (1.9 allocatable).
+    assert!(nc.instance_type_names(&s).iter().all(|t| !t.ends_with(".small")));
+}
+
+#[test]
+fn min_values_keeps_enough_variety() {
+    let mut p = pool("p");
+    p.requirements.add(req("karpenter.k8s.aws/instance-family", Exists, &[]).with_min_values(Some(2)));
+    let s = snapshot(vec![p], vec![pod("a", 100, 1)]);
+    let plan = run(&s);
+    let names = plan.nodeclaims[0].instance_type_names(&s);
+    assert!(names.iter().any(|t| t.starts_with("gp.")) && names.iter().any(|t| t.starts_with("arm.")));
+    let mut strict = pool("strict");
+    strict.requirements.add(req("karpenter.k8s.aws/instance-family", In, &["gp", "arm"]).with_min_values(Some(2)));
+    let mut amd = pod("b", 100, 1);
+    amd.node_selector = reqs(&[req("kubernetes.io/arch", In, &["amd64"])]);
+    let plan = run(&snapshot(vec![strict], vec![amd]));
+    assert!(plan.unschedulable[0].reason.contains("minValues"), "{}", plan.unschedulable[0].reason);
+}
+
+#[test]
+fn volume_zone_pins_the_node() {
+    let mut a = pod("a", 100, 1);
+    a.volume_requirements = reqs(&[req("topology.kubernetes.io/zone", In, &["zone-c"])]);
+    let plan = run(&snapshot(vec![pool("p")], vec![a]));
+    assert_eq!(zone_of(&plan.nodeclaims[0].requirements).as_deref(), Some("zone-c"));
+}
+
+#[test]
+fn schedule_anyway_spread_is_relaxed_when_it_cannot_hold() {
+    let mut a = pod("a", 100, 1);
+    a.labels = labels(&[("app", "w")]);
+    a.spread.push(spread("example.com/rack", "w", true));
+    let plan = run(&snapshot(vec![pool("p")], vec![a.clone()]));
+    assert_eq!(plan.nodeclaims.len(), 1, "{:?}", plan.unschedulable);
+    a.spread[0].when_unsatisfiable = tenon_core::model::WhenUnsatisfiable::DoNotSchedule;
+    let plan = run(&snapshot(vec![pool("p")], vec![a]));
+    assert!(plan.unschedulable[0].reason.contains("example.com/rack"), "{}", plan.unschedulable[0].reason);
+}
+
+#[test]
+fn custom_labels_must_come_from_the_nodepool() {
+    let mut a = pod("a", 100, 1);
+    a.node_selector = reqs(&[req("team", In, &["blue"])]);
+    let plan = run(&snapshot(vec![pool("p")], vec![a.clone()]));
+    assert!(
+        plan.unschedulable[0].reason.contains("label \"team\" does not have known values"),
+        "{}",
+        plan.unschedulable[0].reason
+    );
+    let mut p = pool("blue");
+    p.requirements.add(req("team", In, &["blue"]));
+    assert_eq!(run(&snapshot(vec![p], vec![a])).nodeclaims.len(), 1);
+}
+
+#[test]
+fn oversized_pods_are_explained() {
+    let plan = run(&snapshot(vec![pool("p")], vec![pod("huge", 64_000, 1)]));
+    let r = &plan.unschedulable[0].reason;
+    assert!(r.contains("no instance type has room") && r.contains("cpu: needs 64"), "{r}");
+}
+
+#[test]
+fn extended_resources_need_a_type_that_has_them() {
+    let mut gpu = pod("g", 100, 1);
+    gpu.requests.set("nvidia.com/gpu", 1);
+    let plan = run(&snapshot(vec![pool("p")], vec![gpu]));
+    assert!(plan.unschedulable[0].reason.contains("nvidia.com/gpu"), "{}", plan.unschedulable[0].reason);
+    let _ = Resources::default();
+}

@@ -1,0 +1,187 @@
+//! The runbooks' experiments at the level of the decision core: their own YAML, the real EC2
+//! catalog (us-east-1), and the plan Karpenter would make.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1 as core;
+use std::sync::Arc;
+use tenon_api::NodePool;
+use tenon_core::catalog::{AwsCatalogOptions, aws};
+use tenon_core::instancetype::InstanceType;
+use tenon_core::model::{ClusterSnapshot, Node};
+use tenon_core::requirements::{Requirement, Requirements};
+use tenon_core::resources::Resources;
+use tenon_core::scorer::PriceScorer;
+use tenon_core::{convert, schedule};
+
+fn seed(path: &str) -> String {
+    std::fs::read_to_string(format!("{}/../../examples/seeds/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+fn catalog() -> Arc<Vec<InstanceType>> {
+    Arc::new(aws(&AwsCatalogOptions::default()).unwrap())
+}
+
+fn nodepool(path: &str, cat: &Arc<Vec<InstanceType>>) -> tenon_core::model::NodePoolTemplate {
+    let np: NodePool = serde_yaml::from_str(&seed(path)).unwrap();
+    convert::nodepool(&np, cat.clone()).unwrap()
+}
+
+/// `replicas` pending pods of a Deployment's template.
+fn replicas(dep: &Deployment, n: usize) -> Vec<tenon_core::model::Pod> {
+    let tpl = dep.spec.as_ref().unwrap().template.clone();
+    let name = dep.metadata.name.clone().unwrap();
+    (0..n)
+        .map(|i| {
+            let mut meta = tpl.metadata.clone().unwrap_or_default();
+            meta.name = Some(format!("{name}-{i}"));
+            meta.namespace = dep.metadata.namespace.clone();
+            meta.uid = Some(format!("uid-{i:04}"));
+            convert::pod(&core::Pod { metadata: meta, spec: tpl.spec.clone(), status: None }).unwrap()
+        })
+        .collect()
+}
+
+fn deployment(path: &str, doc: usize) -> Deployment {
+    let text = seed(path);
+    let docs: Vec<serde_yaml::Value> =
+        serde_yaml::Deserializer::from_str(&text).map(|d| serde::Deserialize::deserialize(d).unwrap()).collect();
+    serde_yaml::from_value(docs[doc].clone()).unwrap()
+}
+
+fn label<'a>(cat: &'a [InstanceType], name: &str, key: &str) -> &'a str {
+    cat.iter().find(|t| t.name == name).unwrap().label(key).unwrap()
+}
+
+#[test]
+fn lab_general_positive_rollout() {
+    let cat = catalog();
+    let pool = nodepool("lab-general/nodepool-lab-general.yaml", &cat);
+    let pods = replicas(&deployment("lab-general/karpenter-positive.yaml", 1), 8);
+    let snap = ClusterSnapshot { nodepools: vec![pool], pods, ..Default::default() };
+    let plan = schedule(&snap, &PriceScorer);
+    assert!(plan.unschedulable.is_empty(), "{}", plan.render(&snap));
+    let placed: usize = plan.nodeclaims.iter().map(|c| c.pods.len()).sum();
+    assert_eq!(placed, 8);
+    for nc in &plan.nodeclaims {
+        assert_eq!(nc.nodepool_name, "lab-general");
+        let names = nc.instance_type_names(&snap);
+        assert!(!names.is_empty());
+        for t in &names {
+            assert!(["c", "m", "r"].contains(&label(&cat, t, "karpenter.k8s.aws/instance-category")), "{t}");
+            assert!(label(&cat, t, "karpenter.k8s.aws/instance-generation").parse::<u32>().unwrap() > 4, "{t}");
+            assert_eq!(label(&cat, t, "kubernetes.io/arch"), "amd64", "{t}");
+        }
+        assert_eq!(nc.requirements.get("karpenter.sh/capacity-type").unwrap().values(), ["on-demand"]);
+        assert_eq!(nc.requirements.get("capacity.example.io/pool").unwrap().values(), ["lab-general"]);
+        // Cheapest first: no later option is cheaper on-demand than the first.
+        let price = |t: &str| {
+            cat.iter()
+                .find(|x| x.name == t)
+                .unwrap()
+                .offerings
+                .iter()
+                .filter(|o| o.capacity_type == "on-demand")
+                .map(|o| o.price)
+                .fold(f64::MAX, f64::min)
+        };
+        assert!(names.iter().all(|t| price(t) >= price(names[0])), "first option is the cheapest");
+        // Every option can hold the pods it was planned for.
+        for t in &names {
+            assert!(
+                nc.requests.fits_in(cat.iter().find(|x| &x.name == t).unwrap().allocatable()),
+                "{t} too small for {}",
+                nc.requests
+            );
+        }
+    }
+}
+
+#[test]
+fn impossible_arch_stays_pending_with_the_reason() {
+    let cat = catalog();
+    let pool = nodepool("lab-general/nodepool-lab-general.yaml", &cat);
+    let p: core::Pod = serde_yaml::from_str(&seed("lab-general/karpenter-negative.yaml")).unwrap();
+    let snap = ClusterSnapshot { nodepools: vec![pool], pods: vec![convert::pod(&p).unwrap()], ..Default::default() };
+    let plan = schedule(&snap, &PriceScorer);
+    assert!(plan.nodeclaims.is_empty());
+    assert_eq!(plan.unschedulable.len(), 1);
+    let reason = &plan.unschedulable[0].reason;
+    assert!(
+        reason.contains("nodepool lab-general: kubernetes.io/arch In [arm64] conflicts with In [amd64]"),
+        "{reason}"
+    );
+}
+
+fn amd_and_fallback(cat: &Arc<Vec<InstanceType>>) -> Vec<tenon_core::model::NodePoolTemplate> {
+    vec![
+        nodepool("amd-fallback/node-pool-default-fallback.yaml", cat),
+        nodepool("amd-fallback/node-pool-default-amd.yaml", cat),
+    ]
+}
+
+/// Existing nodes of `pool` adding up to `vcpus` cores.
+fn existing_nodes(pool: &str, vcpus: i64, each: i64) -> Vec<Node> {
+    (0..vcpus / each)
+        .map(|i| {
+            let name = format!("{pool}-node-{i}");
+            let labels = [("karpenter.sh/nodepool", pool), ("kubernetes.io/hostname", name.as_str())];
+            Node {
+                name: name.clone(),
+                nodepool: Some(pool.into()),
+                requirements: Requirements::from_iter(labels.iter().map(|(k, v)| Requirement::in_values(k, [*v]))),
+                labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+                capacity: Resources::new(each * 1000, (each * 4) << 30, 110),
+                // Full: nothing more fits.
+                allocatable: Resources::new(0, 0, 0),
+                ..Default::default()
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn weights_pick_default_amd_first() {
+    let cat = catalog();
+    let pods = replicas(&deployment("amd-fallback/test.yaml", 0), 10);
+    let snap = ClusterSnapshot { nodepools: amd_and_fallback(&cat), pods, ..Default::default() };
+    let plan = schedule(&snap, &PriceScorer);
+    assert!(plan.unschedulable.is_empty(), "{}", plan.render(&snap));
+    assert!(!plan.nodeclaims.is_empty());
+    for nc in &plan.nodeclaims {
+        assert_eq!(nc.nodepool_name, "default-amd");
+        for t in nc.instance_type_names(&snap) {
+            assert_eq!(label(&cat, t, "karpenter.k8s.aws/instance-cpu-manufacturer"), "amd", "{t}");
+            assert!(["8", "16", "32", "64"].contains(&label(&cat, t, "karpenter.k8s.aws/instance-cpu")), "{t}");
+            assert!(["6", "7"].contains(&label(&cat, t, "karpenter.k8s.aws/instance-generation")), "{t}");
+        }
+    }
+}
+
+#[test]
+fn fallback_serves_once_default_amd_reaches_its_cpu_limit() {
+    let cat = catalog();
+    let pods = replicas(&deployment("amd-fallback/test.yaml", 0), 10);
+    let snap = ClusterSnapshot {
+        nodepools: amd_and_fallback(&cat),
+        pods,
+        nodes: existing_nodes("default-amd", 800, 32),
+        ..Default::default()
+    };
+    let plan = schedule(&snap, &PriceScorer);
+    assert!(plan.unschedulable.is_empty(), "{}", plan.render(&snap));
+    assert!(plan.nodeclaims.iter().all(|nc| nc.nodepool_name == "default-fallback"), "{}", plan.render(&snap));
+}
+
+#[test]
+fn both_pools_at_their_limits_explain_each_limit() {
+    let cat = catalog();
+    let pods = replicas(&deployment("amd-fallback/test.yaml", 0), 1);
+    let mut nodes = existing_nodes("default-amd", 800, 32);
+    nodes.extend(existing_nodes("default-fallback", 200, 8));
+    let snap = ClusterSnapshot { nodepools: amd_and_fallback(&cat), pods, nodes, ..Default::default() };
+    let plan = schedule(&snap, &PriceScorer);
+    assert!(plan.nodeclaims.is_empty());
+    let reason = &plan.unschedulable[0].reason;
+    assert!(reason.contains("nodepool default-amd: limit cpu=800 reached"), "{reason}");
+    assert!(reason.contains("nodepool default-fallback: limit cpu=200 reached"), "{reason}");
+}
