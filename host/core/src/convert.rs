@@ -452,3 +452,94 @@ pub fn nodepool(np: &NodePool, instance_types: Arc<Vec<InstanceType>>) -> Result
         instance_types,
     })
 }
+
+/// Everything read from the API server that a decision needs.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterObjects {
+    pub nodepools: Vec<NodePool>,
+    pub nodeclaims: Vec<NodeClaim>,
+    pub nodes: Vec<core::Node>,
+    pub pods: Vec<core::Pod>,
+    pub daemonsets: Vec<apps::DaemonSet>,
+    pub pdbs: Vec<policy::PodDisruptionBudget>,
+    pub namespaces: Vec<core::Namespace>,
+    pub claims: Vec<core::PersistentVolumeClaim>,
+    pub volumes: Vec<core::PersistentVolume>,
+    pub storage_classes: Vec<storage::StorageClass>,
+}
+
+/// Builds the snapshot a decision sees. Objects that cannot be read are left out and
+/// returned as errors (so one bad pod cannot stop provisioning for the rest); `catalog`
+/// gives each NodePool the instance types its NodeClass can launch. Pods that are neither
+/// bound nor provisionable (gated, terminal, DaemonSet-owned, not yet tried by
+/// kube-scheduler) are left out; NodeClaims whose Node exists are represented by the Node.
+pub fn snapshot(
+    objects: &ClusterObjects,
+    catalog: &dyn Fn(&NodePool) -> Arc<Vec<InstanceType>>,
+    now: i64,
+) -> (crate::ClusterSnapshot, Vec<ConvertError>) {
+    let mut errors = Vec::new();
+    let mut snap = crate::ClusterSnapshot { now, ..Default::default() };
+    for np in &objects.nodepools {
+        match nodepool(np, catalog(np)) {
+            Ok(t) => snap.nodepools.push(t),
+            Err(e) => errors.push(e),
+        }
+    }
+    let startup = |pool: Option<&String>| -> Vec<Taint> {
+        pool.and_then(|p| snap.nodepools.iter().find(|t| &t.name == p))
+            .map(|t| t.startup_taints.clone())
+            .unwrap_or_default()
+    };
+    let mut node_names = std::collections::BTreeSet::new();
+    let mut nodes = Vec::new();
+    for n in &objects.nodes {
+        let pool = n.metadata.labels.as_ref().and_then(|l| l.get(LABEL_NODEPOOL));
+        match node(n, &startup(pool)) {
+            Ok(node) => {
+                node_names.insert(node.name.clone());
+                nodes.push(node);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    for nc in &objects.nodeclaims {
+        let has_node = nc.status.as_ref().and_then(|s| s.node_name.as_ref()).is_some_and(|n| node_names.contains(n));
+        if has_node {
+            continue;
+        }
+        match in_flight_nodeclaim(nc) {
+            Ok(n) => nodes.push(n),
+            Err(e) => errors.push(e),
+        }
+    }
+    snap.nodes = nodes;
+    for p in &objects.pods {
+        let bound = p.spec.as_ref().is_some_and(|s| s.node_name.is_some());
+        let counts = (bound && is_active(p)) || is_provisionable(p);
+        if !counts {
+            continue;
+        }
+        match pod(p) {
+            Ok(mut converted) => {
+                converted.volume_requirements =
+                    volume_requirements(p, &objects.claims, &objects.volumes, &objects.storage_classes);
+                snap.pods.push(converted);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    for ds in &objects.daemonsets {
+        match daemonset(ds) {
+            Ok(d) => snap.daemonsets.push(d),
+            Err(e) => errors.push(e),
+        }
+    }
+    snap.pdbs = objects.pdbs.iter().map(pdb).collect();
+    snap.namespaces = objects
+        .namespaces
+        .iter()
+        .filter_map(|n| Some((n.metadata.name.clone()?, n.metadata.labels.clone().unwrap_or_default())))
+        .collect();
+    (snap, errors)
+}

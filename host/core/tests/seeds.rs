@@ -185,3 +185,46 @@ fn both_pools_at_their_limits_explain_each_limit() {
     assert!(reason.contains("nodepool default-amd: limit cpu=800 reached"), "{reason}");
     assert!(reason.contains("nodepool default-fallback: limit cpu=200 reached"), "{reason}");
 }
+
+/// The same experiment through the conversion a controller uses: raw objects in, and only
+/// pods kube-scheduler marked unschedulable are provisioned for.
+#[test]
+fn snapshot_from_cluster_objects() {
+    let cat = catalog();
+    let np: NodePool = serde_yaml::from_str(&seed("lab-general/nodepool-lab-general.yaml")).unwrap();
+    let dep = deployment("lab-general/karpenter-positive.yaml", 1);
+    let tpl = dep.spec.as_ref().unwrap().template.clone();
+    let unschedulable = core::PodStatus {
+        phase: Some("Pending".into()),
+        conditions: Some(vec![core::PodCondition {
+            type_: "PodScheduled".into(),
+            status: "False".into(),
+            reason: Some("Unschedulable".into()),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    };
+    let mut pods: Vec<core::Pod> = (0..3)
+        .map(|i| {
+            let mut meta = tpl.metadata.clone().unwrap_or_default();
+            meta.name = Some(format!("inflate-{i}"));
+            meta.namespace = Some("karpenter-lab".into());
+            core::Pod { metadata: meta, spec: tpl.spec.clone(), status: Some(unschedulable.clone()) }
+        })
+        .collect();
+    // Not yet tried by kube-scheduler, and gated: neither is provisioned for.
+    let mut fresh = pods[0].clone();
+    fresh.metadata.name = Some("fresh".into());
+    fresh.status = Some(core::PodStatus { phase: Some("Pending".into()), ..Default::default() });
+    let mut gated = pods[0].clone();
+    gated.metadata.name = Some("gated".into());
+    gated.spec.as_mut().unwrap().scheduling_gates = Some(vec![core::PodSchedulingGate { name: "wait".into() }]);
+    pods.extend([fresh, gated]);
+    let objects = convert::ClusterObjects { nodepools: vec![np], pods, ..Default::default() };
+    let (snap, errors) = convert::snapshot(&objects, &|_| cat.clone(), 0);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(snap.pods.len(), 3);
+    let plan = schedule(&snap, &PriceScorer);
+    assert_eq!(plan.nodeclaims.len(), 1);
+    assert_eq!(plan.nodeclaims[0].pods.len(), 3);
+}

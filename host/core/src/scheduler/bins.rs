@@ -25,9 +25,13 @@ pub(crate) struct Pool<'a> {
     remaining: BTreeMap<String, i64>,
     /// (price, type, zone index, capacity type index) for every available offering of
     /// `types`, cheapest first: a NodeClaim's candidates are a filtered walk of it.
-    price_order: Vec<(f64, u32, u8, u8)>,
+    price_order: Vec<(f64, u32, u8, u8, u16)>,
     zones: Vec<String>,
     capacity_types: Vec<String>,
+    /// Per catalog index: bit `zone × |capacity types| + capacity type` set for each available
+    /// offering, so zone and capacity-type changes are judged with one AND. Empty when the
+    /// combinations do not fit 64 bits (then offerings are checked by name).
+    offer_masks: Vec<u64>,
 }
 
 enum Place {
@@ -85,9 +89,50 @@ fn type_fits(it: &InstanceType, reqs: &Requirements, keys: &[String], requests: 
         && (!offerings || it.compatible_offerings(reqs).next().is_some())
 }
 
-/// Keys whose requirement differs between two sets (added or narrowed).
-fn changed_keys(old: &Requirements, new: &Requirements) -> Vec<String> {
-    new.iter().filter(|r| old.get(&r.key) != Some(*r)).map(|r| r.key.clone()).collect()
+/// Of `candidates` (the keys a pod or its topology constrain), those whose requirement
+/// differs between two sets: only they can rule out an instance type.
+fn changed_keys<'k>(old: &Requirements, new: &Requirements, candidates: impl Iterator<Item = &'k str>) -> Vec<String> {
+    let mut keys: Vec<String> = candidates.filter(|k| old.get(k) != new.get(k)).map(str::to_string).collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// The options that survive, with their largest and smallest allocatable, in one pass.
+fn filter_types(
+    types: &[u32],
+    cat: &[InstanceType],
+    keep: impl Fn(u32, &InstanceType) -> bool,
+) -> (Vec<u32>, Resources, Resources) {
+    let mut out = Vec::with_capacity(types.len());
+    let (mut max, mut min): (Resources, Option<Resources>) = (Resources::default(), None);
+    for &t in types {
+        let it = &cat[t as usize];
+        if keep(t, it) {
+            out.push(t);
+            let a = it.allocatable();
+            max.max_with(a);
+            match &mut min {
+                None => min = Some(a.clone()),
+                Some(m) => min_with(m, a),
+            }
+        }
+    }
+    (out, max, min.unwrap_or_default())
+}
+
+fn min_with(m: &mut Resources, a: &Resources) {
+    m.cpu = m.cpu.min(a.cpu);
+    m.memory = m.memory.min(a.memory);
+    m.pods = m.pods.min(a.pods);
+    m.ephemeral_storage = m.ephemeral_storage.min(a.ephemeral_storage);
+    for e in &mut m.extended {
+        e.1 = e.1.min(a.get(&e.0));
+    }
+}
+
+fn has_min_values(reqs: &Requirements) -> bool {
+    reqs.iter().any(|r| r.min_values.is_some())
 }
 
 fn min_values_problem(types: &[u32], cat: &[InstanceType], reqs: &Requirements) -> Option<String> {
@@ -115,18 +160,7 @@ fn max_allocatable(types: &[u32], cat: &[InstanceType]) -> Resources {
 }
 
 fn min_allocatable(types: &[u32], cat: &[InstanceType]) -> Resources {
-    let mut it = types.iter().map(|&t| cat[t as usize].allocatable());
-    let Some(first) = it.next() else { return Resources::default() };
-    let mut m = first.clone();
-    for a in it {
-        m.cpu = m.cpu.min(a.cpu);
-        m.memory = m.memory.min(a.memory);
-        m.pods = m.pods.min(a.pods);
-        m.ephemeral_storage = m.ephemeral_storage.min(a.ephemeral_storage);
-        let ext: Vec<(String, i64)> = m.extended.iter().map(|(n, v)| (n.clone(), (*v).min(a.get(n)))).collect();
-        m.extended = ext;
-    }
-    m
+    filter_types(types, cat, |_, _| true).2
 }
 
 impl<'a> Scheduler<'a> {
@@ -362,7 +396,9 @@ impl<'a> Scheduler<'a> {
             }
             Place::Claim(pool) => {
                 let cat = &self.pools[pool].tpl.instance_types;
-                let keys = changed_keys(&bin.reqs, &reqs);
+                let candidates =
+                    ps.reqs.iter().map(|r| r.key.as_str()).chain(ps.groups.iter().map(|&g| self.topo.key(g)));
+                let keys = changed_keys(&bin.reqs, &reqs, candidates);
                 if keys.is_empty() && requests.fits_in(&bin.cap_min) {
                     return Some(Joined {
                         reqs,
@@ -372,18 +408,23 @@ impl<'a> Scheduler<'a> {
                         cap_min: bin.cap_min.clone(),
                     });
                 }
-                let offerings = keys.iter().any(|k| k == LABEL_ZONE || k == LABEL_CAPACITY_TYPE);
-                let types: Vec<u32> = bin
-                    .types
-                    .iter()
-                    .copied()
-                    .filter(|&t| type_fits(&cat[t as usize], &reqs, &keys, &requests, offerings))
-                    .collect();
-                if types.is_empty() || min_values_problem(&types, cat, &reqs).is_some() {
+                let pl = &self.pools[pool];
+                let zone_or_ct_only = keys.iter().all(|k| k == LABEL_ZONE || k == LABEL_CAPACITY_TYPE);
+                let (types, cap_max, cap_min) = if keys.is_empty() {
+                    // Only the requests grew: a resource comparison per option.
+                    filter_types(&bin.types, cat, |_, it| requests.fits_in(it.allocatable()))
+                } else if let Some(allowed) = pl.offering_mask(&reqs).filter(|_| zone_or_ct_only) {
+                    // Only zone or capacity type narrowed: one AND per option.
+                    filter_types(&bin.types, cat, |t, it| {
+                        pl.offer_masks[t as usize] & allowed != 0 && requests.fits_in(it.allocatable())
+                    })
+                } else {
+                    let offerings = keys.iter().any(|k| k == LABEL_ZONE || k == LABEL_CAPACITY_TYPE);
+                    filter_types(&bin.types, cat, |_, it| type_fits(it, &reqs, &keys, &requests, offerings))
+                };
+                if types.is_empty() || (has_min_values(&reqs) && min_values_problem(&types, cat, &reqs).is_some()) {
                     return None;
                 }
-                let cap_max = max_allocatable(&types, cat);
-                let cap_min = min_allocatable(&types, cat);
                 Some(Joined { reqs, requests, types: Some(types), cap_max, cap_min })
             }
         }
@@ -570,18 +611,11 @@ impl<'a> Scheduler<'a> {
                 pl.capacity_types.iter().map(|c| bin.reqs.get(LABEL_CAPACITY_TYPE).is_none_or(|r| r.has(c))).collect();
             let mut candidates = Vec::new();
             let mut candidate_types: Vec<u32> = Vec::new();
-            for &(_, t, z, c) in &pl.price_order {
+            for &(_, t, z, c, o) in &pl.price_order {
                 if member[t as usize] && zone_ok[z as usize] && ct_ok[c as usize] {
                     let it = &cat[t as usize];
-                    let offering = it.offerings.iter().find(|o| {
-                        o.available
-                            && o.zone == pl.zones[z as usize]
-                            && o.capacity_type == pl.capacity_types[c as usize]
-                    });
-                    if let Some(offering) = offering {
-                        candidates.push(Candidate { instance_type: it, offering });
-                        candidate_types.push(t);
-                    }
+                    candidates.push(Candidate { instance_type: it, offering: &it.offerings[o as usize] });
+                    candidate_types.push(t);
                 }
             }
             let input =
@@ -658,12 +692,24 @@ impl<'a> Pool<'a> {
         zones.sort();
         cts.sort();
         let mut price_order = Vec::new();
+        let bitmaps = zones.len() * cts.len() <= 64;
+        let mut offer_masks = if bitmaps { vec![0u64; tpl.instance_types.len()] } else { Vec::new() };
         for &t in &types {
             let it = &tpl.instance_types[t as usize];
-            for o in it.compatible_offerings(&tpl.requirements) {
-                let z = zones.iter().position(|x| *x == o.zone).unwrap_or(0) as u8;
-                let c = cts.iter().position(|x| *x == o.capacity_type).unwrap_or(0) as u8;
-                price_order.push((o.price, t, z, c));
+            for (oi, o) in it.offerings.iter().enumerate() {
+                if !o.available {
+                    continue;
+                }
+                let z = zones.iter().position(|x| *x == o.zone).unwrap_or(0);
+                let c = cts.iter().position(|x| *x == o.capacity_type).unwrap_or(0);
+                if bitmaps {
+                    offer_masks[t as usize] |= 1 << (z * cts.len() + c);
+                }
+                let allowed = tpl.requirements.get(LABEL_ZONE).is_none_or(|r| r.has(&o.zone))
+                    && tpl.requirements.get(LABEL_CAPACITY_TYPE).is_none_or(|r| r.has(&o.capacity_type));
+                if allowed {
+                    price_order.push((o.price, t, z as u8, c as u8, oi as u16));
+                }
             }
         }
         price_order.sort_by(|a, b| {
@@ -672,7 +718,26 @@ impl<'a> Pool<'a> {
                 .then(a.2.cmp(&b.2))
                 .then(a.3.cmp(&b.3))
         });
-        Pool { snap_idx: i, tpl, overhead, types, remaining, price_order, zones, capacity_types: cts }
+        Pool { snap_idx: i, tpl, overhead, types, remaining, price_order, zones, capacity_types: cts, offer_masks }
+    }
+
+    /// The (zone, capacity type) combinations `reqs` allow, as an offering bit mask.
+    fn offering_mask(&self, reqs: &Requirements) -> Option<u64> {
+        if self.offer_masks.is_empty() {
+            return None;
+        }
+        let (zone, ct) = (reqs.get(LABEL_ZONE), reqs.get(LABEL_CAPACITY_TYPE));
+        let mut mask = 0u64;
+        for (zi, z) in self.zones.iter().enumerate() {
+            if zone.is_none_or(|r| r.has(z)) {
+                for (ci, c) in self.capacity_types.iter().enumerate() {
+                    if ct.is_none_or(|r| r.has(c)) {
+                        mask |= 1 << (zi * self.capacity_types.len() + ci);
+                    }
+                }
+            }
+        }
+        Some(mask)
     }
 
     /// Types whose capacity fits what the limits leave (and a node slot, if `nodes` is limited).

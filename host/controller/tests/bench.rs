@@ -1,0 +1,35 @@
+//! `tenon bench` as a user runs it.
+
+use std::process::Command;
+
+fn tenon(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tenon")).args(args).output().expect("run tenon")
+}
+
+#[test]
+fn scheduling_bench_reports_json() {
+    let o = tenon(&["bench", "scheduling", "--pods", "500", "--runs", "1", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["pods"], 500);
+    // 100 of the pods have hostname anti-affinity to each other: at least 100 nodes.
+    assert!(v["nodeclaims"].as_u64().unwrap() >= 100, "{v}");
+    assert_eq!(v["unschedulable"], 0);
+    assert!(v["seconds"].as_f64().unwrap() > 0.0);
+    assert!(v["pods_per_second"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn scheduling_bench_on_the_real_catalog_prints_a_summary() {
+    let o = tenon(&["bench", "scheduling", "--pods", "100", "--runs", "1", "--instance-types", "catalog"]);
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("scheduled 100 pods") && out.contains("ec2-us-east-1"), "{out}");
+}
+
+#[test]
+fn zero_runs_is_an_error() {
+    let o = tenon(&["bench", "scheduling", "--runs", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--runs must be at least 1"));
+}
