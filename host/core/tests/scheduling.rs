@@ -269,3 +269,61 @@ fn extended_resources_need_a_type_that_has_them() {
     assert!(plan.unschedulable[0].reason.contains("nvidia.com/gpu"), "{}", plan.unschedulable[0].reason);
     let _ = Resources::default();
 }
+
+#[test]
+fn min_domains_treats_the_global_minimum_as_zero() {
+    // Three zones exist but minDomains asks for five: with maxSkew 1 each zone takes one pod.
+    let pods: Vec<_> = (0..6)
+        .map(|i| {
+            let mut p = pod(&format!("m{i}"), 100, 1);
+            p.labels = labels(&[("app", "m")]);
+            let mut c = spread("topology.kubernetes.io/zone", "m", false);
+            c.min_domains = Some(5);
+            p.spread.push(c);
+            p
+        })
+        .collect();
+    let plan = run(&snapshot(vec![pool("p")], pods));
+    let placed: usize = plan.nodeclaims.iter().map(|nc| nc.pods.len()).sum();
+    assert_eq!((placed, plan.unschedulable.len()), (3, 3));
+}
+
+#[test]
+fn spread_over_capacity_types() {
+    let pods: Vec<_> = (0..4)
+        .map(|i| {
+            let mut p = pod(&format!("c{i}"), 100, 1);
+            p.labels = labels(&[("app", "c")]);
+            p.spread.push(spread("karpenter.sh/capacity-type", "c", false));
+            p
+        })
+        .collect();
+    let plan = run(&snapshot(vec![pool("p")], pods));
+    let mut per = std::collections::BTreeMap::new();
+    for nc in &plan.nodeclaims {
+        let ct = nc.requirements.get("karpenter.sh/capacity-type").unwrap().values().to_vec();
+        assert_eq!(ct.len(), 1);
+        *per.entry(ct[0].clone()).or_insert(0) += nc.pods.len();
+    }
+    assert_eq!(per.get("on-demand"), Some(&2));
+    assert_eq!(per.get("spot"), Some(&2));
+}
+
+#[test]
+fn affinity_namespace_selection() {
+    let mut s = snapshot(vec![pool("p")], vec![]);
+    s.nodes.push(node("n1", "p", "zone-a", 8000));
+    let mut other_ns = pod("db", 100, 1);
+    other_ns.namespace = "data".into();
+    other_ns.labels = labels(&[("app", "db")]);
+    other_ns.node_name = Some("n1".into());
+    // Anti-affinity to app=db in the pod's own namespace: the pod in "data" does not count.
+    let mut web = pod("web", 100, 1);
+    web.anti_affinity.push(term("kubernetes.io/hostname", "db"));
+    s.pods = vec![other_ns, web.clone()];
+    assert_eq!(run(&s).nominations.len(), 1, "same-namespace term ignores namespace data");
+    web.anti_affinity[0].namespaces = vec!["data".into()];
+    s.pods[1] = web;
+    let plan = run(&s);
+    assert!(plan.nominations.is_empty(), "listing namespace data makes the db pod repel");
+}

@@ -1,0 +1,110 @@
+//! Reading Kubernetes objects: the numbers and constraints a user wrote mean what they mean
+//! to kube-scheduler.
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::storage::v1 as storage;
+use tenon_core::convert;
+
+fn yaml<T: serde::de::DeserializeOwned>(s: &str) -> T {
+    serde_yaml::from_str(s).unwrap()
+}
+
+#[test]
+fn pod_requests_count_sidecars_init_containers_and_overhead() {
+    let p: core::Pod = yaml(
+        r#"
+metadata: {name: p, namespace: default}
+spec:
+  overhead: {cpu: 100m}
+  initContainers:
+    - {name: sidecar, restartPolicy: Always, resources: {requests: {cpu: 500m, memory: 64Mi}}}
+    - {name: migrate, resources: {requests: {cpu: "2", memory: 1Gi}}}
+  containers:
+    - {name: app, resources: {requests: {cpu: "1", memory: 256Mi}}}
+    - {name: log, resources: {requests: {cpu: 250m}}}
+"#,
+    );
+    let pod = convert::pod(&p).unwrap();
+    // max(app+log+sidecar = 1.75, sidecar+migrate = 2.5) + overhead 0.1
+    assert_eq!(pod.requests.cpu, 2600);
+    // max(256Mi + 64Mi, 64Mi + 1Gi)
+    assert_eq!(pod.requests.memory, (64 << 20) + (1 << 30));
+    assert_eq!(pod.requests.pods, 1);
+}
+
+#[test]
+fn bad_quantities_are_errors_naming_the_field() {
+    let p: core::Pod = yaml(
+        "metadata: {name: bad, namespace: ns}\nspec:\n  containers:\n    - {name: c, resources: {requests: {cpu: lots}}}\n",
+    );
+    let e = convert::pod(&p).unwrap_err();
+    assert!(e.to_string().contains("Pod ns/bad") && e.to_string().contains("cpu"), "{e}");
+}
+
+#[test]
+fn volume_zones_come_from_bound_volumes_and_storage_classes() {
+    let p: core::Pod = yaml(
+        r#"
+metadata: {name: db, namespace: data}
+spec:
+  containers: [{name: c}]
+  volumes:
+    - {name: a, persistentVolumeClaim: {claimName: bound}}
+    - {name: b, persistentVolumeClaim: {claimName: pending}}
+"#,
+    );
+    let claims: Vec<core::PersistentVolumeClaim> = vec![
+        yaml("metadata: {name: bound, namespace: data}\nspec: {volumeName: pv-1}"),
+        yaml("metadata: {name: pending, namespace: data}\nspec: {storageClassName: zonal}"),
+    ];
+    let pv: core::PersistentVolume = yaml(
+        r#"
+metadata: {name: pv-1}
+spec:
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+        - matchExpressions: [{key: topology.ebs.csi.aws.com/zone, operator: In, values: [us-east-1b]}]
+"#,
+    );
+    let sc: storage::StorageClass = yaml(
+        r#"
+metadata: {name: zonal}
+provisioner: ebs.csi.aws.com
+allowedTopologies:
+  - matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [us-east-1a, us-east-1b]}]
+"#,
+    );
+    let reqs = convert::volume_requirements(&p, &claims, &[pv], &[sc]);
+    assert_eq!(reqs.get("topology.kubernetes.io/zone").unwrap().values(), ["us-east-1b"]);
+}
+
+#[test]
+fn spread_and_affinity_read_kubernetes_defaults() {
+    let p: core::Pod = yaml(
+        r#"
+metadata: {name: w, namespace: default, labels: {app: web, rev: "7"}}
+spec:
+  containers: [{name: c}]
+  topologySpreadConstraints:
+    - {maxSkew: 2, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {app: web}}, matchLabelKeys: [rev]}
+  affinity:
+    podAntiAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+        - {weight: 10, podAffinityTerm: {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}}
+        - {weight: 90, podAffinityTerm: {topologyKey: topology.kubernetes.io/zone, labelSelector: {matchLabels: {app: web}}}}
+"#,
+    );
+    let pod = convert::pod(&p).unwrap();
+    let c = &pod.spread[0];
+    assert!(
+        c.honor_node_affinity && !c.honor_node_taints,
+        "nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore by default"
+    );
+    assert_eq!(c.when_unsatisfiable, tenon_core::model::WhenUnsatisfiable::ScheduleAnyway);
+    // matchLabelKeys narrows the selector to this revision.
+    let mut other_rev = pod.labels.clone();
+    other_rev.insert("rev".into(), "6".into());
+    assert!(c.selector.matches(&pod.labels) && !c.selector.matches(&other_rev));
+    assert_eq!(pod.preferred_anti_affinity[0].0, 90, "heaviest preference first");
+}
