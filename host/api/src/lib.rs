@@ -10,6 +10,7 @@ pub mod cron;
 pub mod decode;
 pub mod duration;
 pub mod ec2nodeclass;
+pub mod hash;
 pub mod nodeclaim;
 pub mod nodepool;
 pub mod policy;

@@ -33,3 +33,16 @@ fn zero_runs_is_an_error() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--runs must be at least 1"));
 }
+
+#[test]
+fn consolidation_bench_reports_json() {
+    let o = tenon(&["bench", "consolidation", "--nodes", "60", "--runs", "1", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["nodes"], 60);
+    assert!(v["seconds"].as_f64().unwrap() > 0.0);
+    assert!(v["candidates"].as_u64().unwrap() > 0, "{v}");
+    // ~30% of the nodes are underused: a pass finds something to consolidate.
+    assert_ne!(v["method"], "none", "{v}");
+    assert!(v["savings_per_hour"].as_f64().unwrap() > 0.0, "{v}");
+}

@@ -3,8 +3,8 @@
 
 use crate::instancetype::InstanceType;
 use crate::model::{
-    AffinityTerm, DaemonSet, HostPort, Node, NodePoolTemplate, Pod, PodDisruptionBudget, SpreadConstraint,
-    WhenUnsatisfiable,
+    AffinityTerm, Budget, BudgetNodes, ClaimInfo, ConsolidationPolicy, DaemonSet, DisruptionReason, DisruptionSettings,
+    HostPort, Node, NodePoolTemplate, Pod, PodDisruptionBudget, SpreadConstraint, WhenUnsatisfiable,
 };
 use crate::requirements::{Operator, Requirement, Requirements};
 use crate::resources::{NODES, Resources};
@@ -19,8 +19,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tenon_api::common::NodeSelectorRequirementWithMinValues;
+use tenon_api::cron::CronSchedule;
+use tenon_api::duration::{parse_budget_duration, parse_duration, parse_nillable_duration};
 use tenon_api::quantity::{parse_milli, parse_units};
-use tenon_api::wellknown::{LABEL_NODEPOOL, LABEL_ZONE, TAINT_UNREGISTERED};
+use tenon_api::wellknown::{LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE, TAINT_UNREGISTERED, condition};
 use tenon_api::{NodeClaim, NodePool};
 use thiserror::Error;
 
@@ -277,6 +279,8 @@ pub fn pod(p: &core::Pod) -> Result<Pod, ConvertError> {
             anti.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
         ),
         host_ports,
+        termination_grace_seconds: spec.termination_grace_period_seconds.unwrap_or(30),
+        deleting: p.metadata.deletion_timestamp.is_some(),
         priority: spec.priority.unwrap_or(0),
         node_name: spec.node_name.clone(),
         created: p.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second()),
@@ -364,6 +368,7 @@ pub fn node(n: &core::Node, startup_taints: &[Taint]) -> Result<Node, ConvertErr
         unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false)
             || n.metadata.deletion_timestamp.is_some()
             || disrupted,
+        claim: None,
         labels,
     })
 }
@@ -399,6 +404,7 @@ pub fn in_flight_nodeclaim(nc: &NodeClaim) -> Result<Node, ConvertError> {
         capacity,
         in_flight: true,
         unschedulable: nc.metadata.deletion_timestamp.is_some(),
+        claim: None,
     })
 }
 
@@ -441,7 +447,35 @@ pub fn nodepool(np: &NodePool, instance_types: Arc<Vec<InstanceType>>) -> Result
             .map_err(|e| err(&object, &format!("spec.limits.{res}"), e))?;
         limits.insert(res.clone(), if res == NODES { parse_units(&q.0).unwrap_or(0) as i64 } else { v as i64 });
     }
+    let d = &np.spec.disruption;
+    let nillable = |v: &str, field: &str| {
+        parse_nillable_duration(v).map(|o| o.map(|d| d.as_secs() as i64)).map_err(|e| err(&object, field, e))
+    };
+    let disruption = DisruptionSettings {
+        consolidation_policy: if d.consolidation_policy == "WhenEmpty" {
+            ConsolidationPolicy::WhenEmpty
+        } else {
+            ConsolidationPolicy::WhenEmptyOrUnderutilized
+        },
+        consolidate_after: nillable(
+            d.consolidate_after.as_deref().unwrap_or("0s"),
+            "spec.disruption.consolidateAfter",
+        )?,
+        budgets: d.budgets.iter().map(budget).collect(),
+    };
+    let expire_after = nillable(&t.spec.expire_after, "spec.template.spec.expireAfter")?;
+    let termination_grace_period = match &t.spec.termination_grace_period {
+        Some(v) => {
+            Some(parse_duration(v).map_err(|e| err(&object, "spec.template.spec.terminationGracePeriod", e))?.as_secs()
+                as i64)
+        }
+        None => None,
+    };
     Ok(NodePoolTemplate {
+        hash: np.template_hash(),
+        disruption,
+        expire_after,
+        termination_grace_period,
         name,
         weight: np.weight(),
         requirements: reqs,
@@ -451,6 +485,74 @@ pub fn nodepool(np: &NodePool, instance_types: Arc<Vec<InstanceType>>) -> Result
         limits,
         instance_types,
     })
+}
+
+/// A budget as written; anything unparsable fails closed rather than failing the NodePool.
+pub fn budget(b: &tenon_api::nodepool::Budget) -> Budget {
+    let nodes = match b.nodes.strip_suffix('%') {
+        Some(p) => p.parse().ok().filter(|p| *p <= 100).map_or(BudgetNodes::Invalid, BudgetNodes::Percent),
+        None => b.nodes.parse().map_or(BudgetNodes::Invalid, BudgetNodes::Count),
+    };
+    let reasons = b.reasons.as_ref().map(|rs| rs.iter().filter_map(|r| DisruptionReason::parse(r)).collect());
+    let window = match (&b.schedule, &b.duration) {
+        (None, None) => None,
+        (Some(s), Some(d)) => Some(CronSchedule::parse(s).map_err(|e| format!("schedule {s:?}: {e}")).and_then(|c| {
+            parse_budget_duration(d).map(|d| (c, d.as_secs() as i64)).map_err(|e| format!("duration {d:?}: {e}"))
+        })),
+        _ => Some(Err("schedule and duration must be set together".into())),
+    };
+    Budget { nodes, reasons, window }
+}
+
+/// Disruption facts of a managed node, from its NodeClaim.
+pub fn claim_info(nc: &NodeClaim, node: &core::Node, instance_types: &[InstanceType]) -> ClaimInfo {
+    let labels = nc.metadata.labels.clone().unwrap_or_default();
+    let node_labels = node.metadata.labels.clone().unwrap_or_default();
+    let label = |k: &str| node_labels.get(k).or(labels.get(k)).cloned().unwrap_or_default();
+    let status = nc.status.as_ref();
+    let cond = |t: &str| status.and_then(|s| tenon_api::common::find_condition(&s.conditions, t));
+    let instance_type = label(LABEL_INSTANCE_TYPE);
+    let zone = label(LABEL_ZONE);
+    let capacity_type = label(tenon_api::wellknown::LABEL_CAPACITY_TYPE);
+    let price = instance_types
+        .iter()
+        .find(|t| t.name == instance_type)
+        .and_then(|t| t.offerings.iter().find(|o| o.zone == zone && o.capacity_type == capacity_type))
+        .map_or(0.0, |o| o.price);
+    let ready = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    let annotations = nc.metadata.annotations.clone().unwrap_or_default();
+    let mut all_annotations = node.metadata.annotations.clone().unwrap_or_default();
+    all_annotations.extend(annotations.clone());
+    let initialized_at =
+        cond(condition::INITIALIZED).filter(|c| c.is_true()).map(|c| c.last_transition_time.0.as_second());
+    let tainted_disrupted = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|ts| ts.iter().any(|t| t.key == tenon_api::wellknown::TAINT_DISRUPTED));
+    ClaimInfo {
+        nodeclaim: nc.metadata.name.clone().unwrap_or_default(),
+        created: nc.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second()),
+        initialized: initialized_at.is_some()
+            || node_labels.get(tenon_api::wellknown::LABEL_INITIALIZED).is_some_and(|v| v == "true"),
+        ready,
+        disrupting: nc.metadata.deletion_timestamp.is_some()
+            || node.metadata.deletion_timestamp.is_some()
+            || tainted_disrupted,
+        last_pod_event: status.and_then(|s| s.last_pod_event_time.as_ref()).map(|t| t.0.as_second()).or(initialized_at),
+        annotations: all_annotations,
+        instance_type,
+        zone,
+        capacity_type,
+        price,
+        nodepool_hash: annotations.get(tenon_api::wellknown::ANNOTATION_NODEPOOL_HASH).cloned(),
+        nodepool_hash_version: annotations.get(tenon_api::wellknown::ANNOTATION_NODEPOOL_HASH_VERSION).cloned(),
+        drift: cond(condition::DRIFTED).filter(|c| c.is_true()).map(|c| c.reason.clone()),
+    }
 }
 
 /// Everything read from the API server that a decision needs.
@@ -496,9 +598,22 @@ pub fn snapshot(
     for n in &objects.nodes {
         let pool = n.metadata.labels.as_ref().and_then(|l| l.get(LABEL_NODEPOOL));
         match node(n, &startup(pool)) {
-            Ok(node) => {
-                node_names.insert(node.name.clone());
-                nodes.push(node);
+            Ok(mut converted) => {
+                let provider_id = n.spec.as_ref().and_then(|s| s.provider_id.as_deref());
+                let claim = objects.nodeclaims.iter().find(|nc| {
+                    let st = nc.status.as_ref();
+                    st.and_then(|s| s.node_name.as_deref()) == Some(converted.name.as_str())
+                        || (provider_id.is_some() && st.and_then(|s| s.provider_id.as_deref()) == provider_id)
+                });
+                if let Some(nc) = claim {
+                    let types = pool
+                        .and_then(|p| snap.nodepools.iter().find(|t| &t.name == p))
+                        .map(|t| t.instance_types.clone())
+                        .unwrap_or_default();
+                    converted.claim = Some(claim_info(nc, n, &types));
+                }
+                node_names.insert(converted.name.clone());
+                nodes.push(converted);
             }
             Err(e) => errors.push(e),
         }

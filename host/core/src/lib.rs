@@ -5,6 +5,7 @@
 
 pub mod catalog;
 pub mod convert;
+pub mod disruption;
 pub mod instancetype;
 pub mod model;
 pub mod plan;

@@ -57,7 +57,7 @@ impl HostPort {
 }
 
 /// A pod with its scheduling constraints parsed.
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Pod {
     pub namespace: String,
     pub name: String,
@@ -87,6 +87,41 @@ pub struct Pod {
     pub created: i64,
     pub owner_kind: Option<String>,
     pub owner_name: Option<String>,
+    /// `terminationGracePeriodSeconds` (Kubernetes default 30).
+    pub termination_grace_seconds: i64,
+    /// Has a deletion timestamp: already going away, nothing to reschedule.
+    pub deleting: bool,
+}
+
+impl Default for Pod {
+    fn default() -> Self {
+        Pod {
+            namespace: String::new(),
+            name: String::new(),
+            uid: String::new(),
+            labels: BTreeMap::new(),
+            annotations: BTreeMap::new(),
+            requests: Resources::default(),
+            node_selector: Requirements::default(),
+            required_node_affinity: Vec::new(),
+            preferred_node_affinity: Vec::new(),
+            volume_requirements: Requirements::default(),
+            tolerations: Vec::new(),
+            spread: Vec::new(),
+            affinity: Vec::new(),
+            preferred_affinity: Vec::new(),
+            anti_affinity: Vec::new(),
+            preferred_anti_affinity: Vec::new(),
+            host_ports: Vec::new(),
+            priority: 0,
+            node_name: None,
+            created: 0,
+            owner_kind: None,
+            owner_name: None,
+            termination_grace_seconds: 30,
+            deleting: false,
+        }
+    }
 }
 
 impl Pod {
@@ -115,6 +150,106 @@ pub struct Node {
     pub in_flight: bool,
     /// Being deleted, cordoned or disrupted: not a place for new pods.
     pub unschedulable: bool,
+    /// What disruption decisions need to know; `None` for nodes Tenon does not manage.
+    pub claim: Option<ClaimInfo>,
+}
+
+/// The NodeClaim behind a managed node.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct ClaimInfo {
+    pub nodeclaim: String,
+    /// NodeClaim creation, seconds since the epoch: expiration counts from here.
+    pub created: i64,
+    pub initialized: bool,
+    /// Node condition Ready is True.
+    pub ready: bool,
+    /// Has a deletion timestamp or is already marked for disruption.
+    pub disrupting: bool,
+    /// Last time a pod was bound to or left the node (falls back to initialization/creation).
+    pub last_pod_event: Option<i64>,
+    pub annotations: BTreeMap<String, String>,
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: String,
+    /// USD per hour of its offering.
+    pub price: f64,
+    /// `karpenter.sh/nodepool-hash` and its version, as stamped at launch.
+    pub nodepool_hash: Option<String>,
+    pub nodepool_hash_version: Option<String>,
+    /// Drift the cloud provider or NodeClass reported (AMI, subnet, security group, NodeClass hash).
+    pub drift: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ConsolidationPolicy {
+    WhenEmpty,
+    #[default]
+    WhenEmptyOrUnderutilized,
+}
+
+/// Why a node is disrupted; budgets can be scoped to these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DisruptionReason {
+    Underutilized,
+    Empty,
+    Drifted,
+}
+
+impl DisruptionReason {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DisruptionReason::Underutilized => "Underutilized",
+            DisruptionReason::Empty => "Empty",
+            DisruptionReason::Drifted => "Drifted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "Underutilized" => Some(DisruptionReason::Underutilized),
+            "Empty" => Some(DisruptionReason::Empty),
+            "Drifted" => Some(DisruptionReason::Drifted),
+            _ => None,
+        }
+    }
+}
+
+/// How many nodes a budget allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BudgetNodes {
+    Count(u32),
+    Percent(u32),
+    /// Unparsable: fails closed (zero).
+    Invalid,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Budget {
+    pub nodes: BudgetNodes,
+    /// `None` applies to every reason.
+    pub reasons: Option<Vec<DisruptionReason>>,
+    /// Active window: each hit of the schedule (UTC) opens it for `duration` seconds. `None`:
+    /// always active. An unparsable schedule is `Some(Err)` and fails closed.
+    pub window: Option<Result<(tenon_api::cron::CronSchedule, i64), String>>,
+}
+
+/// A NodePool's disruption settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DisruptionSettings {
+    pub consolidation_policy: ConsolidationPolicy,
+    /// Seconds; `None` is `Never`.
+    pub consolidate_after: Option<i64>,
+    pub budgets: Vec<Budget>,
+}
+
+impl Default for DisruptionSettings {
+    fn default() -> Self {
+        DisruptionSettings {
+            consolidation_policy: ConsolidationPolicy::WhenEmptyOrUnderutilized,
+            consolidate_after: Some(0),
+            budgets: vec![Budget { nodes: BudgetNodes::Percent(10), reasons: None, window: None }],
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -147,6 +282,13 @@ pub struct NodePoolTemplate {
     pub limits: BTreeMap<String, i64>,
     /// The instance types this NodePool's NodeClass can launch.
     pub instance_types: Arc<Vec<InstanceType>>,
+    pub disruption: DisruptionSettings,
+    /// Seconds; `None` is `Never`.
+    pub expire_after: Option<i64>,
+    /// Seconds a draining node may wait for its pods; `None`: forever.
+    pub termination_grace_period: Option<i64>,
+    /// The template hash NodeClaims launched now are stamped with.
+    pub hash: String,
 }
 
 /// Everything a decision looks at. Built by one conversion module (`convert`) in the

@@ -3,7 +3,7 @@
 
 use super::MAX_INSTANCE_TYPES;
 use super::pods::PodState;
-use super::topology::Topology;
+use super::topology::{Placement, Topology};
 use crate::instancetype::InstanceType;
 use crate::model::{ClusterSnapshot, HostPort, NodePoolTemplate, Pod};
 use crate::plan::NewNodeClaim;
@@ -12,33 +12,41 @@ use crate::resources::{NODES, Resources, format_amount};
 use crate::scorer::{Candidate, Scorer, ScoringInput, normalise_ranking};
 use crate::taints::{Taint, untolerated};
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 use tenon_api::wellknown::{LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_ZONE};
 
+/// An available offering: (price, catalog index, zone index, capacity-type index, offering
+/// index within the instance type).
+type PriceEntry = (f64, u32, u8, u8, u16);
+
+#[derive(Clone)]
 pub(crate) struct Pool<'a> {
     pub(crate) snap_idx: usize,
     pub(crate) tpl: &'a NodePoolTemplate,
     /// DaemonSet pods that will run on every node of this NodePool.
     overhead: Resources,
     /// Catalog indices compatible with the NodePool and able to hold its DaemonSets.
-    types: Vec<u32>,
+    types: Rc<Vec<u32>>,
     /// Limits left: limit minus existing, in-flight and newly planned capacity.
     remaining: BTreeMap<String, i64>,
     /// (price, type, zone index, capacity type index) for every available offering of
     /// `types`, cheapest first: a NodeClaim's candidates are a filtered walk of it.
-    price_order: Vec<(f64, u32, u8, u8, u16)>,
-    zones: Vec<String>,
-    capacity_types: Vec<String>,
+    price_order: Rc<Vec<PriceEntry>>,
+    zones: Rc<Vec<String>>,
+    capacity_types: Rc<Vec<String>>,
     /// Per catalog index: bit `zone × |capacity types| + capacity type` set for each available
     /// offering, so zone and capacity-type changes are judged with one AND. Empty when the
     /// combinations do not fit 64 bits (then offerings are checked by name).
-    offer_masks: Vec<u64>,
+    offer_masks: Rc<Vec<u64>>,
 }
 
+#[derive(Clone, Copy)]
 enum Place {
     Node(usize),
     Claim(usize),
 }
 
+#[derive(Clone)]
 struct Bin {
     place: Place,
     hostname: String,
@@ -54,6 +62,8 @@ struct Bin {
     ports: Vec<HostPort>,
     /// A real node (not in flight): its labels are final, absent keys are absent.
     real: bool,
+    /// Taken out of a simulation (a consolidation candidate).
+    disabled: bool,
 }
 
 struct Joined {
@@ -65,6 +75,7 @@ struct Joined {
     cap_min: Resources,
 }
 
+#[derive(Clone)]
 pub(crate) struct Scheduler<'a> {
     snap: &'a ClusterSnapshot,
     pools: Vec<Pool<'a>>,
@@ -74,10 +85,11 @@ pub(crate) struct Scheduler<'a> {
     /// New NodeClaims by (pod count, creation order): Karpenter tries the emptiest first.
     order: BTreeSet<(usize, usize)>,
     topo: Topology,
-    pub(crate) pods: Vec<PodState>,
     pub(crate) nominations: Vec<(String, usize)>,
     /// Spread minimum per group for the pod being placed (computed once per attempt).
     spread_mins: Vec<i32>,
+    /// Snapshot node index → its bin, for nodes that are places (schedulable).
+    node_bin: Vec<Option<usize>>,
 }
 
 fn type_fits(it: &InstanceType, reqs: &Requirements, keys: &[String], requests: &Resources, offerings: bool) -> bool {
@@ -164,7 +176,9 @@ fn min_allocatable(types: &[u32], cat: &[InstanceType]) -> Resources {
 }
 
 impl<'a> Scheduler<'a> {
-    pub(crate) fn new(snap: &'a ClusterSnapshot) -> Self {
+    /// The scheduler over `snap`, and a placement state for every pod `movable` selects
+    /// (pending pods to provision; for consolidation, every pod that could be rescheduled).
+    pub(crate) fn new(snap: &'a ClusterSnapshot, movable: &dyn Fn(&Pod) -> bool) -> (Self, Vec<PodState>) {
         let mut order: Vec<usize> = (0..snap.nodepools.len()).collect();
         order.sort_by(|&a, &b| {
             snap.nodepools[b]
@@ -194,7 +208,7 @@ impl<'a> Scheduler<'a> {
             let set = universe.entry(key.clone()).or_default();
             for pool in &pools {
                 let allowed = pool.tpl.requirements.get(key);
-                for &t in &pool.types {
+                for &t in pool.types.iter() {
                     if let Some(r) = pool.tpl.instance_types[t as usize].requirements.get(key) {
                         set.extend(r.values().iter().filter(|v| allowed.is_none_or(|a| a.has(v))).cloned());
                     } else if let Some(a) = allowed.filter(|a| a.operator() == Operator::In) {
@@ -206,7 +220,13 @@ impl<'a> Scheduler<'a> {
         }
         let mut topo = Topology::new(universe);
 
-        let mut pods: Vec<PodState> = snap.pending_pods().map(|(i, p)| PodState::register(i, p, &mut topo)).collect();
+        let mut pods: Vec<PodState> = snap
+            .pods
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| movable(p))
+            .map(|(i, p)| PodState::register(i, p, &mut topo))
+            .collect();
         // Anti-affinity of pods already running repels pods they select.
         let existing_owners: Vec<(usize, Vec<usize>)> = snap
             .pods
@@ -224,16 +244,15 @@ impl<'a> Scheduler<'a> {
             existing: Vec::new(),
             order: BTreeSet::new(),
             topo,
-            pods: Vec::new(),
             nominations: Vec::new(),
             spread_mins: Vec::new(),
+            node_bin: vec![None; snap.nodes.len()],
         };
         s.add_existing_nodes(&existing_owners);
         for ps in &mut pods {
             ps.prepare(&snap.pods[ps.idx], &s.topo, snap, &s.pool_taints);
         }
-        s.pods = pods;
-        s
+        (s, pods)
     }
 
     fn add_existing_nodes(&mut self, owners: &[(usize, Vec<usize>)]) {
@@ -259,7 +278,13 @@ impl<'a> Scheduler<'a> {
             let bin = (!node.unschedulable).then_some(self.bins.len());
             for &p in &bound {
                 let inverse = owners.iter().find(|(o, _)| *o == p).map(|(_, g)| g.as_slice()).unwrap_or(&[]);
-                self.topo.record(&snap.pods[p], &reqs, &node.taints, snap, inverse, bin);
+                self.topo.record(
+                    &snap.pods[p],
+                    &Placement { reqs: &reqs, taints: &node.taints, bin },
+                    snap,
+                    inverse,
+                    1,
+                );
             }
             if node.unschedulable {
                 continue;
@@ -281,6 +306,7 @@ impl<'a> Scheduler<'a> {
                 }
             }
             let b = self.bins.len();
+            self.node_bin[n] = Some(b);
             self.bins.push(Bin {
                 place: Place::Node(n),
                 hostname,
@@ -292,14 +318,33 @@ impl<'a> Scheduler<'a> {
                 pods: Vec::new(),
                 ports,
                 real: !node.in_flight,
+                disabled: false,
             });
             self.existing.push(b);
         }
     }
 
-    pub(crate) fn relax(&mut self, p: usize) -> bool {
-        let pod = &self.snap.pods[self.pods[p].idx];
-        self.pods[p].relax(pod, &self.pool_taints, &self.topo, self.snap)
+    /// Takes snapshot node `n` out of consideration (a disruption candidate).
+    pub(crate) fn take_out(&mut self, n: usize) {
+        if let Some(b) = self.node_bin[n] {
+            self.bins[b].disabled = true;
+        }
+    }
+
+    /// Uncounts pod `p`, running on node `n`, from every topology group: it is about to move.
+    pub(crate) fn forget(&mut self, p: usize, n: usize, owned_inverse: &[usize]) {
+        let node = &self.snap.nodes[n];
+        let reqs = match self.node_bin[n] {
+            Some(b) => self.bins[b].reqs.clone(),
+            None => node.requirements.clone(),
+        };
+        let at = Placement { reqs: &reqs, taints: &node.taints, bin: self.node_bin[n] };
+        self.topo.record(&self.snap.pods[p], &at, self.snap, owned_inverse, -1);
+    }
+
+    pub(crate) fn relax(&self, ps: &mut PodState) -> bool {
+        let pod = &self.snap.pods[ps.idx];
+        ps.relax(pod, &self.pool_taints, &self.topo, self.snap)
     }
 
     fn taints_of(&self, b: usize) -> &[Taint] {
@@ -310,9 +355,11 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Whether pod `p` fits bin `b`, cheapest checks first; the new state of the bin if so.
-    fn check(&self, b: usize, p: usize) -> Option<Joined> {
+    fn check(&self, b: usize, ps: &PodState) -> Option<Joined> {
         let bin = &self.bins[b];
-        let ps = &self.pods[p];
+        if bin.disabled {
+            return None;
+        }
         let pod = &self.snap.pods[ps.idx];
         if ps.hostname_limits.iter().any(|&(g, limit)| self.topo.bin_count(g, b) > limit) {
             return None;
@@ -430,8 +477,8 @@ impl<'a> Scheduler<'a> {
         }
     }
 
-    fn commit(&mut self, b: usize, p: usize, j: Joined) {
-        let pod_idx = self.pods[p].idx;
+    fn commit(&mut self, b: usize, ps: &PodState, j: Joined) {
+        let pod_idx = ps.idx;
         let pod = &self.snap.pods[pod_idx];
         let bin = &mut self.bins[b];
         let before = bin.pods.len();
@@ -453,31 +500,30 @@ impl<'a> Scheduler<'a> {
         }
         let reqs = self.bins[b].reqs.clone();
         let taints: Vec<Taint> = self.taints_of(b).to_vec();
-        let owned = self.pods[p].owned_inverse.clone();
-        self.topo.record(pod, &reqs, &taints, self.snap, &owned, Some(b));
+        let owned = ps.owned_inverse.clone();
+        self.topo.record(pod, &Placement { reqs: &reqs, taints: &taints, bin: Some(b) }, self.snap, &owned, 1);
     }
 
-    pub(crate) fn try_place(&mut self, p: usize) -> Result<(), String> {
-        let ps = &self.pods[p];
+    pub(crate) fn try_place(&mut self, ps: &PodState) -> Result<(), String> {
         self.spread_mins.resize(self.topo.groups.len(), 0);
         for &g in &ps.groups {
             self.spread_mins[g] = self.topo.spread_min(g, ps.reqs.get(self.topo.key(g)));
         }
         for i in 0..self.existing.len() {
             let b = self.existing[i];
-            if let Some(j) = self.check(b, p) {
-                self.commit(b, p, j);
+            if let Some(j) = self.check(b, ps) {
+                self.commit(b, ps, j);
                 return Ok(());
             }
         }
-        let found = self.order.iter().find_map(|&(_, b)| self.check(b, p).map(|j| (b, j)));
+        let found = self.order.iter().find_map(|&(_, b)| self.check(b, ps).map(|j| (b, j)));
         if let Some((b, j)) = found {
-            self.commit(b, p, j);
+            self.commit(b, ps, j);
             return Ok(());
         }
         let mut reasons = Vec::new();
         for pool in 0..self.pools.len() {
-            match self.open(pool, p) {
+            match self.open(pool, ps) {
                 Ok(()) => return Ok(()),
                 Err(r) => reasons.push(format!("nodepool {}: {r}", self.pools[pool].tpl.name)),
             }
@@ -489,8 +535,7 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Opens a new NodeClaim from NodePool `pool` for pod `p`, or says why it cannot.
-    fn open(&mut self, pool: usize, p: usize) -> Result<(), String> {
-        let ps = &self.pods[p];
+    fn open(&mut self, pool: usize, ps: &PodState) -> Result<(), String> {
         if let Some(t) = &ps.pool_taint[pool] {
             return Err(format!("did not tolerate taint {t}"));
         }
@@ -524,17 +569,18 @@ impl<'a> Scheduler<'a> {
             pods: Vec::new(),
             ports: Vec::new(),
             real: false,
+            disabled: false,
         });
-        match self.check(b, p) {
+        match self.check(b, ps) {
             Some(j) => {
                 self.order.insert((0, b));
                 let types = j.types.as_deref().unwrap_or(&self.bins[b].types);
                 self.pools[pool].subtract_max(types);
-                self.commit(b, p, j);
+                self.commit(b, ps, j);
                 Ok(())
             }
             None => {
-                let reason = self.explain(b, p);
+                let reason = self.explain(b, ps);
                 self.bins.pop();
                 Err(reason)
             }
@@ -542,9 +588,8 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Why pod `p` does not fit the fresh NodeClaim `b`.
-    fn explain(&self, b: usize, p: usize) -> String {
+    fn explain(&self, b: usize, ps: &PodState) -> String {
         let bin = &self.bins[b];
-        let ps = &self.pods[p];
         let pod = &self.snap.pods[ps.idx];
         let Place::Claim(pool) = bin.place else { return "does not fit".into() };
         let cat = &self.pools[pool].tpl.instance_types;
@@ -611,7 +656,7 @@ impl<'a> Scheduler<'a> {
                 pl.capacity_types.iter().map(|c| bin.reqs.get(LABEL_CAPACITY_TYPE).is_none_or(|r| r.has(c))).collect();
             let mut candidates = Vec::new();
             let mut candidate_types: Vec<u32> = Vec::new();
-            for &(_, t, z, c, o) in &pl.price_order {
+            for &(_, t, z, c, o) in pl.price_order.iter() {
                 if member[t as usize] && zone_ok[z as usize] && ct_ok[c as usize] {
                     let it = &cat[t as usize];
                     candidates.push(Candidate { instance_type: it, offering: &it.offerings[o as usize] });
@@ -718,7 +763,17 @@ impl<'a> Pool<'a> {
                 .then(a.2.cmp(&b.2))
                 .then(a.3.cmp(&b.3))
         });
-        Pool { snap_idx: i, tpl, overhead, types, remaining, price_order, zones, capacity_types: cts, offer_masks }
+        Pool {
+            snap_idx: i,
+            tpl,
+            overhead,
+            types: Rc::new(types),
+            remaining,
+            price_order: Rc::new(price_order),
+            zones: Rc::new(zones),
+            capacity_types: Rc::new(cts),
+            offer_masks: Rc::new(offer_masks),
+        }
     }
 
     /// The (zone, capacity type) combinations `reqs` allow, as an offering bit mask.
@@ -743,7 +798,7 @@ impl<'a> Pool<'a> {
     /// Types whose capacity fits what the limits leave (and a node slot, if `nodes` is limited).
     fn within_limits(&self) -> Vec<u32> {
         if self.remaining.is_empty() {
-            return self.types.clone();
+            return self.types.to_vec();
         }
         self.types
             .iter()

@@ -8,23 +8,45 @@
 
 mod bins;
 mod pods;
+pub mod simulation;
 mod topology;
 
-use crate::model::ClusterSnapshot;
+pub use simulation::{SimOutcome, Simulator, reschedulable};
+
+use crate::model::{ClusterSnapshot, Pod};
 use crate::plan::{Nomination, ProvisioningPlan, Unschedulable};
 use crate::scorer::Scorer;
 use bins::Scheduler;
+use pods::PodState;
 use std::collections::VecDeque;
 
 /// Karpenter truncates a NodeClaim's instance type options to this many.
 pub const MAX_INSTANCE_TYPES: usize = 600;
 
+fn is_pending(p: &Pod) -> bool {
+    p.node_name.is_none() && !p.is_daemon() && !p.deleting
+}
+
 /// Plans capacity for every pending pod of `snapshot`.
 pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> ProvisioningPlan {
-    let mut s = Scheduler::new(snapshot);
-    let mut order: Vec<usize> = (0..s.pods.len()).collect();
+    let (mut s, mut pods) = Scheduler::new(snapshot, &is_pending);
+    let unschedulable = run_queue(&mut s, &mut pods, snapshot);
+    let mut plan = ProvisioningPlan::default();
+    for (node, pod) in s.nominations.drain(..) {
+        plan.nominations.push(Nomination { pod, node });
+    }
+    plan.nominations.sort_by_key(|n| n.pod);
+    plan.unschedulable = unschedulable;
+    plan.nodeclaims = s.finish(scorer);
+    plan
+}
+
+/// Places `pods` in Karpenter's order, relaxing preferences and retrying while others make
+/// progress. Returns the pods that could not be placed, with why.
+fn run_queue(s: &mut Scheduler<'_>, pods: &mut [PodState], snapshot: &ClusterSnapshot) -> Vec<Unschedulable> {
+    let mut order: Vec<usize> = (0..pods.len()).collect();
     order.sort_by(|&a, &b| {
-        let (pa, pb) = (&snapshot.pods[s.pods[a].idx], &snapshot.pods[s.pods[b].idx]);
+        let (pa, pb) = (&snapshot.pods[pods[a].idx], &snapshot.pods[pods[b].idx]);
         pb.requests
             .cpu
             .cmp(&pa.requests.cpu)
@@ -36,22 +58,22 @@ pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> Provisioning
     });
     let mut queue: VecDeque<(usize, Option<usize>)> = order.into_iter().map(|p| (p, None)).collect();
     let mut placed = 0usize;
-    let mut unschedulable = Vec::new();
+    let mut failed = Vec::new();
     while let Some((p, failed_at)) = queue.pop_front() {
         if failed_at == Some(placed) {
             // Nothing was placed since this pod last failed: nothing can change for it.
-            unschedulable.push(p);
+            failed.push(p);
             continue;
         }
         loop {
-            match s.try_place(p) {
+            match s.try_place(&pods[p]) {
                 Ok(()) => {
                     placed += 1;
                     break;
                 }
                 Err(reason) => {
-                    s.pods[p].last_reason = reason;
-                    if !s.relax(p) {
+                    pods[p].last_reason = reason;
+                    if !s.relax(&mut pods[p]) {
                         queue.push_back((p, Some(placed)));
                         break;
                     }
@@ -59,15 +81,8 @@ pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> Provisioning
             }
         }
     }
-    let mut plan = ProvisioningPlan::default();
-    for (node, pod) in s.nominations.drain(..) {
-        plan.nominations.push(Nomination { pod, node });
-    }
-    plan.nominations.sort_by_key(|n| n.pod);
-    unschedulable.sort_by_key(|&p| s.pods[p].idx);
-    for p in unschedulable {
-        plan.unschedulable.push(Unschedulable { pod: s.pods[p].idx, reason: s.pods[p].last_reason.clone() });
-    }
-    plan.nodeclaims = s.finish(scorer);
-    plan
+    let mut out: Vec<Unschedulable> =
+        failed.into_iter().map(|p| Unschedulable { pod: pods[p].idx, reason: pods[p].last_reason.clone() }).collect();
+    out.sort_by_key(|u| u.pod);
+    out
 }

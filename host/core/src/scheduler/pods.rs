@@ -17,6 +17,7 @@ pub(crate) struct Relaxation {
     pub(crate) tolerate_prefer_no_schedule: bool,
 }
 
+#[derive(Clone)]
 pub(crate) struct PodState {
     pub(crate) idx: usize,
     pub(crate) relax: Relaxation,

@@ -12,6 +12,14 @@ use crate::taints::{Toleration, untolerated};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tenon_api::wellknown::LABEL_HOSTNAME;
 
+/// Where a pod is (or was) placed, as topology counting needs it.
+pub(crate) struct Placement<'p> {
+    pub(crate) reqs: &'p Requirements,
+    pub(crate) taints: &'p [crate::taints::Taint],
+    /// The scheduler bin, for per-bin hostname counts.
+    pub(crate) bin: Option<usize>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Kind {
     Spread {
@@ -71,13 +79,14 @@ pub(crate) struct GroupKey {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct TolerationKey(Toleration);
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Group {
     pub(crate) k: GroupKey,
     /// Pod count per domain; absent means zero.
     counts: BTreeMap<String, i32>,
 }
 
+#[derive(Clone)]
 pub(crate) struct Topology {
     pub(crate) groups: Vec<Group>,
     /// For hostname-keyed groups: pod count per scheduler bin, so a bin is judged by an array
@@ -337,12 +346,12 @@ impl Topology {
     pub(crate) fn record(
         &mut self,
         pod: &Pod,
-        reqs: &Requirements,
-        taints: &[crate::taints::Taint],
+        at: &Placement<'_>,
         snapshot: &ClusterSnapshot,
         owned_inverse: &[usize],
-        bin: Option<usize>,
+        delta: i32,
     ) {
+        let (reqs, taints, bin) = (at.reqs, at.taints, at.bin);
         for (i, group) in self.groups.iter_mut().enumerate() {
             let inverse = group.k.kind == Kind::InverseAntiAffinity;
             let counted = if inverse {
@@ -360,14 +369,14 @@ impl Topology {
             let all = matches!(group.k.kind, Kind::AntiAffinity | Kind::InverseAntiAffinity);
             if all || domains.values().len() == 1 {
                 for d in domains.values() {
-                    *group.counts.entry(d.clone()).or_default() += 1;
+                    *group.counts.entry(d.clone()).or_default() += delta;
                 }
                 if let Some(b) = bin.filter(|_| group.k.key == LABEL_HOSTNAME) {
                     let counts = &mut self.by_bin[i];
                     if counts.len() <= b {
                         counts.resize(b + 1, 0);
                     }
-                    counts[b] += 1;
+                    counts[b] += delta;
                 }
             }
         }

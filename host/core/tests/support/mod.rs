@@ -63,6 +63,10 @@ pub fn pool(name: &str) -> NodePoolTemplate {
         startup_taints: vec![],
         limits: BTreeMap::new(),
         instance_types: catalog(),
+        disruption: tenon_core::model::DisruptionSettings::default(),
+        expire_after: Some(720 * 3600),
+        termination_grace_period: None,
+        hash: "0".into(),
     }
 }
 
@@ -138,4 +142,54 @@ pub fn zone_of(reqs: &Requirements) -> Option<String> {
     reqs.get("topology.kubernetes.io/zone")
         .filter(|r| r.operator() == Operator::In && r.values().len() == 1)
         .map(|r| r.values()[0].clone())
+}
+
+/// A managed, initialized, Ready node of `pool` launched as catalog type `it` in `zone`
+/// (on-demand), created at `created`, last pod event at `created`.
+pub fn managed(name: &str, pool: &str, it: &str, zone: &str, created: i64) -> Node {
+    let cat = catalog();
+    let t = cat.iter().find(|t| t.name == it).expect("catalog type");
+    let price = t.offerings.iter().find(|o| o.zone == zone && o.capacity_type == "on-demand").unwrap().price;
+    let arch = t.label("kubernetes.io/arch").unwrap().to_string();
+    let l = labels(&[
+        ("karpenter.sh/nodepool", pool),
+        ("topology.kubernetes.io/zone", zone),
+        ("kubernetes.io/hostname", name),
+        ("kubernetes.io/arch", &arch),
+        ("kubernetes.io/os", "linux"),
+        ("node.kubernetes.io/instance-type", it),
+        ("karpenter.sh/capacity-type", "on-demand"),
+        ("karpenter.k8s.aws/instance-family", t.label("karpenter.k8s.aws/instance-family").unwrap()),
+        ("karpenter.k8s.aws/instance-cpu", t.label("karpenter.k8s.aws/instance-cpu").unwrap()),
+    ]);
+    Node {
+        name: name.into(),
+        nodepool: Some(pool.into()),
+        requirements: Requirements::from_iter(l.iter().map(|(k, v)| Requirement::in_values(k, [v.clone()]))),
+        labels: l,
+        allocatable: t.allocatable().clone(),
+        capacity: t.capacity.clone(),
+        claim: Some(tenon_core::model::ClaimInfo {
+            nodeclaim: format!("{name}-claim"),
+            created,
+            initialized: true,
+            ready: true,
+            last_pod_event: Some(created),
+            instance_type: it.into(),
+            zone: zone.into(),
+            capacity_type: "on-demand".into(),
+            price,
+            nodepool_hash: Some("0".into()),
+            nodepool_hash_version: Some(tenon_api::hash::NODEPOOL_HASH_VERSION.into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// A pod bound to `node`.
+pub fn bound(name: &str, node: &str, cpu_milli: i64, mem_gib: i64) -> Pod {
+    let mut p = pod(name, cpu_milli, mem_gib);
+    p.node_name = Some(node.into());
+    p
 }

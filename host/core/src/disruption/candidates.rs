@@ -1,0 +1,173 @@
+//! Which nodes may be disrupted at all, what disrupting each would cost, and why the others
+//! may not.
+
+use crate::model::{ClusterSnapshot, ConsolidationPolicy, Node, Pod, PodDisruptionBudget};
+use crate::scheduler::reschedulable;
+use std::collections::BTreeMap;
+use tenon_api::duration::parse_duration;
+use tenon_api::hash::NODEPOOL_HASH_VERSION;
+use tenon_api::wellknown::{ANNOTATION_DO_NOT_DISRUPT, ANNOTATION_POD_DELETION_COST};
+
+/// A managed, initialized node that is not already going away.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    /// Index into `ClusterSnapshot::nodes`.
+    pub node: usize,
+    /// Index into `ClusterSnapshot::nodepools`.
+    pub nodepool: usize,
+    /// Pods a drain would reschedule.
+    pub pods: Vec<usize>,
+    /// Karpenter's disruption cost: rescheduling cost × lifetime remaining.
+    pub cost: f64,
+    pub price: f64,
+    pub empty: bool,
+    /// consolidateAfter has passed since the last pod event.
+    pub consolidatable: bool,
+    pub consolidation_policy: ConsolidationPolicy,
+    pub drifted: Option<String>,
+    pub expired: bool,
+    /// A pod that may not be evicted now (do-not-disrupt, a PDB): graceful methods skip the node.
+    pub blocked: Option<String>,
+    pub spot: bool,
+}
+
+/// A node that could not even be a candidate, with why (for `DisruptionBlocked` events).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Blocked {
+    pub node: usize,
+    pub reason: String,
+}
+
+/// Karpenter's eviction cost of one pod: 1, moved by `controller.kubernetes.io/pod-deletion-cost`
+/// and priority, clamped to [-10, 10].
+pub fn eviction_cost(p: &Pod) -> f64 {
+    let mut cost = 1.0;
+    if let Some(c) = p.annotations.get(ANNOTATION_POD_DELETION_COST).and_then(|v| v.parse::<f64>().ok()) {
+        cost += c / 2f64.powi(27);
+    }
+    cost += f64::from(p.priority) / 2f64.powi(25);
+    cost.clamp(-10.0, 10.0)
+}
+
+/// Share of the node's lifetime left before it expires, 0..1 (1 when it never expires).
+pub fn lifetime_remaining(created: i64, expire_after: Option<i64>, now: i64) -> f64 {
+    match expire_after {
+        Some(total) if total > 0 => ((total - (now - created)) as f64 / total as f64).clamp(0.0, 1.0),
+        _ => 1.0,
+    }
+}
+
+/// Whether a pod's `karpenter.sh/do-not-disrupt` holds at `now`: `"true"`, or a duration
+/// counted from the pod's creation that has not yet passed.
+pub fn do_not_disrupt(p: &Pod, now: i64) -> bool {
+    match p.annotations.get(ANNOTATION_DO_NOT_DISRUPT).map(String::as_str) {
+        Some("true") => true,
+        Some(d) => parse_duration(d).is_ok_and(|d| now < p.created + d.as_secs() as i64),
+        None => false,
+    }
+}
+
+/// PDBs selecting a pod in its namespace.
+pub fn pdbs_for<'a>(p: &Pod, pdbs: &'a [PodDisruptionBudget]) -> Vec<&'a PodDisruptionBudget> {
+    pdbs.iter().filter(|b| b.namespace == p.namespace && b.selector.matches(&p.labels)).collect()
+}
+
+/// Why `pods` cannot all be evicted now, if they cannot: the eviction API refuses a pod
+/// under more than one PDB, or under a PDB whose allowance the pods would exceed.
+pub fn pdb_problem(pods: &[usize], snap: &ClusterSnapshot) -> Option<String> {
+    let mut used: BTreeMap<(&str, &str), i32> = BTreeMap::new();
+    for &p in pods {
+        let pod = &snap.pods[p];
+        let matching = pdbs_for(pod, &snap.pdbs);
+        if matching.len() > 1 {
+            return Some(format!("pod {} is selected by more than one PodDisruptionBudget", pod.key()));
+        }
+        if let Some(b) = matching.first() {
+            let n = used.entry((b.namespace.as_str(), b.name.as_str())).or_default();
+            *n += 1;
+            if *n > b.disruptions_allowed {
+                return Some(format!(
+                    "PodDisruptionBudget {}/{} allows {} disruption(s)",
+                    b.namespace, b.name, b.disruptions_allowed
+                ));
+            }
+        }
+    }
+    None
+}
+
+fn drift_reason(node: &Node, snap: &ClusterSnapshot, pool: usize) -> Option<String> {
+    let claim = node.claim.as_ref()?;
+    if let Some(d) = &claim.drift {
+        return Some(d.clone());
+    }
+    let tpl = &snap.nodepools[pool];
+    if claim.nodepool_hash_version.as_deref() == Some(NODEPOOL_HASH_VERSION)
+        && claim.nodepool_hash.as_deref().is_some_and(|h| h != tpl.hash)
+    {
+        return Some("NodePoolDrifted".into());
+    }
+    let labels = |k: &str| node.labels.get(k).cloned();
+    if !tpl.requirements.matches_labels(&labels) {
+        return Some("RequirementsDrifted".into());
+    }
+    None
+}
+
+/// Every node that may be considered for disruption, and the managed nodes that may not.
+pub fn candidates(snap: &ClusterSnapshot) -> (Vec<Candidate>, Vec<Blocked>) {
+    let now = snap.now;
+    let mut on_node: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, p) in snap.pods.iter().enumerate() {
+        if let Some(n) = &p.node_name {
+            on_node.entry(n).or_default().push(i);
+        }
+    }
+    let mut out = Vec::new();
+    let mut blocked = Vec::new();
+    for (n, node) in snap.nodes.iter().enumerate() {
+        let (Some(claim), Some(pool_name)) = (&node.claim, &node.nodepool) else { continue };
+        let Some(pool) = snap.nodepools.iter().position(|t| &t.name == pool_name) else { continue };
+        if !claim.initialized || claim.disrupting || node.in_flight {
+            continue;
+        }
+        if claim.annotations.get(ANNOTATION_DO_NOT_DISRUPT).is_some_and(|v| v == "true") {
+            blocked.push(Blocked { node: n, reason: format!("node has {ANNOTATION_DO_NOT_DISRUPT}") });
+            continue;
+        }
+        let tpl = &snap.nodepools[pool];
+        let pods: Vec<usize> = on_node
+            .get(node.name.as_str())
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|&p| reschedulable(&snap.pods[p]))
+            .collect();
+        let mut reason = pods
+            .iter()
+            .find(|&&p| do_not_disrupt(&snap.pods[p], now))
+            .map(|&p| format!("pod {} has {ANNOTATION_DO_NOT_DISRUPT}", snap.pods[p].key()));
+        if reason.is_none() {
+            reason = pdb_problem(&pods, snap);
+        }
+        let last = claim.last_pod_event.unwrap_or(claim.created);
+        let consolidatable = tpl.disruption.consolidate_after.is_some_and(|after| now >= last + after);
+        let cost: f64 = pods.iter().map(|&p| eviction_cost(&snap.pods[p])).sum::<f64>()
+            * lifetime_remaining(claim.created, tpl.expire_after, now);
+        out.push(Candidate {
+            node: n,
+            nodepool: pool,
+            empty: pods.is_empty(),
+            cost,
+            price: claim.price,
+            consolidatable,
+            consolidation_policy: tpl.disruption.consolidation_policy,
+            drifted: drift_reason(node, snap, pool),
+            expired: tpl.expire_after.is_some_and(|e| now >= claim.created + e),
+            blocked: reason,
+            spot: claim.capacity_type == tenon_api::wellknown::CAPACITY_TYPE_SPOT,
+            pods,
+        });
+    }
+    (out, blocked)
+}

@@ -1,0 +1,498 @@
+//! Disruption decisions: which nodes to remove or replace now, and why.
+//!
+//! One round, in Karpenter's order: emptiness, drift, multi-node consolidation, single-node
+//! consolidation; the first method with an approved plan wins. Expiration is separate and
+//! forceful: it ignores budgets (the drain still honours terminationGracePeriod).
+
+pub mod budgets;
+pub mod candidates;
+pub mod consolidator;
+pub mod drain;
+
+use crate::model::{ClusterSnapshot, ConsolidationPolicy, DisruptionReason};
+use crate::plan::NewNodeClaim;
+use crate::scheduler::{SimOutcome, Simulator};
+use crate::scorer::Scorer;
+use budgets::{Allowance, BudgetContext, BudgetRule, KarpenterBudgets};
+use candidates::{Blocked, Candidate, pdb_problem};
+use consolidator::{ApproveAll, CandidateView, Consolidator, PlanView, Verdict};
+use std::collections::BTreeMap;
+
+/// Karpenter considers at most this many candidates in one multi-node consolidation.
+pub const MAX_MULTI_NODE_CANDIDATES: usize = 100;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Method {
+    Emptiness,
+    Drift,
+    MultiNodeConsolidation,
+    SingleNodeConsolidation,
+    Expiration,
+}
+
+impl Method {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Method::Emptiness => "emptiness",
+            Method::Drift => "drift",
+            Method::MultiNodeConsolidation => "multi-node-consolidation",
+            Method::SingleNodeConsolidation => "single-node-consolidation",
+            Method::Expiration => "expiration",
+        }
+    }
+
+    /// The budget reason; expiration is outside budgets.
+    pub fn reason(&self) -> Option<DisruptionReason> {
+        match self {
+            Method::Emptiness => Some(DisruptionReason::Empty),
+            Method::Drift => Some(DisruptionReason::Drifted),
+            Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => Some(DisruptionReason::Underutilized),
+            Method::Expiration => None,
+        }
+    }
+}
+
+/// A disruption to carry out.
+#[derive(Clone, Debug)]
+pub struct DisruptionPlan {
+    pub method: Method,
+    /// Human-readable: why these nodes, why now.
+    pub reason: String,
+    /// Indices into `ClusterSnapshot::nodes`.
+    pub candidates: Vec<usize>,
+    /// NodeClaims to launch (and see Initialized) before the candidates are drained.
+    pub replacements: Vec<NewNodeClaim>,
+    /// Pods that will be rescheduled (indices into `ClusterSnapshot::pods`).
+    pub pods: Vec<usize>,
+    /// Candidates' price minus the cheapest replacement option's, USD/hour.
+    pub savings_per_hour: f64,
+}
+
+/// The policies of a decision, per NodePool.
+pub trait PolicySet {
+    /// Ranks replacement instance types.
+    fn scorer(&self) -> &dyn Scorer;
+    fn consolidator(&self, nodepool: &str) -> &dyn Consolidator;
+    fn budget_rule(&self, nodepool: &str) -> &dyn BudgetRule;
+}
+
+/// Karpenter's behaviour throughout.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DefaultPolicies;
+
+impl PolicySet for DefaultPolicies {
+    fn scorer(&self) -> &dyn Scorer {
+        &crate::scorer::PriceScorer
+    }
+    fn consolidator(&self, _: &str) -> &dyn Consolidator {
+        &ApproveAll
+    }
+    fn budget_rule(&self, _: &str) -> &dyn BudgetRule {
+        &KarpenterBudgets
+    }
+}
+
+/// A consolidation plan a consolidator turned down.
+#[derive(Clone, Debug)]
+pub struct Rejection {
+    pub method: Method,
+    pub candidates: Vec<usize>,
+    pub consolidator: String,
+    pub reason: String,
+}
+
+/// Everything one round decided.
+#[derive(Clone, Debug, Default)]
+pub struct DisruptionDecision {
+    /// Expired nodes: delete regardless of budgets.
+    pub expirations: Vec<DisruptionPlan>,
+    /// The voluntary disruption to carry out now, if any.
+    pub plan: Option<DisruptionPlan>,
+    pub rejected: Vec<Rejection>,
+    /// Managed nodes that cannot be disrupted, and why.
+    pub blocked: Vec<Blocked>,
+    /// Allowed disruptions per (NodePool, reason) this round.
+    pub allowed: BTreeMap<(String, DisruptionReason), Allowance>,
+    /// Candidates whose removal was simulated.
+    pub evaluated: usize,
+}
+
+struct Round<'a> {
+    snap: &'a ClusterSnapshot,
+    policies: &'a dyn PolicySet,
+    sim: Simulator<'a>,
+    evaluated: usize,
+}
+
+/// Decides this round's disruptions.
+pub fn disrupt(snap: &ClusterSnapshot, policies: &dyn PolicySet) -> DisruptionDecision {
+    let (all, mut blocked) = candidates::candidates(snap);
+    let mut decision = DisruptionDecision { allowed: allowances(snap, policies), ..Default::default() };
+
+    for c in all.iter().filter(|c| c.expired) {
+        decision.expirations.push(DisruptionPlan {
+            method: Method::Expiration,
+            reason: format!("expired after {}", humanize(snap.nodepools[c.nodepool].expire_after.unwrap_or(0))),
+            candidates: vec![c.node],
+            replacements: vec![],
+            pods: c.pods.clone(),
+            savings_per_hour: 0.0,
+        });
+    }
+    let live: Vec<&Candidate> = all.iter().filter(|c| !c.expired).collect();
+    for c in &live {
+        if let Some(r) = &c.blocked {
+            let tgp = snap.nodepools[c.nodepool].termination_grace_period.is_some();
+            // A drifted node under a terminationGracePeriod still goes: the drain forces it in time.
+            if !(c.drifted.is_some() && tgp) {
+                blocked.push(Blocked { node: c.node, reason: r.clone() });
+            }
+        }
+    }
+    decision.blocked = blocked;
+
+    let mut round = Round { snap, policies, sim: Simulator::new(snap), evaluated: 0 };
+    let budget = |method: Method| -> BTreeMap<usize, usize> {
+        let reason = method.reason().expect("voluntary method");
+        snap.nodepools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i, decision.allowed.get(&(t.name.clone(), reason)).map_or(0, |a| a.allowed)))
+            .collect()
+    };
+
+    // 1. Emptiness.
+    let empty: Vec<&Candidate> =
+        live.iter().copied().filter(|c| c.empty && c.consolidatable && c.blocked.is_none()).collect();
+    if let Some(plan) = emptiness(&empty, budget(Method::Emptiness), snap)
+        && let Some(p) = round.review(vec![plan], &mut decision.rejected)
+    {
+        decision.plan = Some(p);
+        decision.evaluated = round.evaluated;
+        return decision;
+    }
+    // 2. Drift.
+    let drifted: Vec<&Candidate> = live
+        .iter()
+        .copied()
+        .filter(|c| {
+            c.drifted.is_some()
+                && (c.blocked.is_none() || snap.nodepools[c.nodepool].termination_grace_period.is_some())
+        })
+        .collect();
+    if let Some(plan) = round.drift(&drifted, budget(Method::Drift)) {
+        decision.plan = Some(plan);
+        decision.evaluated = round.evaluated;
+        return decision;
+    }
+    // 3 and 4. Consolidation.
+    let mut consolidatable: Vec<&Candidate> = live
+        .iter()
+        .copied()
+        .filter(|c| {
+            c.consolidatable
+                && c.blocked.is_none()
+                && c.consolidation_policy == ConsolidationPolicy::WhenEmptyOrUnderutilized
+        })
+        .collect();
+    consolidatable
+        .sort_by(|a, b| a.cost.total_cmp(&b.cost).then(b.price.total_cmp(&a.price)).then(a.node.cmp(&b.node)));
+    let within = within_budget(&consolidatable, budget(Method::MultiNodeConsolidation));
+    let mut plans = Vec::new();
+    plans.extend(round.multi_node(&within));
+    plans.extend(round.single_node(&within));
+    decision.plan = round.review(plans, &mut decision.rejected);
+    decision.evaluated = round.evaluated;
+    decision
+}
+
+fn allowances(snap: &ClusterSnapshot, policies: &dyn PolicySet) -> BTreeMap<(String, DisruptionReason), Allowance> {
+    let mut out = BTreeMap::new();
+    for tpl in &snap.nodepools {
+        let nodes: Vec<_> = snap
+            .nodes
+            .iter()
+            .filter(|n| n.nodepool.as_deref() == Some(tpl.name.as_str()))
+            .filter_map(|n| n.claim.as_ref())
+            .filter(|c| c.initialized)
+            .collect();
+        let disrupting = nodes.iter().filter(|c| c.disrupting || !c.ready).count();
+        for reason in [DisruptionReason::Empty, DisruptionReason::Drifted, DisruptionReason::Underutilized] {
+            let ctx = BudgetContext {
+                nodepool: &tpl.name,
+                reason,
+                now: snap.now,
+                total_nodes: nodes.len(),
+                disrupting,
+                budgets: &tpl.disruption.budgets,
+            };
+            out.insert((tpl.name.clone(), reason), policies.budget_rule(&tpl.name).allowed(&ctx));
+        }
+    }
+    out
+}
+
+/// Candidates in order, at most the budget of each NodePool.
+fn within_budget<'c>(cands: &[&'c Candidate], mut left: BTreeMap<usize, usize>) -> Vec<&'c Candidate> {
+    cands
+        .iter()
+        .copied()
+        .filter(|c| {
+            let l = left.entry(c.nodepool).or_default();
+            if *l == 0 {
+                return false;
+            }
+            *l -= 1;
+            true
+        })
+        .collect()
+}
+
+fn emptiness(empty: &[&Candidate], left: BTreeMap<usize, usize>, snap: &ClusterSnapshot) -> Option<DisruptionPlan> {
+    let mut sorted = empty.to_vec();
+    sorted.sort_by(|a, b| b.price.total_cmp(&a.price).then(a.node.cmp(&b.node)));
+    let chosen = within_budget(&sorted, left);
+    if chosen.is_empty() {
+        return None;
+    }
+    let savings = chosen.iter().map(|c| c.price).sum();
+    let after = |c: &Candidate| snap.nodepools[c.nodepool].disruption.consolidate_after.unwrap_or(0);
+    Some(DisruptionPlan {
+        method: Method::Emptiness,
+        reason: format!("empty for at least {}", humanize(chosen.iter().map(|c| after(c)).min().unwrap_or(0))),
+        candidates: chosen.iter().map(|c| c.node).collect(),
+        replacements: vec![],
+        pods: vec![],
+        savings_per_hour: savings,
+    })
+}
+
+fn humanize(secs: i64) -> String {
+    match secs {
+        s if s % 3600 == 0 && s > 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 && s > 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+/// The cheapest available price among a NodeClaim's options.
+fn cheapest(nc: &NewNodeClaim, snap: &ClusterSnapshot) -> Option<(String, f64)> {
+    let cat = &snap.nodepools[nc.nodepool].instance_types;
+    nc.instance_types
+        .iter()
+        .filter_map(|&t| {
+            let it = &cat[t as usize];
+            it.cheapest(&nc.requirements).map(|o| (it.name.clone(), o.price))
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+impl<'a> Round<'a> {
+    fn simulate(&mut self, nodes: &[usize]) -> SimOutcome {
+        self.evaluated += nodes.len();
+        self.sim.remove(nodes, self.policies.scorer())
+    }
+
+    /// Whether removing `cands` is a valid consolidation: every pod of theirs lands, at most
+    /// one new node, strictly cheaper than what it replaces.
+    fn consolidate(&mut self, cands: &[&Candidate], method: Method) -> Option<DisruptionPlan> {
+        let nodes: Vec<usize> = cands.iter().map(|c| c.node).collect();
+        let pods: Vec<usize> = cands.iter().flat_map(|c| c.pods.iter().copied()).collect();
+        if pdb_problem(&pods, self.snap).is_some() {
+            return None;
+        }
+        let out = self.simulate(&nodes);
+        if out.unschedulable.iter().any(|u| pods.contains(&u.pod)) {
+            return None;
+        }
+        let mut needed: Vec<NewNodeClaim> =
+            out.nodeclaims.into_iter().filter(|nc| nc.pods.iter().any(|p| pods.contains(p))).collect();
+        if needed.len() > 1 {
+            return None;
+        }
+        let price: f64 = cands.iter().map(|c| c.price).sum();
+        let snap = self.snap;
+        let names: Vec<String> = nodes.iter().map(|&n| snap.nodes[n].name.clone()).collect();
+        match needed.pop() {
+            None => Some(DisruptionPlan {
+                method,
+                reason: format!("{} can be deleted: their pods fit on other nodes", names.join(", ")),
+                candidates: nodes,
+                replacements: vec![],
+                pods,
+                savings_per_hour: price,
+            }),
+            Some(mut nc) => {
+                // Spot-to-spot replacement is off in Karpenter by default: spot nodes are only deleted.
+                if cands.iter().all(|c| c.spot) {
+                    return None;
+                }
+                let cat = &snap.nodepools[nc.nodepool].instance_types;
+                nc.instance_types
+                    .retain(|&t| cat[t as usize].cheapest(&nc.requirements).is_some_and(|o| o.price < price));
+                let (name, new_price) = cheapest(&nc, snap)?;
+                Some(DisruptionPlan {
+                    method,
+                    reason: format!(
+                        "{} can be replaced by a cheaper {name} (${new_price:.4}/h instead of ${price:.4}/h)",
+                        names.join(", ")
+                    ),
+                    candidates: nodes,
+                    replacements: vec![nc],
+                    pods,
+                    savings_per_hour: price - new_price,
+                })
+            }
+        }
+    }
+
+    /// The largest prefix of candidates that can go together, by binary search.
+    fn multi_node(&mut self, cands: &[&Candidate]) -> Option<DisruptionPlan> {
+        let cands = &cands[..cands.len().min(MAX_MULTI_NODE_CANDIDATES)];
+        if cands.len() < 2 {
+            return None;
+        }
+        let (mut lo, mut hi) = (1usize, cands.len());
+        let mut best = None;
+        while lo <= hi {
+            let mid = (lo + hi) / 2;
+            match self.consolidate(&cands[..mid], Method::MultiNodeConsolidation) {
+                Some(p) => {
+                    best = Some(p);
+                    lo = mid + 1;
+                }
+                None => hi = mid - 1,
+            }
+        }
+        best.filter(|p| p.candidates.len() > 1)
+    }
+
+    /// The first candidate that can be deleted or replaced by one cheaper node.
+    fn single_node(&mut self, cands: &[&Candidate]) -> Option<DisruptionPlan> {
+        cands.iter().find_map(|c| self.consolidate(std::slice::from_ref(c), Method::SingleNodeConsolidation))
+    }
+
+    fn drift(&mut self, cands: &[&Candidate], left: BTreeMap<usize, usize>) -> Option<DisruptionPlan> {
+        let mut sorted = cands.to_vec();
+        sorted.sort_by(|a, b| a.cost.total_cmp(&b.cost).then(a.node.cmp(&b.node)));
+        let chosen = within_budget(&sorted, left);
+        let snap = self.snap;
+        let reason =
+            |c: &Candidate| format!("{} drifted: {}", snap.nodes[c.node].name, c.drifted.as_deref().unwrap_or(""));
+        let empty: Vec<&Candidate> = chosen.iter().copied().filter(|c| c.empty).collect();
+        if !empty.is_empty() {
+            return Some(DisruptionPlan {
+                method: Method::Drift,
+                reason: empty.iter().map(|c| reason(c)).collect::<Vec<_>>().join("; "),
+                candidates: empty.iter().map(|c| c.node).collect(),
+                replacements: vec![],
+                pods: vec![],
+                savings_per_hour: 0.0,
+            });
+        }
+        for c in chosen {
+            let out = self.simulate(&[c.node]);
+            if out.unschedulable.iter().any(|u| c.pods.contains(&u.pod)) {
+                continue;
+            }
+            let replacements: Vec<NewNodeClaim> =
+                out.nodeclaims.into_iter().filter(|nc| nc.pods.iter().any(|p| c.pods.contains(p))).collect();
+            let new_price: f64 = replacements.iter().filter_map(|nc| cheapest(nc, snap)).map(|(_, p)| p).sum();
+            return Some(DisruptionPlan {
+                method: Method::Drift,
+                reason: reason(c),
+                candidates: vec![c.node],
+                pods: c.pods.clone(),
+                savings_per_hour: c.price - new_price,
+                replacements,
+            });
+        }
+        None
+    }
+
+    /// Asks each involved NodePool's consolidator; the first plan, in the consolidators'
+    /// order, that every involved consolidator approves is the one carried out.
+    fn review(&mut self, plans: Vec<DisruptionPlan>, rejected: &mut Vec<Rejection>) -> Option<DisruptionPlan> {
+        if plans.is_empty() {
+            return None;
+        }
+        let snap = self.snap;
+        let views: Vec<PlanView> = plans.iter().map(|p| self.view(p)).collect();
+        let mut pools: Vec<&str> =
+            plans.iter().flat_map(|p| p.candidates.iter().filter_map(|&n| snap.nodes[n].nodepool.as_deref())).collect();
+        pools.sort();
+        pools.dedup();
+        let mut approved = vec![true; plans.len()];
+        let mut order: Option<Vec<usize>> = None;
+        for pool in pools {
+            let consolidator = self.policies.consolidator(pool);
+            let involved: Vec<usize> = (0..plans.len())
+                .filter(|&i| plans[i].candidates.iter().any(|&n| snap.nodes[n].nodepool.as_deref() == Some(pool)))
+                .collect();
+            let review = consolidator.review(&views);
+            for &i in &involved {
+                if let Some(Verdict::Reject(why)) = review.verdicts.get(i) {
+                    if approved[i] {
+                        rejected.push(Rejection {
+                            method: plans[i].method,
+                            candidates: plans[i].candidates.clone(),
+                            consolidator: consolidator.name().into(),
+                            reason: why.clone(),
+                        });
+                    }
+                    approved[i] = false;
+                }
+            }
+            order.get_or_insert_with(|| crate::scorer::normalise_ranking(&review.order, plans.len()));
+        }
+        let order = order.unwrap_or_else(|| (0..plans.len()).collect());
+        let pick = order.into_iter().find(|&i| approved[i])?;
+        plans.into_iter().nth(pick)
+    }
+
+    fn view(&self, p: &DisruptionPlan) -> PlanView {
+        let snap = self.snap;
+        let candidates = p
+            .candidates
+            .iter()
+            .map(|&n| {
+                let node = &snap.nodes[n];
+                let claim = node.claim.clone().unwrap_or_default();
+                let mut used = crate::resources::Resources::default();
+                let pods: Vec<&crate::model::Pod> =
+                    snap.pods.iter().filter(|x| x.node_name.as_deref() == Some(node.name.as_str())).collect();
+                for x in &pods {
+                    used.add(&x.requests);
+                }
+                let ratio = |u: i64, a: i64| if a > 0 { u as f64 / a as f64 } else { 0.0 };
+                let tpl = node.nodepool.as_ref().and_then(|p| snap.nodepools.iter().find(|t| &t.name == p));
+                let cost = pods
+                    .iter()
+                    .filter(|x| crate::scheduler::reschedulable(x))
+                    .map(|x| candidates::eviction_cost(x))
+                    .sum::<f64>()
+                    * candidates::lifetime_remaining(claim.created, tpl.and_then(|t| t.expire_after), snap.now);
+                CandidateView {
+                    node: node.name.clone(),
+                    nodepool: node.nodepool.clone().unwrap_or_default(),
+                    instance_type: claim.instance_type.clone(),
+                    zone: claim.zone.clone(),
+                    capacity_type: claim.capacity_type.clone(),
+                    price: claim.price,
+                    age_seconds: snap.now - claim.created,
+                    cpu_utilisation: ratio(used.cpu, node.allocatable.cpu),
+                    memory_utilisation: ratio(used.memory, node.allocatable.memory),
+                    pods: pods.len(),
+                    disruption_cost: cost,
+                }
+            })
+            .collect();
+        PlanView {
+            method: p.method,
+            candidates,
+            replacement: p.replacements.first().and_then(|nc| cheapest(nc, snap)),
+            savings_per_hour: p.savings_per_hour,
+            now: snap.now,
+        }
+    }
+}

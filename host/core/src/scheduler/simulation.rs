@@ -1,0 +1,78 @@
+//! Re-simulation for disruption: "if these nodes went away, where would their pods go?"
+//!
+//! The expensive parts (NodePool catalogs filtered and price-ordered, every existing node as a
+//! place, topology counts of every running pod) are built once per decision; each question
+//! forks that state, takes the candidates out, and places only their pods (and any pending
+//! pods), so a candidate costs in proportion to its own pods, not the cluster.
+
+use super::bins::Scheduler;
+use super::pods::PodState;
+use super::run_queue;
+use crate::model::{ClusterSnapshot, Pod};
+use crate::plan::{NewNodeClaim, Unschedulable};
+use crate::scorer::Scorer;
+use std::collections::BTreeMap;
+
+/// What happens to the pods of removed nodes.
+#[derive(Clone, Debug)]
+pub struct SimOutcome {
+    /// New NodeClaims the pods need.
+    pub nodeclaims: Vec<NewNodeClaim>,
+    /// Pods that could not be placed anywhere.
+    pub unschedulable: Vec<Unschedulable>,
+    /// Pods placed on remaining nodes: pod index → node name.
+    pub moved_to: BTreeMap<usize, String>,
+}
+
+pub struct Simulator<'a> {
+    snap: &'a ClusterSnapshot,
+    base: Scheduler<'a>,
+    /// Placement state per snapshot pod index (for pods that can move).
+    states: BTreeMap<usize, PodState>,
+    /// Pods bound to each node (snapshot node name → pod indices).
+    on_node: BTreeMap<&'a str, Vec<usize>>,
+    pending: Vec<usize>,
+}
+
+/// Pods a drain would reschedule: not DaemonSet pods, not already terminating.
+pub fn reschedulable(p: &Pod) -> bool {
+    !p.is_daemon() && !p.deleting
+}
+
+impl<'a> Simulator<'a> {
+    pub fn new(snap: &'a ClusterSnapshot) -> Self {
+        let (base, states) = Scheduler::new(snap, &reschedulable);
+        let mut on_node: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        let mut pending = Vec::new();
+        for (i, p) in snap.pods.iter().enumerate() {
+            match &p.node_name {
+                Some(n) => on_node.entry(n.as_str()).or_default().push(i),
+                None if reschedulable(p) => pending.push(i),
+                None => {}
+            }
+        }
+        Simulator { snap, base, states: states.into_iter().map(|s| (s.idx, s)).collect(), on_node, pending }
+    }
+
+    /// Takes `nodes` (snapshot node indices) out and places their reschedulable pods, and
+    /// every pending pod, on what remains plus new NodeClaims.
+    pub fn remove(&self, nodes: &[usize], scorer: &dyn Scorer) -> SimOutcome {
+        let mut s = self.base.clone();
+        let mut moving: Vec<PodState> = Vec::new();
+        for &n in nodes {
+            let node = &self.snap.nodes[n];
+            s.take_out(n);
+            for &p in self.on_node.get(node.name.as_str()).into_iter().flatten() {
+                let state = self.states.get(&p);
+                s.forget(p, n, state.map_or(&[][..], |st| st.owned_inverse.as_slice()));
+                if let Some(st) = state {
+                    moving.push(st.clone());
+                }
+            }
+        }
+        moving.extend(self.pending.iter().filter_map(|p| self.states.get(p).cloned()));
+        let unschedulable = run_queue(&mut s, &mut moving, self.snap);
+        let moved_to = s.nominations.drain(..).map(|(node, pod)| (pod, node)).collect();
+        SimOutcome { nodeclaims: s.finish(scorer), unschedulable, moved_to }
+    }
+}

@@ -1,0 +1,305 @@
+//! Disruption decisions: the seed's scale-to-zero, each method, budgets, blockers, drain order.
+
+mod support;
+
+use support::*;
+use tenon_core::disruption::budgets::{BudgetContext, BudgetRule, KarpenterBudgets};
+use tenon_core::disruption::consolidator::{Consolidator, PlanView, Review, Verdict};
+use tenon_core::disruption::drain::{DrainAction, drain_order};
+use tenon_core::disruption::{DefaultPolicies, DisruptionDecision, Method, PolicySet, disrupt};
+use tenon_core::model::{Budget, BudgetNodes, ClusterSnapshot, DisruptionReason, PodDisruptionBudget};
+use tenon_core::selector::LabelSelector;
+
+const T0: i64 = 1_795_996_800; // 2026-11-30T00:00:00Z, a Monday
+const MIN: i64 = 60;
+
+fn decide(s: &ClusterSnapshot) -> DisruptionDecision {
+    disrupt(s, &DefaultPolicies)
+}
+
+/// One on-demand NodePool, `general`, consolidating after 10m.
+fn cluster(now: i64) -> ClusterSnapshot {
+    let mut p = pool("general");
+    p.requirements.add(req("karpenter.sh/capacity-type", tenon_core::requirements::Operator::In, &["on-demand"]));
+    p.disruption.consolidate_after = Some(10 * MIN);
+    ClusterSnapshot { now, nodepools: vec![p], ..Default::default() }
+}
+
+#[test]
+fn scaled_to_zero_nodes_go_after_consolidate_after_not_before() {
+    // The seed: inflate scaled to 0 leaves its nodes empty; consolidateAfter is 10m.
+    let mut s = cluster(T0 + 9 * MIN);
+    for i in 0..3 {
+        s.nodes.push(managed(&format!("n{i}"), "general", "gp.large", "zone-a", T0));
+    }
+    assert!(decide(&s).plan.is_none(), "9 minutes after the last pod left: too early");
+    s.now = T0 + 10 * MIN;
+    let d = decide(&s);
+    let plan = d.plan.expect("10 minutes after: empty nodes are removed");
+    assert_eq!(plan.method, Method::Emptiness);
+    // The default budget is 10% of 3 nodes, rounded up: one node at a time.
+    assert_eq!(plan.candidates.len(), 1);
+    assert!(plan.savings_per_hour > 0.0);
+}
+
+#[test]
+fn consolidate_after_never_keeps_empty_nodes() {
+    let mut s = cluster(T0 + 100 * MIN);
+    s.nodepools[0].disruption.consolidate_after = None;
+    s.nodes.push(managed("n0", "general", "gp.large", "zone-a", T0));
+    assert!(decide(&s).plan.is_none());
+}
+
+#[test]
+fn multi_node_consolidation_replaces_three_underused_nodes_with_one_cheaper() {
+    let mut s = cluster(T0 + 60 * MIN);
+    s.nodepools[0].disruption.budgets = vec![Budget { nodes: BudgetNodes::Percent(100), reasons: None, window: None }];
+    for i in 0..3 {
+        let n = format!("n{i}");
+        s.nodes.push(managed(&n, "general", "gp.xlarge", "zone-a", T0));
+        s.pods.push(bound(&format!("p{i}"), &n, 1000, 1));
+    }
+    let d = decide(&s);
+    let plan = d.plan.expect("a plan");
+    assert_eq!(plan.method, Method::MultiNodeConsolidation);
+    assert_eq!(plan.candidates.len(), 3);
+    assert_eq!(plan.replacements.len(), 1, "three 1-cpu pods fit one smaller node");
+    assert_eq!(plan.pods.len(), 3);
+    let three_xlarge: f64 = (0..3).map(|i| s.nodes[i].claim.as_ref().unwrap().price).sum();
+    assert!(plan.savings_per_hour > 0.0 && plan.savings_per_hour < three_xlarge);
+}
+
+#[test]
+fn single_node_consolidation_deletes_when_pods_fit_elsewhere() {
+    let mut s = cluster(T0 + 60 * MIN);
+    s.nodes.push(managed("big", "general", "gp.xlarge", "zone-a", T0));
+    s.nodes.push(managed("small", "general", "arm.small", "zone-a", T0));
+    let mut a = bound("a", "big", 4000, 4);
+    // Evicting `a` costs more than evicting `b`: the cheaper disruption is tried first.
+    a.priority = 100_000_000;
+    s.pods.push(a);
+    s.pods.push(bound("b", "small", 500, 1));
+    // Budget of one node (10% of 2 rounded up): multi-node cannot take two.
+    let plan = decide(&s).plan.expect("a plan");
+    assert_eq!(plan.method, Method::SingleNodeConsolidation);
+    assert_eq!(s.nodes[plan.candidates[0]].name, "small");
+    assert!(plan.replacements.is_empty(), "b fits on big");
+}
+
+#[test]
+fn no_consolidation_to_a_pricier_node() {
+    let mut s = cluster(T0 + 60 * MIN);
+    s.nodes.push(managed("n", "general", "arm.small", "zone-a", T0));
+    s.pods.push(bound("a", "n", 1500, 2));
+    assert!(decide(&s).plan.is_none(), "arm.small is already the cheapest fit");
+}
+
+#[test]
+fn do_not_disrupt_and_pdbs_block_consolidation() {
+    let mut s = cluster(T0 + 60 * MIN);
+    s.nodes.push(managed("n", "general", "gp.xlarge", "zone-a", T0));
+    let mut p = bound("guarded", "n", 100, 1);
+    p.annotations.insert("karpenter.sh/do-not-disrupt".into(), "true".into());
+    s.pods.push(p);
+    let d = decide(&s);
+    assert!(d.plan.is_none());
+    assert!(d.blocked[0].reason.contains("do-not-disrupt"), "{:?}", d.blocked);
+
+    // The duration form expires.
+    s.pods[0].annotations.insert("karpenter.sh/do-not-disrupt".into(), "30m".into());
+    s.pods[0].created = T0;
+    assert!(decide(&s).plan.is_some(), "30m after creation the annotation no longer holds");
+
+    s.pods[0].annotations.clear();
+    s.pods[0].labels = labels(&[("app", "db")]);
+    s.pdbs.push(PodDisruptionBudget {
+        namespace: "default".into(),
+        name: "db".into(),
+        selector: LabelSelector::from_labels(&labels(&[("app", "db")])),
+        disruptions_allowed: 0,
+    });
+    let d = decide(&s);
+    assert!(d.plan.is_none());
+    assert!(d.blocked[0].reason.contains("PodDisruptionBudget default/db"), "{:?}", d.blocked);
+}
+
+#[test]
+fn drift_from_a_template_change_replaces_the_node() {
+    let mut s = cluster(T0 + 60 * MIN);
+    s.nodepools[0].hash = "new".into();
+    s.nodes.push(managed("n", "general", "gp.large", "zone-a", T0));
+    s.pods.push(bound("a", "n", 3000, 2));
+    let plan = decide(&s).plan.expect("drift plan");
+    assert_eq!(plan.method, Method::Drift);
+    assert!(plan.reason.contains("NodePoolDrifted"), "{}", plan.reason);
+    assert_eq!(plan.replacements.len(), 1);
+    // Another tool's hash version is re-stamped, not drift.
+    s.nodes[0].claim.as_mut().unwrap().nodepool_hash_version = Some("v3".into());
+    assert!(decide(&s).plan.is_none_or(|p| p.method != Method::Drift));
+}
+
+#[test]
+fn drift_from_requirements_and_the_cloud() {
+    let mut s = cluster(T0);
+    s.nodepools[0].requirements.add(req("kubernetes.io/arch", tenon_core::requirements::Operator::In, &["arm64"]));
+    s.nodes.push(managed("n", "general", "gp.large", "zone-a", T0));
+    let plan = decide(&s).plan.expect("drift plan");
+    assert!(plan.reason.contains("RequirementsDrifted"), "{}", plan.reason);
+    let mut s = cluster(T0);
+    s.nodes.push(managed("n", "general", "gp.large", "zone-a", T0));
+    s.nodes[0].claim.as_mut().unwrap().drift = Some("AMIDrift".into());
+    assert!(decide(&s).plan.unwrap().reason.contains("AMIDrift"));
+}
+
+#[test]
+fn budgets_scope_by_reason_and_schedule() {
+    let mut s = cluster(T0);
+    s.nodepools[0].hash = "new".into();
+    s.nodepools[0].disruption.consolidate_after = None;
+    s.nodes.push(managed("n", "general", "gp.large", "zone-a", T0));
+    // No drift on weekdays 09:00-17:00 UTC; it is Monday 00:00.
+    let window = tenon_api::cron::CronSchedule::parse("0 9 * * mon-fri").unwrap();
+    s.nodepools[0].disruption.budgets = vec![
+        Budget { nodes: BudgetNodes::Percent(10), reasons: None, window: None },
+        Budget {
+            nodes: BudgetNodes::Count(0),
+            reasons: Some(vec![DisruptionReason::Drifted]),
+            window: Some(Ok((window, 8 * 3600))),
+        },
+    ];
+    assert!(decide(&s).plan.is_some(), "outside the window drift proceeds");
+    s.now = T0 + 10 * 3600;
+    let d = decide(&s);
+    assert!(d.plan.is_none(), "inside the window nothing drifts");
+    assert_eq!(d.allowed[&("general".to_string(), DisruptionReason::Drifted)].allowed, 0);
+    assert_eq!(
+        d.allowed[&("general".to_string(), DisruptionReason::Empty)].allowed,
+        1,
+        "other reasons keep their budget"
+    );
+}
+
+#[test]
+fn karpenter_budget_arithmetic() {
+    let ctx = |budgets: &[Budget], total, disrupting, now| {
+        KarpenterBudgets
+            .allowed(&BudgetContext {
+                nodepool: "p",
+                reason: DisruptionReason::Underutilized,
+                now,
+                total_nodes: total,
+                disrupting,
+                budgets,
+            })
+            .allowed
+    };
+    let pct = |p| Budget { nodes: BudgetNodes::Percent(p), reasons: None, window: None };
+    let count = |n| Budget { nodes: BudgetNodes::Count(n), reasons: None, window: None };
+    assert_eq!(ctx(&[pct(10)], 10, 0, T0), 1);
+    assert_eq!(ctx(&[pct(10)], 11, 0, T0), 2, "percentages round up");
+    assert_eq!(ctx(&[pct(50), count(3)], 10, 0, T0), 3, "the most restrictive wins");
+    assert_eq!(ctx(&[pct(50)], 10, 4, T0), 1, "nodes already disrupting count against it");
+    assert_eq!(ctx(&[pct(10)], 10, 5, T0), 0);
+    assert_eq!(ctx(&[], 10, 0, T0), usize::MAX, "no budget, no limit");
+    assert_eq!(ctx(&[Budget { nodes: BudgetNodes::Invalid, reasons: None, window: None }], 10, 0, T0), 0);
+    let bad = Budget { nodes: BudgetNodes::Percent(100), reasons: None, window: Some(Err("bad cron".into())) };
+    assert_eq!(ctx(&[bad], 10, 0, T0), 0, "an unparsable schedule fails closed");
+    let reasoned =
+        Budget { nodes: BudgetNodes::Count(0), reasons: Some(vec![DisruptionReason::Drifted]), window: None };
+    assert_eq!(ctx(&[pct(100), reasoned], 4, 0, T0), 4, "a budget for another reason does not apply");
+}
+
+#[test]
+fn expiration_ignores_budgets() {
+    let mut s = cluster(T0 + 721 * 3600);
+    s.nodepools[0].disruption.budgets = vec![Budget { nodes: BudgetNodes::Count(0), reasons: None, window: None }];
+    s.nodes.push(managed("old", "general", "gp.large", "zone-a", T0));
+    let mut p = bound("guarded", "old", 100, 1);
+    p.annotations.insert("karpenter.sh/do-not-disrupt".into(), "true".into());
+    s.pods.push(p);
+    let d = decide(&s);
+    assert_eq!(d.expirations.len(), 1);
+    assert_eq!(d.expirations[0].method, Method::Expiration);
+    assert!(d.plan.is_none());
+}
+
+struct RejectAll;
+impl Consolidator for RejectAll {
+    fn review(&self, plans: &[PlanView]) -> Review {
+        Review {
+            order: vec![],
+            verdicts: plans
+                .iter()
+                .map(|p| Verdict::Reject(format!("{} saves only ${:.3}/h", p.method.as_str(), p.savings_per_hour)))
+                .collect(),
+        }
+    }
+    fn name(&self) -> &str {
+        "reject-all"
+    }
+}
+struct Rejecting;
+impl PolicySet for Rejecting {
+    fn scorer(&self) -> &dyn tenon_core::scorer::Scorer {
+        &tenon_core::scorer::PriceScorer
+    }
+    fn consolidator(&self, _: &str) -> &dyn Consolidator {
+        &RejectAll
+    }
+    fn budget_rule(&self, _: &str) -> &dyn BudgetRule {
+        &KarpenterBudgets
+    }
+}
+
+#[test]
+fn a_consolidator_that_rejects_everything_stops_consolidation_and_says_why() {
+    let mut s = cluster(T0 + 60 * MIN);
+    s.nodes.push(managed("n", "general", "gp.large", "zone-a", T0));
+    let d = disrupt(&s, &Rejecting);
+    assert!(d.plan.is_none());
+    // Emptiness first, then the consolidation plans for the same node: all turned down.
+    assert!(!d.rejected.is_empty());
+    assert!(d.rejected.iter().all(|r| r.consolidator == "reject-all"));
+    assert!(d.rejected[0].reason.contains("emptiness saves"), "{}", d.rejected[0].reason);
+    assert!(disrupt(&s, &DefaultPolicies).plan.is_some(), "the default approves the same plan");
+}
+
+#[test]
+fn drain_goes_tier_by_tier_and_honours_pdbs_until_the_deadline() {
+    let mut s = cluster(T0);
+    s.nodes.push(managed("n", "general", "gp.xlarge", "zone-a", T0));
+    let mut critical = bound("dns", "n", 100, 1);
+    critical.priority = 2_000_000_000;
+    let mut daemon = bound("agent", "n", 100, 1);
+    daemon.owner_kind = Some("DaemonSet".into());
+    let mut web: Vec<_> = (0..3).map(|i| bound(&format!("web{i}"), "n", 100, 1)).collect();
+    for w in &mut web {
+        w.labels = labels(&[("app", "web")]);
+    }
+    s.pods = vec![critical, daemon];
+    s.pods.extend(web);
+    s.pdbs.push(PodDisruptionBudget {
+        namespace: "default".into(),
+        name: "web".into(),
+        selector: LabelSelector::from_labels(&labels(&[("app", "web")])),
+        disruptions_allowed: 1,
+    });
+    let plan = drain_order(&s, "n", Some(T0 + 3600));
+    assert_eq!(plan.tier, 0, "non-critical, non-daemon pods first");
+    assert_eq!(plan.later.len(), 2, "the DaemonSet pod and the critical pod wait");
+    let evict = plan.steps.iter().filter(|(_, a)| *a == DrainAction::Evict).count();
+    let wait = plan
+        .steps
+        .iter()
+        .filter(|(_, a)| matches!(a, DrainAction::Wait(w) if w.contains("PodDisruptionBudget default/web")))
+        .count();
+    assert_eq!((evict, wait), (1, 2), "the PDB allows one eviction");
+    // Past deadline minus the pods' 30s grace: delete, whatever the PDB says.
+    s.now = T0 + 3600 - 30;
+    let plan = drain_order(&s, "n", Some(T0 + 3600));
+    assert!(plan.steps.iter().all(|(_, a)| *a == DrainAction::Delete));
+    // Once tier 0 is gone, the DaemonSet pod is next.
+    s.pods.retain(|p| !p.name.starts_with("web"));
+    let plan = drain_order(&s, "n", None);
+    assert_eq!(plan.tier, 1);
+}
