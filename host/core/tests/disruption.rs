@@ -221,6 +221,11 @@ fn expiration_ignores_budgets() {
     assert_eq!(d.expirations.len(), 1);
     assert_eq!(d.expirations[0].method, Method::Expiration);
     assert!(d.plan.is_none());
+    // The drain still honours do-not-disrupt until terminationGracePeriod runs out.
+    let deadline = s.now + 3600;
+    assert!(matches!(drain_order(&s, "old", Some(deadline)).steps[0].1, DrainAction::Wait(_)));
+    s.now = deadline - 30;
+    assert_eq!(drain_order(&s, "old", Some(deadline)).steps[0].1, DrainAction::Delete);
 }
 
 struct RejectAll;

@@ -228,3 +228,61 @@ fn snapshot_from_cluster_objects() {
     assert_eq!(plan.nodeclaims.len(), 1);
     assert_eq!(plan.nodeclaims[0].pods.len(), 3);
 }
+
+/// The first runbook's clean-up: inflate scaled to 0 leaves lab-general's node empty; with
+/// `consolidateAfter: 10m` it is removed ten minutes after its last pod left, not before.
+#[test]
+fn lab_general_scale_to_zero_consolidates_after_ten_minutes() {
+    use tenon_core::disruption::{DefaultPolicies, Method, disrupt};
+    use tenon_core::model::ClaimInfo;
+    let cat = catalog();
+    let pool = nodepool("lab-general/nodepool-lab-general.yaml", &cat);
+    assert_eq!(pool.disruption.consolidate_after, Some(600));
+    let it = cat.iter().find(|t| t.name == "c6a.4xlarge").unwrap();
+    let mut labels: std::collections::BTreeMap<String, String> = it
+        .requirements
+        .iter()
+        .filter(|r| r.values().len() == 1)
+        .map(|r| (r.key.clone(), r.values()[0].clone()))
+        .collect();
+    for (k, v) in [
+        ("topology.kubernetes.io/zone", "us-east-1a"),
+        ("karpenter.sh/capacity-type", "on-demand"),
+        ("karpenter.sh/nodepool", "lab-general"),
+        ("capacity.example.io/pool", "lab-general"),
+        ("kubernetes.io/hostname", "ip-10-0-1-1"),
+    ] {
+        labels.insert(k.into(), v.into());
+    }
+    let t0 = 1_795_996_800;
+    let node = Node {
+        name: "ip-10-0-1-1".into(),
+        nodepool: Some("lab-general".into()),
+        requirements: labels.iter().map(|(k, v)| Requirement::in_values(k, [v.clone()])).collect(),
+        labels,
+        allocatable: it.allocatable().clone(),
+        capacity: it.capacity.clone(),
+        claim: Some(ClaimInfo {
+            nodeclaim: "lab-general-abcde".into(),
+            created: t0 - 3600,
+            initialized: true,
+            ready: true,
+            // The last inflate pod left at t0.
+            last_pod_event: Some(t0),
+            instance_type: "c6a.4xlarge".into(),
+            zone: "us-east-1a".into(),
+            capacity_type: "on-demand".into(),
+            price: 0.612,
+            nodepool_hash: Some(pool.hash.clone()),
+            nodepool_hash_version: Some(tenon_api::hash::NODEPOOL_HASH_VERSION.into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mut snap = ClusterSnapshot { now: t0 + 599, nodepools: vec![pool], nodes: vec![node], ..Default::default() };
+    assert!(disrupt(&snap, &DefaultPolicies).plan.is_none(), "9m59s after: not yet");
+    snap.now = t0 + 600;
+    let plan = disrupt(&snap, &DefaultPolicies).plan.expect("10m after: consolidated");
+    assert_eq!(plan.method, Method::Emptiness);
+    assert_eq!(plan.candidates, vec![0]);
+}
