@@ -15,6 +15,8 @@ pub struct Candidate<'a> {
 #[derive(Debug)]
 pub struct ScoringInput<'a> {
     pub nodepool: &'a str,
+    /// The snapshot's time, seconds since the epoch.
+    pub now: i64,
     /// Requests of the NodeClaim's pods plus DaemonSet overhead.
     pub requests: &'a Resources,
     pub pod_count: usize,

@@ -1,0 +1,313 @@
+//! Wasm policies behind the decision core's traits, with design.md §5's failure semantics:
+//! a scoring failure falls back to price order, a consolidation failure skips the plans, a
+//! budget failure allows zero disruptions. Every call is counted; every failure is kept for
+//! the NodePool's `PolicyHealthy` condition and Event. In shadow mode the policy runs, its
+//! disagreements are counted, and the default decides.
+
+use crate::bindings::{budget as wb, consolidator as wc, scorer as ws};
+use crate::error::{Failure, FailureKind};
+use crate::metrics::Metrics;
+use crate::policy::LoadedPolicy;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tenon_core::disruption::Method;
+use tenon_core::disruption::budgets::{Allowance, BudgetContext, BudgetRule, KarpenterBudgets, is_active};
+use tenon_core::disruption::consolidator::{ApproveAll, Consolidator, PlanView, Review, Verdict};
+use tenon_core::model::{BudgetNodes, DisruptionReason};
+use tenon_core::resources::Resources;
+use tenon_core::scorer::{Scorer, ScoringInput};
+
+/// The NodePool a policy instance decides for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodePoolContext {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    /// `tenon.dev/policy-config`, a JSON object; `{}` when absent.
+    pub config: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    #[default]
+    Enforce,
+    Shadow,
+}
+
+/// What adapters share: the policy, its NodePool, the mode, metrics, and the last failure.
+pub struct Bound {
+    pub policy: Arc<LoadedPolicy>,
+    pub nodepool: NodePoolContext,
+    pub mode: Mode,
+    pub metrics: Arc<Metrics>,
+    last_failure: Mutex<Option<Failure>>,
+}
+
+impl Bound {
+    pub fn new(policy: Arc<LoadedPolicy>, nodepool: NodePoolContext, mode: Mode, metrics: Arc<Metrics>) -> Self {
+        Bound { policy, nodepool, mode, metrics, last_failure: Mutex::new(None) }
+    }
+
+    /// The most recent failure, if the last call failed.
+    pub fn last_failure(&self) -> Option<Failure> {
+        self.last_failure.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn run<T>(&self, hook: &str, call: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
+        let start = Instant::now();
+        let out = call();
+        self.metrics.observe(&self.policy.name, hook, start.elapsed(), out.as_ref().err().map(|f| f.kind));
+        *self.last_failure.lock().unwrap_or_else(|e| e.into_inner()) = out.as_ref().err().cloned();
+        out
+    }
+
+    fn wit_nodepool<L>(&self, label: impl Fn(String, String) -> L) -> (String, Vec<L>, String) {
+        let config = if self.nodepool.config.trim().is_empty() { "{}".to_string() } else { self.nodepool.config.clone() };
+        (self.nodepool.name.clone(), self.nodepool.labels.iter().map(|(k, v)| label(k.clone(), v.clone())).collect(), config)
+    }
+}
+
+fn resources(r: &Resources) -> ws::Resources {
+    ws::Resources {
+        cpu_millis: r.cpu,
+        memory_bytes: r.memory,
+        pods: r.pods,
+        ephemeral_storage_bytes: r.ephemeral_storage,
+        extended: r.extended.clone(),
+    }
+}
+
+/// The WIT input of a scoring decision: instance types once each, offerings referring to them.
+pub fn scoring_input(input: &ScoringInput<'_>, pool: (String, Vec<ws::Label>, String)) -> ws::ScoringInput {
+    let mut types: Vec<ws::InstanceType> = Vec::new();
+    let mut index: BTreeMap<&str, u32> = BTreeMap::new();
+    let mut offerings = Vec::with_capacity(input.candidates.len());
+    for c in &input.candidates {
+        let it = c.instance_type;
+        let i = *index.entry(it.name.as_str()).or_insert_with(|| {
+            types.push(ws::InstanceType {
+                name: it.name.clone(),
+                labels: it
+                    .requirements
+                    .iter()
+                    .filter(|r| r.values().len() == 1 && !r.is_complement())
+                    .map(|r| ws::Label { key: r.key.clone(), value: r.values()[0].clone() })
+                    .collect(),
+                capacity: resources(&it.capacity),
+                allocatable: resources(it.allocatable()),
+            });
+            types.len() as u32 - 1
+        });
+        offerings.push(ws::Offering { instance_type: i, zone: c.offering.zone.clone(), capacity_type: c.offering.capacity_type.clone(), price: c.offering.price });
+    }
+    ws::ScoringInput {
+        nodepool: ws::Nodepool { name: pool.0, labels: pool.1, config: pool.2 },
+        now: input.now,
+        requests: resources(input.requests),
+        pod_count: input.pod_count as u32,
+        instance_types: types,
+        offerings,
+    }
+}
+
+/// A ranking from scores: exactly one finite score per offering, lower first, stable.
+pub fn ranking_from_scores(scores: &[f64], n: usize) -> Result<Vec<usize>, Failure> {
+    if scores.len() != n {
+        return Err(Failure::new(FailureKind::InvalidOutput, format!("returned {} scores for {n} offerings", scores.len())));
+    }
+    if let Some(i) = scores.iter().position(|s| !s.is_finite()) {
+        return Err(Failure::new(FailureKind::InvalidOutput, format!("score {i} is {}", scores[i])));
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
+    Ok(order)
+}
+
+/// A scoring policy as the core's [`Scorer`].
+pub struct WasmScorer(pub Bound);
+
+impl Scorer for WasmScorer {
+    fn rank(&self, input: &ScoringInput<'_>) -> Vec<usize> {
+        let n = input.candidates.len();
+        let default: Vec<usize> = (0..n).collect();
+        let wit = scoring_input(input, self.0.wit_nodepool(|key, value| ws::Label { key, value }));
+        let out = self.0.run("scoring", || self.0.policy.rank(&wit, input.now).and_then(|s| ranking_from_scores(&s, n)));
+        match (out, self.0.mode) {
+            (Ok(r), Mode::Enforce) => r,
+            (Ok(r), Mode::Shadow) => {
+                if r != default {
+                    self.0.metrics.disagreed(&self.0.policy.name, "scoring");
+                }
+                default
+            }
+            (Err(_), _) => default,
+        }
+    }
+
+    fn name(&self) -> &str {
+        &self.0.policy.name
+    }
+}
+
+fn method(m: Method) -> wc::Method {
+    match m {
+        Method::Emptiness => wc::Method::Emptiness,
+        Method::Drift => wc::Method::Drift,
+        Method::MultiNodeConsolidation => wc::Method::MultiNodeConsolidation,
+        Method::SingleNodeConsolidation => wc::Method::SingleNodeConsolidation,
+        Method::Expiration => wc::Method::Expiration,
+    }
+}
+
+/// The WIT input of a consolidation round.
+pub fn consolidation_input(plans: &[PlanView], pool: (String, Vec<wc::Label>, String), now: i64) -> wc::ConsolidationInput {
+    wc::ConsolidationInput {
+        nodepool: wc::Nodepool { name: pool.0, labels: pool.1, config: pool.2 },
+        now,
+        plans: plans
+            .iter()
+            .map(|p| wc::Plan {
+                method: method(p.method),
+                candidates: p
+                    .candidates
+                    .iter()
+                    .map(|c| wc::Candidate {
+                        node: c.node.clone(),
+                        nodepool: c.nodepool.clone(),
+                        instance_type: c.instance_type.clone(),
+                        zone: c.zone.clone(),
+                        capacity_type: c.capacity_type.clone(),
+                        price: c.price,
+                        age_seconds: c.age_seconds,
+                        cpu_utilisation: c.cpu_utilisation,
+                        memory_utilisation: c.memory_utilisation,
+                        pods: c.pods as u32,
+                        disruption_cost: c.disruption_cost,
+                    })
+                    .collect(),
+                replacement: p.replacement.as_ref().map(|(t, price)| wc::Replacement { instance_type: t.clone(), price: *price }),
+                savings_per_hour: p.savings_per_hour,
+            })
+            .collect(),
+    }
+}
+
+/// Checks a review against its plans: one verdict per plan, known plan indices at most once.
+pub fn review_from_wit(r: wc::PlanReview, n: usize) -> Result<Review, Failure> {
+    if r.verdicts.len() != n {
+        return Err(Failure::new(FailureKind::InvalidOutput, format!("returned {} verdicts for {n} plans", r.verdicts.len())));
+    }
+    let mut seen = vec![false; n];
+    for &i in &r.order {
+        let i = i as usize;
+        if i >= n {
+            return Err(Failure::new(FailureKind::InvalidOutput, format!("order names plan {i}, there are {n}")));
+        }
+        if std::mem::replace(&mut seen[i], true) {
+            return Err(Failure::new(FailureKind::InvalidOutput, format!("order names plan {i} twice")));
+        }
+    }
+    Ok(Review {
+        order: r.order.into_iter().map(|i| i as usize).collect(),
+        verdicts: r.verdicts.into_iter().map(|v| if v.approve { Verdict::Approve } else { Verdict::Reject(v.reason) }).collect(),
+    })
+}
+
+/// A consolidation policy as the core's [`Consolidator`].
+pub struct WasmConsolidator(pub Bound);
+
+impl Consolidator for WasmConsolidator {
+    fn review(&self, plans: &[PlanView]) -> Review {
+        let now = plans.first().map_or(0, |p| p.now);
+        let wit = consolidation_input(plans, self.0.wit_nodepool(|key, value| wc::Label { key, value }), now);
+        let out = self.0.run("consolidation", || self.0.policy.review(&wit, now).and_then(|r| review_from_wit(r, plans.len())));
+        let default = ApproveAll.review(plans);
+        match (out, self.0.mode) {
+            (Ok(r), Mode::Enforce) => r,
+            (Ok(r), Mode::Shadow) => {
+                if r.verdicts != default.verdicts {
+                    self.0.metrics.disagreed(&self.0.policy.name, "consolidation");
+                }
+                default
+            }
+            // Fail safe: no disruption on the policy's account.
+            (Err(f), _) => Review {
+                order: default.order,
+                verdicts: vec![Verdict::Reject(format!("consolidation policy {} failed ({f}); skipping the plan", self.0.policy.name)); plans.len()],
+            },
+        }
+    }
+
+    fn name(&self) -> &str {
+        &self.0.policy.name
+    }
+}
+
+fn reason(r: DisruptionReason) -> wb::Reason {
+    match r {
+        DisruptionReason::Underutilized => wb::Reason::Underutilized,
+        DisruptionReason::Empty => wb::Reason::Empty,
+        DisruptionReason::Drifted => wb::Reason::Drifted,
+    }
+}
+
+/// The WIT input of a budget question; windows are evaluated here, with the core's rules.
+pub fn budget_input(ctx: &BudgetContext<'_>, pool: (String, Vec<wb::Label>, String)) -> wb::BudgetInput {
+    wb::BudgetInput {
+        nodepool: wb::Nodepool { name: pool.0, labels: pool.1, config: pool.2 },
+        reason: reason(ctx.reason),
+        now: ctx.now,
+        total_nodes: ctx.total_nodes as u32,
+        disrupting: ctx.disrupting as u32,
+        budgets: ctx
+            .budgets
+            .iter()
+            .map(|b| {
+                let active = is_active(b, ctx.now);
+                let (schedule, duration) = match &b.window {
+                    Some(Ok((_, d))) => (None, Some(*d)),
+                    _ => (None, None),
+                };
+                wb::Budget {
+                    nodes: match b.nodes {
+                        BudgetNodes::Count(n) => wb::BudgetNodes::Count(n),
+                        BudgetNodes::Percent(p) => wb::BudgetNodes::Percent(p),
+                        BudgetNodes::Invalid => wb::BudgetNodes::Invalid,
+                    },
+                    reasons: b.reasons.as_ref().map(|rs| rs.iter().map(|r| reason(*r)).collect()),
+                    schedule,
+                    duration_seconds: duration,
+                    active: *active.as_ref().unwrap_or(&false),
+                    valid: active.is_ok(),
+                }
+            })
+            .collect(),
+    }
+}
+
+/// A budget policy as the core's [`BudgetRule`].
+pub struct WasmBudgetRule(pub Bound);
+
+impl BudgetRule for WasmBudgetRule {
+    fn allowed(&self, ctx: &BudgetContext<'_>) -> Allowance {
+        let wit = budget_input(ctx, self.0.wit_nodepool(|key, value| wb::Label { key, value }));
+        let out = self.0.run("budget", || self.0.policy.allowed(&wit, ctx.now));
+        let to_core = |a: wb::Allowance| Allowance { allowed: if a.allowed == u32::MAX { usize::MAX } else { a.allowed as usize }, why: a.reason };
+        match (out, self.0.mode) {
+            (Ok(a), Mode::Enforce) => to_core(a),
+            (Ok(a), Mode::Shadow) => {
+                let default = KarpenterBudgets.allowed(ctx);
+                if to_core(a).allowed != default.allowed {
+                    self.0.metrics.disagreed(&self.0.policy.name, "budget");
+                }
+                default
+            }
+            // Fail closed.
+            (Err(f), _) => Allowance { allowed: 0, why: format!("disruption-budget policy {} failed ({f}): no disruption allowed", self.0.policy.name) },
+        }
+    }
+
+    fn name(&self) -> &str {
+        &self.0.policy.name
+    }
+}

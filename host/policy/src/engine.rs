@@ -1,0 +1,157 @@
+//! The wasmtime engine Tenon runs policies with: component model, Cranelift, epoch
+//! interruption driven by a 1 ms ticker thread, optional fuel, and an on-disk cache of
+//! precompiled components keyed by (sha256 of the component, engine compatibility hash).
+
+use crate::error::PolicyError;
+use crate::policy::{LoadedPolicy, World};
+use crate::sandbox::Limits;
+use sha2::{Digest, Sha256};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use wasmtime::component::Component;
+use wasmtime::{Config, Engine};
+
+/// One epoch tick; deadlines are counted in ticks.
+pub const TICK: Duration = Duration::from_millis(1);
+
+struct Ticker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) engine: Engine,
+    _ticker: Ticker,
+}
+
+/// Compiles, caches and loads policies with one configuration.
+#[derive(Clone)]
+pub struct PolicyEngine {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) limits: Limits,
+    cache_dir: Option<PathBuf>,
+}
+
+/// Lower-case hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// How a loaded component was obtained, for `tenon policy bench`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadPath {
+    Compiled,
+    FromCache,
+}
+
+impl PolicyEngine {
+    /// An engine with `limits`; precompiled components are cached in `cache_dir` if given.
+    pub fn new(limits: Limits, cache_dir: Option<PathBuf>) -> Result<Self, PolicyError> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        config.consume_fuel(limits.fuel.is_some());
+        config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        let engine = Engine::new(&config).map_err(|e| PolicyError::Engine(format!("{e:#}")))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (engine, stop) = (engine.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("tenon-policy-epoch".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(TICK);
+                        engine.increment_epoch();
+                    }
+                })
+                .map_err(|e| PolicyError::Engine(e.to_string()))?
+        };
+        if let Some(dir) = &cache_dir {
+            std::fs::create_dir_all(dir).map_err(|source| PolicyError::Io { path: dir.display().to_string(), source })?;
+        }
+        Ok(PolicyEngine { shared: Arc::new(Shared { engine, _ticker: Ticker { stop, thread: Some(thread) } }), limits, cache_dir })
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// A hex digest of what makes precompiled code compatible with this engine.
+    pub fn compatibility_hash(&self) -> String {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.shared.engine.precompile_compatibility_hash().hash(&mut h);
+        format!("{:016x}", h.finish())
+    }
+
+    fn cache_path(&self, sha: &str) -> Option<PathBuf> {
+        self.cache_dir.as_ref().map(|d| d.join(format!("{sha}-{}.cwasm", self.compatibility_hash())))
+    }
+
+    /// Compiles (or loads from the cache) and checks a component.
+    pub fn load(&self, name: &str, bytes: &[u8]) -> Result<(LoadedPolicy, LoadPath), PolicyError> {
+        // A component's preamble is `\0asm` + layer 1; a core module's is version 1.
+        match bytes.get(..8) {
+            Some([0, b'a', b's', b'm', 0x0d, 0, 1, 0]) => {}
+            Some([0, b'a', b's', b'm', 1, 0, 0, 0]) => return Err(PolicyError::NotComponent),
+            _ => return Err(PolicyError::Load("not a WebAssembly binary (truncated or another format)".into())),
+        }
+        let sha = sha256_hex(bytes);
+        let engine = &self.shared.engine;
+        let (component, path) = match self.cache_path(&sha).filter(|p| p.exists()) {
+            // SAFETY: the cache directory is private to Tenon and entries are named by the
+            // sha256 of their source and the engine's compatibility hash.
+            Some(p) => match unsafe { Component::deserialize_file(engine, &p) } {
+                Ok(c) => (c, LoadPath::FromCache),
+                Err(_) => (self.compile(bytes, &sha)?, LoadPath::Compiled),
+            },
+            None => (self.compile(bytes, &sha)?, LoadPath::Compiled),
+        };
+        let ty = component.component_type();
+        let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
+        let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_string()).collect();
+        let world = World::from_exports(&exports).ok_or_else(|| PolicyError::WrongWorld {
+            want: "scorer, consolidator or disruption-budget".into(),
+            found: if exports.is_empty() { "nothing".into() } else { exports.join(", ") },
+        })?;
+        let policy = LoadedPolicy::new(self.clone(), name, sha, world, exports, imports, &component)?;
+        Ok((policy, path))
+    }
+
+    fn compile(&self, bytes: &[u8], sha: &str) -> Result<Component, PolicyError> {
+        let engine = &self.shared.engine;
+        let Some(path) = self.cache_path(sha) else {
+            return Component::from_binary(engine, bytes).map_err(|e| PolicyError::Load(format!("{e:#}")));
+        };
+        let compiled = engine.precompile_component(bytes).map_err(|e| PolicyError::Load(format!("{e:#}")))?;
+        write_atomically(&path, &compiled)?;
+        // SAFETY: produced just now by this engine.
+        unsafe { Component::deserialize(engine, &compiled) }.map_err(|e| PolicyError::Load(format!("{e:#}")))
+    }
+
+    /// Loads a policy file.
+    pub fn load_file(&self, path: &Path) -> Result<LoadedPolicy, PolicyError> {
+        let bytes = std::fs::read(path).map_err(|source| PolicyError::Io { path: path.display().to_string(), source })?;
+        let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("policy").replace('_', "-");
+        Ok(self.load(&name, &bytes)?.0)
+    }
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), PolicyError> {
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let io = |source| PolicyError::Io { path: path.display().to_string(), source };
+    std::fs::write(&tmp, bytes).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}

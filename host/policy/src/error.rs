@@ -1,0 +1,72 @@
+//! What can go wrong with a policy, typed.
+
+use std::fmt;
+use thiserror::Error;
+
+/// Why a call did not produce a usable answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FailureKind {
+    /// Ran past its deadline (or out of fuel).
+    Timeout,
+    /// Tried to grow memory past the cap.
+    OutOfMemory,
+    /// Trapped: panic, unreachable, out-of-bounds access.
+    Trap,
+    /// Answered, but the answer does not fit the question (wrong length, NaN, unknown ids).
+    InvalidOutput,
+    /// Could not be loaded or instantiated.
+    LoadError,
+    /// Returned its own error (`err(message)`), e.g. bad configuration.
+    PolicyError,
+}
+
+impl FailureKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            FailureKind::Timeout => "timeout",
+            FailureKind::OutOfMemory => "out_of_memory",
+            FailureKind::Trap => "trap",
+            FailureKind::InvalidOutput => "invalid_output",
+            FailureKind::LoadError => "load_error",
+            FailureKind::PolicyError => "policy_error",
+        }
+    }
+}
+
+/// A failed call: the kind, for metrics and fallbacks, and a message for people.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub message: String,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind.as_str(), self.message)
+    }
+}
+
+impl Failure {
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        Failure { kind, message: message.into() }
+    }
+}
+
+/// Why a policy could not be resolved or loaded.
+#[derive(Debug, Error)]
+pub enum PolicyError {
+    #[error("policy {name:?} not found: {path} does not exist")]
+    NotFound { name: String, path: String },
+    #[error("policy {name:?}: digest mismatch: the reference pins sha256:{want}, the store holds sha256:{found}")]
+    DigestMismatch { name: String, want: String, found: String },
+    #[error("not a WebAssembly component (a core module?): build the policy with `cargo build --target wasm32-wasip2`")]
+    NotComponent,
+    #[error("the component exports {found}, not the {want} world of tenon:policy@0.1.0")]
+    WrongWorld { want: String, found: String },
+    #[error("cannot load the component: {0}")]
+    Load(String),
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("cannot start the policy engine: {0}")]
+    Engine(String),
+}

@@ -1,0 +1,55 @@
+//! Builds the guest policies the tests load: the default bundle (`policies/`) and the
+//! hostile guests (`tests/guests/`), for wasm32-wasip2, once per test binary.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) => PathBuf::from(d).join("guests"),
+        None => repo().join("target/guests"),
+    }
+}
+
+fn build(manifest: &Path) -> PathBuf {
+    let target = target_dir();
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
+        .arg(manifest)
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .expect("run cargo for the guest policies");
+    assert!(status.success(), "building {} for wasm32-wasip2 failed (is the target installed? `rustup target add wasm32-wasip2`)", manifest.display());
+    target.join("wasm32-wasip2/release")
+}
+
+/// The directory holding the built default bundle.
+pub fn bundle_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| match std::env::var_os("TENON_POLICY_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => build(&repo().join("policies/Cargo.toml")),
+    })
+}
+
+/// The directory holding the built hostile guests.
+pub fn hostile_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| build(&repo().join("host/policy/tests/guests/Cargo.toml")))
+}
+
+pub fn wasm(dir: &Path, name: &str) -> Vec<u8> {
+    let path = dir.join(format!("{}.wasm", name.replace('-', "_")));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A precompile cache shared by the tests: each component is compiled once per build.
+pub fn cache_dir() -> PathBuf {
+    target_dir().join("precompiled")
+}
