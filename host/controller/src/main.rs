@@ -2,6 +2,7 @@
 
 mod bench;
 mod check;
+mod policy_cmd;
 
 use clap::{Parser, Subcommand};
 use std::io::Write;
@@ -28,6 +29,11 @@ enum Command {
     },
     /// Print the NodePool, NodeClaim and EC2NodeClass CustomResourceDefinitions as YAML.
     Crds,
+    /// Test, inspect, benchmark and scaffold WebAssembly policies.
+    Policy {
+        #[command(subcommand)]
+        what: policy_cmd::PolicyCommand,
+    },
     /// Measure the decision core on generated workloads.
     Bench {
         #[command(subcommand)]
@@ -41,6 +47,7 @@ fn main() -> ExitCode {
         Command::Check { paths } => check::run(&paths, &mut std::io::stdout().lock()),
         Command::Crds => print_crds(),
         Command::Bench { what } => bench::run(what),
+        Command::Policy { what } => policy_cmd::run(what),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -62,8 +62,13 @@ impl Bound {
     }
 
     fn wit_nodepool<L>(&self, label: impl Fn(String, String) -> L) -> (String, Vec<L>, String) {
-        let config = if self.nodepool.config.trim().is_empty() { "{}".to_string() } else { self.nodepool.config.clone() };
-        (self.nodepool.name.clone(), self.nodepool.labels.iter().map(|(k, v)| label(k.clone(), v.clone())).collect(), config)
+        let config =
+            if self.nodepool.config.trim().is_empty() { "{}".to_string() } else { self.nodepool.config.clone() };
+        (
+            self.nodepool.name.clone(),
+            self.nodepool.labels.iter().map(|(k, v)| label(k.clone(), v.clone())).collect(),
+            config,
+        )
     }
 }
 
@@ -81,6 +86,16 @@ fn resources(r: &Resources) -> ws::Resources {
 pub fn scoring_input(input: &ScoringInput<'_>, pool: (String, Vec<ws::Label>, String)) -> ws::ScoringInput {
     let mut types: Vec<ws::InstanceType> = Vec::new();
     let mut index: BTreeMap<&str, u32> = BTreeMap::new();
+    let (mut zones, mut capacity_types): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    let position = |list: &mut Vec<String>, v: &str| match list.iter().position(|x| x == v) {
+        Some(i) => i as u32,
+        None => {
+            list.push(v.to_string());
+            list.len() as u32 - 1
+        }
+    };
+    let mut label_keys: Vec<String> = Vec::new();
+    let mut key_index: BTreeMap<&str, u32> = BTreeMap::new();
     let mut offerings = Vec::with_capacity(input.candidates.len());
     for c in &input.candidates {
         let it = c.instance_type;
@@ -91,14 +106,22 @@ pub fn scoring_input(input: &ScoringInput<'_>, pool: (String, Vec<ws::Label>, St
                     .requirements
                     .iter()
                     .filter(|r| r.values().len() == 1 && !r.is_complement())
-                    .map(|r| ws::Label { key: r.key.clone(), value: r.values()[0].clone() })
+                    .map(|r| {
+                        let key = *key_index.entry(r.key.as_str()).or_insert_with(|| {
+                            label_keys.push(r.key.clone());
+                            label_keys.len() as u32 - 1
+                        });
+                        ws::TypeLabel { key, value: r.values()[0].clone() }
+                    })
                     .collect(),
                 capacity: resources(&it.capacity),
                 allocatable: resources(it.allocatable()),
             });
             types.len() as u32 - 1
         });
-        offerings.push(ws::Offering { instance_type: i, zone: c.offering.zone.clone(), capacity_type: c.offering.capacity_type.clone(), price: c.offering.price });
+        let zone = position(&mut zones, &c.offering.zone);
+        let capacity_type = position(&mut capacity_types, &c.offering.capacity_type);
+        offerings.push(ws::Offering { instance_type: i, zone, capacity_type, price: c.offering.price });
     }
     ws::ScoringInput {
         nodepool: ws::Nodepool { name: pool.0, labels: pool.1, config: pool.2 },
@@ -106,6 +129,9 @@ pub fn scoring_input(input: &ScoringInput<'_>, pool: (String, Vec<ws::Label>, St
         requests: resources(input.requests),
         pod_count: input.pod_count as u32,
         instance_types: types,
+        label_keys,
+        zones,
+        capacity_types,
         offerings,
     }
 }
@@ -113,7 +139,10 @@ pub fn scoring_input(input: &ScoringInput<'_>, pool: (String, Vec<ws::Label>, St
 /// A ranking from scores: exactly one finite score per offering, lower first, stable.
 pub fn ranking_from_scores(scores: &[f64], n: usize) -> Result<Vec<usize>, Failure> {
     if scores.len() != n {
-        return Err(Failure::new(FailureKind::InvalidOutput, format!("returned {} scores for {n} offerings", scores.len())));
+        return Err(Failure::new(
+            FailureKind::InvalidOutput,
+            format!("returned {} scores for {n} offerings", scores.len()),
+        ));
     }
     if let Some(i) = scores.iter().position(|s| !s.is_finite()) {
         return Err(Failure::new(FailureKind::InvalidOutput, format!("score {i} is {}", scores[i])));
@@ -131,7 +160,8 @@ impl Scorer for WasmScorer {
         let n = input.candidates.len();
         let default: Vec<usize> = (0..n).collect();
         let wit = scoring_input(input, self.0.wit_nodepool(|key, value| ws::Label { key, value }));
-        let out = self.0.run("scoring", || self.0.policy.rank(&wit, input.now).and_then(|s| ranking_from_scores(&s, n)));
+        let out =
+            self.0.run("scoring", || self.0.policy.rank(&wit, input.now).and_then(|s| ranking_from_scores(&s, n)));
         match (out, self.0.mode) {
             (Ok(r), Mode::Enforce) => r,
             (Ok(r), Mode::Shadow) => {
@@ -160,7 +190,11 @@ fn method(m: Method) -> wc::Method {
 }
 
 /// The WIT input of a consolidation round.
-pub fn consolidation_input(plans: &[PlanView], pool: (String, Vec<wc::Label>, String), now: i64) -> wc::ConsolidationInput {
+pub fn consolidation_input(
+    plans: &[PlanView],
+    pool: (String, Vec<wc::Label>, String),
+    now: i64,
+) -> wc::ConsolidationInput {
     wc::ConsolidationInput {
         nodepool: wc::Nodepool { name: pool.0, labels: pool.1, config: pool.2 },
         now,
@@ -185,7 +219,10 @@ pub fn consolidation_input(plans: &[PlanView], pool: (String, Vec<wc::Label>, St
                         disruption_cost: c.disruption_cost,
                     })
                     .collect(),
-                replacement: p.replacement.as_ref().map(|(t, price)| wc::Replacement { instance_type: t.clone(), price: *price }),
+                replacement: p
+                    .replacement
+                    .as_ref()
+                    .map(|(t, price)| wc::Replacement { instance_type: t.clone(), price: *price }),
                 savings_per_hour: p.savings_per_hour,
             })
             .collect(),
@@ -195,7 +232,10 @@ pub fn consolidation_input(plans: &[PlanView], pool: (String, Vec<wc::Label>, St
 /// Checks a review against its plans: one verdict per plan, known plan indices at most once.
 pub fn review_from_wit(r: wc::PlanReview, n: usize) -> Result<Review, Failure> {
     if r.verdicts.len() != n {
-        return Err(Failure::new(FailureKind::InvalidOutput, format!("returned {} verdicts for {n} plans", r.verdicts.len())));
+        return Err(Failure::new(
+            FailureKind::InvalidOutput,
+            format!("returned {} verdicts for {n} plans", r.verdicts.len()),
+        ));
     }
     let mut seen = vec![false; n];
     for &i in &r.order {
@@ -209,7 +249,11 @@ pub fn review_from_wit(r: wc::PlanReview, n: usize) -> Result<Review, Failure> {
     }
     Ok(Review {
         order: r.order.into_iter().map(|i| i as usize).collect(),
-        verdicts: r.verdicts.into_iter().map(|v| if v.approve { Verdict::Approve } else { Verdict::Reject(v.reason) }).collect(),
+        verdicts: r
+            .verdicts
+            .into_iter()
+            .map(|v| if v.approve { Verdict::Approve } else { Verdict::Reject(v.reason) })
+            .collect(),
     })
 }
 
@@ -220,7 +264,9 @@ impl Consolidator for WasmConsolidator {
     fn review(&self, plans: &[PlanView]) -> Review {
         let now = plans.first().map_or(0, |p| p.now);
         let wit = consolidation_input(plans, self.0.wit_nodepool(|key, value| wc::Label { key, value }), now);
-        let out = self.0.run("consolidation", || self.0.policy.review(&wit, now).and_then(|r| review_from_wit(r, plans.len())));
+        let out = self
+            .0
+            .run("consolidation", || self.0.policy.review(&wit, now).and_then(|r| review_from_wit(r, plans.len())));
         let default = ApproveAll.review(plans);
         match (out, self.0.mode) {
             (Ok(r), Mode::Enforce) => r,
@@ -233,7 +279,13 @@ impl Consolidator for WasmConsolidator {
             // Fail safe: no disruption on the policy's account.
             (Err(f), _) => Review {
                 order: default.order,
-                verdicts: vec![Verdict::Reject(format!("consolidation policy {} failed ({f}); skipping the plan", self.0.policy.name)); plans.len()],
+                verdicts: vec![
+                    Verdict::Reject(format!(
+                        "consolidation policy {} failed ({f}); skipping the plan",
+                        self.0.policy.name
+                    ));
+                    plans.len()
+                ],
             },
         }
     }
@@ -292,7 +344,10 @@ impl BudgetRule for WasmBudgetRule {
     fn allowed(&self, ctx: &BudgetContext<'_>) -> Allowance {
         let wit = budget_input(ctx, self.0.wit_nodepool(|key, value| wb::Label { key, value }));
         let out = self.0.run("budget", || self.0.policy.allowed(&wit, ctx.now));
-        let to_core = |a: wb::Allowance| Allowance { allowed: if a.allowed == u32::MAX { usize::MAX } else { a.allowed as usize }, why: a.reason };
+        let to_core = |a: wb::Allowance| Allowance {
+            allowed: if a.allowed == u32::MAX { usize::MAX } else { a.allowed as usize },
+            why: a.reason,
+        };
         match (out, self.0.mode) {
             (Ok(a), Mode::Enforce) => to_core(a),
             (Ok(a), Mode::Shadow) => {
@@ -303,7 +358,10 @@ impl BudgetRule for WasmBudgetRule {
                 default
             }
             // Fail closed.
-            (Err(f), _) => Allowance { allowed: 0, why: format!("disruption-budget policy {} failed ({f}): no disruption allowed", self.0.policy.name) },
+            (Err(f), _) => Allowance {
+                allowed: 0,
+                why: format!("disruption-budget policy {} failed ({f}): no disruption allowed", self.0.policy.name),
+            },
         }
     }
 

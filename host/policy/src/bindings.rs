@@ -2,13 +2,15 @@
 
 pub mod scorer {
     wasmtime::component::bindgen!({ path: "../../wit", world: "scorer" });
-    pub use self::exports::tenon::policy::scoring::{InstanceType, Offering, ScoringInput};
+    pub use self::exports::tenon::policy::scoring::{InstanceType, Offering, ScoringInput, TypeLabel};
     pub use self::tenon::policy::types::{Label, Nodepool, Resources};
 }
 
 pub mod consolidator {
     wasmtime::component::bindgen!({ path: "../../wit", world: "consolidator" });
-    pub use self::exports::tenon::policy::consolidation::{Candidate, ConsolidationInput, Method, Plan, PlanReview, Replacement, Verdict};
+    pub use self::exports::tenon::policy::consolidation::{
+        Candidate, ConsolidationInput, Method, Plan, PlanReview, Replacement, Verdict,
+    };
     pub use self::tenon::policy::types::{Label, Nodepool};
 }
 

@@ -13,7 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use wasmtime::component::Component;
-use wasmtime::{Config, Engine};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// Policy calls that may be in flight at once across all threads.
+pub const MAX_CONCURRENT_CALLS: u32 = 64;
 
 /// One epoch tick; deadlines are counted in ticks.
 pub const TICK: Duration = Duration::from_millis(1);
@@ -65,6 +68,17 @@ impl PolicyEngine {
         config.epoch_interruption(true);
         config.consume_fuel(limits.fuel.is_some());
         config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        // A fresh instance per call is cheap when its memory comes from a pre-reserved slot
+        // with a copy-on-write image instead of a new mapping.
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(MAX_CONCURRENT_CALLS)
+            .total_core_instances(MAX_CONCURRENT_CALLS * 8)
+            .total_memories(MAX_CONCURRENT_CALLS * 4)
+            .total_tables(MAX_CONCURRENT_CALLS * 8)
+            .max_memory_size(limits.memory_bytes)
+            .max_memories_per_component(4)
+            .max_core_instances_per_component(16);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config).map_err(|e| PolicyError::Engine(format!("{e:#}")))?;
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -80,9 +94,14 @@ impl PolicyEngine {
                 .map_err(|e| PolicyError::Engine(e.to_string()))?
         };
         if let Some(dir) = &cache_dir {
-            std::fs::create_dir_all(dir).map_err(|source| PolicyError::Io { path: dir.display().to_string(), source })?;
+            std::fs::create_dir_all(dir)
+                .map_err(|source| PolicyError::Io { path: dir.display().to_string(), source })?;
         }
-        Ok(PolicyEngine { shared: Arc::new(Shared { engine, _ticker: Ticker { stop, thread: Some(thread) } }), limits, cache_dir })
+        Ok(PolicyEngine {
+            shared: Arc::new(Shared { engine, _ticker: Ticker { stop, thread: Some(thread) } }),
+            limits,
+            cache_dir,
+        })
     }
 
     pub fn limits(&self) -> &Limits {
@@ -143,7 +162,8 @@ impl PolicyEngine {
 
     /// Loads a policy file.
     pub fn load_file(&self, path: &Path) -> Result<LoadedPolicy, PolicyError> {
-        let bytes = std::fs::read(path).map_err(|source| PolicyError::Io { path: path.display().to_string(), source })?;
+        let bytes =
+            std::fs::read(path).map_err(|source| PolicyError::Io { path: path.display().to_string(), source })?;
         let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("policy").replace('_', "-");
         Ok(self.load(&name, &bytes)?.0)
     }

@@ -17,3 +17,4 @@ pub use error::{Failure, FailureKind, PolicyError};
 pub use policy::{LoadedPolicy, World};
 pub use sandbox::Limits;
 pub use store::PolicyStore;
+pub mod testing;

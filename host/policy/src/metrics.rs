@@ -8,7 +8,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// Histogram buckets in seconds, from 10 µs: policy calls are expected to take microseconds.
-pub const BUCKETS: [f64; 14] = [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25];
+pub const BUCKETS: [f64; 14] =
+    [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25];
 
 #[derive(Default, Clone, Debug)]
 struct Histogram {
@@ -81,20 +82,39 @@ impl Metrics {
         for ((p, h), v) in &m.calls {
             let _ = writeln!(s, "tenon_policy_calls_total{{policy=\"{p}\",hook=\"{h}\"}} {v}");
         }
-        let _ = writeln!(s, "# HELP tenon_policy_failures_total Policy calls that failed, by kind.\n# TYPE tenon_policy_failures_total counter");
+        let _ = writeln!(
+            s,
+            "# HELP tenon_policy_failures_total Policy calls that failed, by kind.\n# TYPE tenon_policy_failures_total counter"
+        );
         for ((p, h, k), v) in &m.failures {
-            let _ = writeln!(s, "tenon_policy_failures_total{{policy=\"{p}\",hook=\"{h}\",kind=\"{}\"}} {v}", k.as_str());
+            let _ =
+                writeln!(s, "tenon_policy_failures_total{{policy=\"{p}\",hook=\"{h}\",kind=\"{}\"}} {v}", k.as_str());
         }
-        let _ = writeln!(s, "# HELP tenon_policy_call_duration_seconds Policy call latency, including a fresh store.\n# TYPE tenon_policy_call_duration_seconds histogram");
+        let _ = writeln!(
+            s,
+            "# HELP tenon_policy_call_duration_seconds Policy call latency, including a fresh store.\n# TYPE tenon_policy_call_duration_seconds histogram"
+        );
         for ((p, h), hist) in &m.latency {
             for (i, b) in BUCKETS.iter().enumerate() {
-                let _ = writeln!(s, "tenon_policy_call_duration_seconds_bucket{{policy=\"{p}\",hook=\"{h}\",le=\"{b}\"}} {}", hist.counts[i]);
+                let _ = writeln!(
+                    s,
+                    "tenon_policy_call_duration_seconds_bucket{{policy=\"{p}\",hook=\"{h}\",le=\"{b}\"}} {}",
+                    hist.counts[i]
+                );
             }
-            let _ = writeln!(s, "tenon_policy_call_duration_seconds_bucket{{policy=\"{p}\",hook=\"{h}\",le=\"+Inf\"}} {}", hist.count);
+            let _ = writeln!(
+                s,
+                "tenon_policy_call_duration_seconds_bucket{{policy=\"{p}\",hook=\"{h}\",le=\"+Inf\"}} {}",
+                hist.count
+            );
             let _ = writeln!(s, "tenon_policy_call_duration_seconds_sum{{policy=\"{p}\",hook=\"{h}\"}} {}", hist.sum);
-            let _ = writeln!(s, "tenon_policy_call_duration_seconds_count{{policy=\"{p}\",hook=\"{h}\"}} {}", hist.count);
+            let _ =
+                writeln!(s, "tenon_policy_call_duration_seconds_count{{policy=\"{p}\",hook=\"{h}\"}} {}", hist.count);
         }
-        let _ = writeln!(s, "# HELP tenon_policy_shadow_disagreements_total Shadow-mode decisions that differed from the default.\n# TYPE tenon_policy_shadow_disagreements_total counter");
+        let _ = writeln!(
+            s,
+            "# HELP tenon_policy_shadow_disagreements_total Shadow-mode decisions that differed from the default.\n# TYPE tenon_policy_shadow_disagreements_total counter"
+        );
         for ((p, h), v) in &m.disagreements {
             let _ = writeln!(s, "tenon_policy_shadow_disagreements_total{{policy=\"{p}\",hook=\"{h}\"}} {v}");
         }

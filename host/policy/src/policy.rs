@@ -93,7 +93,10 @@ impl LoadedPolicy {
     }
 
     fn wrong_world(&self, want: World) -> Failure {
-        Failure::new(FailureKind::LoadError, format!("policy {} implements {}, not {}", self.name, self.world.as_str(), want.as_str()))
+        Failure::new(
+            FailureKind::LoadError,
+            format!("policy {} implements {}, not {}", self.name, self.world.as_str(), want.as_str()),
+        )
     }
 
     /// Scores the offerings of `input`.
@@ -104,10 +107,15 @@ impl LoadedPolicy {
         settle(out, &store)
     }
 
-    pub fn review(&self, input: &consolidator::ConsolidationInput, now: i64) -> Result<consolidator::PlanReview, Failure> {
+    pub fn review(
+        &self,
+        input: &consolidator::ConsolidationInput,
+        now: i64,
+    ) -> Result<consolidator::PlanReview, Failure> {
         let Bound::Consolidator(pre) = &self.bound else { return Err(self.wrong_world(World::Consolidator)) };
         let mut store = self.store(now);
-        let out = pre.instantiate(&mut store).and_then(|i| i.tenon_policy_consolidation().call_review(&mut store, input));
+        let out =
+            pre.instantiate(&mut store).and_then(|i| i.tenon_policy_consolidation().call_review(&mut store, input));
         settle(out, &store)
     }
 

@@ -25,7 +25,14 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { deadline_ms: 50, memory_bytes: 64 << 20, instances: 32, tables: 32, table_elements: 100_000, fuel: None }
+        Limits {
+            deadline_ms: 50,
+            memory_bytes: 64 << 20,
+            instances: 32,
+            tables: 32,
+            table_elements: 100_000,
+            fuel: None,
+        }
     }
 }
 

@@ -32,7 +32,8 @@ impl PolicyStore {
         if !path.is_file() {
             return Err(PolicyError::NotFound { name: r.name.clone(), path: path.display().to_string() });
         }
-        let bytes = std::fs::read(&path).map_err(|source| PolicyError::Io { path: path.display().to_string(), source })?;
+        let bytes =
+            std::fs::read(&path).map_err(|source| PolicyError::Io { path: path.display().to_string(), source })?;
         let sha = sha256_hex(&bytes);
         if let Some(want) = &r.sha256
             && *want != sha

@@ -23,22 +23,35 @@ const CASES: usize = 1000;
 fn bound(name: &str, config: &str) -> Bound {
     let engine = PolicyEngine::new(Limits::default(), Some(cache_dir())).unwrap();
     let (policy, _) = engine.load(name, &wasm(bundle_dir(), name)).unwrap();
-    Bound::new(Arc::new(policy), NodePoolContext { name: "general".into(), config: config.into(), ..Default::default() }, Mode::Enforce, Arc::new(Metrics::default()))
+    Bound::new(
+        Arc::new(policy),
+        NodePoolContext { name: "general".into(), config: config.into(), ..Default::default() },
+        Mode::Enforce,
+        Arc::new(Metrics::default()),
+    )
 }
 
 #[test]
 fn default_scoring_matches_price_order() {
     let wasm = WasmScorer(bound("default-scoring", "{}"));
-    let catalogs: [Vec<InstanceType>; 2] = [synthetic(60), aws(&AwsCatalogOptions::default()).unwrap().into_iter().take(200).collect()];
+    let catalogs: [Vec<InstanceType>; 2] =
+        [synthetic(60), aws(&AwsCatalogOptions::default()).unwrap().into_iter().take(200).collect()];
     let mut rng = Rng::new(7);
     let requests = Resources::new(1000, 1 << 30, 1);
     for case in 0..CASES {
         let cat = &catalogs[case % 2];
         let picked: Vec<&InstanceType> = (0..1 + rng.below(40)).map(|_| rng.pick(cat)).collect();
-        let mut candidates: Vec<Candidate> = picked.iter().flat_map(|t| t.offerings.iter().map(move |o| Candidate { instance_type: t, offering: o })).collect();
+        let mut candidates: Vec<Candidate> = picked
+            .iter()
+            .flat_map(|t| t.offerings.iter().map(move |o| Candidate { instance_type: t, offering: o }))
+            .collect();
         // The scheduler hands candidates over in price order (ties by name, zone, capacity type).
         candidates.sort_by(|a, b| {
-            a.offering.price.total_cmp(&b.offering.price).then_with(|| a.instance_type.name.cmp(&b.instance_type.name)).then_with(|| a.offering.zone.cmp(&b.offering.zone))
+            a.offering
+                .price
+                .total_cmp(&b.offering.price)
+                .then_with(|| a.instance_type.name.cmp(&b.instance_type.name))
+                .then_with(|| a.offering.zone.cmp(&b.offering.zone))
         });
         candidates.dedup_by(|a, b| a.instance_type.name == b.instance_type.name && a.offering == b.offering);
         let input = ScoringInput { nodepool: "general", now: 0, requests: &requests, pod_count: 1, candidates };
@@ -127,7 +140,12 @@ fn the_scheduler_ranks_through_a_wasm_policy() {
     let native = tenon_core::schedule(&snap, &PriceScorer);
     let engine = PolicyEngine::new(Limits::default(), Some(cache_dir())).unwrap();
     let (policy, _) = engine.load("hostile-scorer", &wasm(hostile_dir(), "hostile-scorer")).unwrap();
-    let reverse = WasmScorer(Bound::new(Arc::new(policy), NodePoolContext { name: "default".into(), config: r#"{"mode": "reverse"}"#.into(), ..Default::default() }, Mode::Enforce, Arc::new(Metrics::default())));
+    let reverse = WasmScorer(Bound::new(
+        Arc::new(policy),
+        NodePoolContext { name: "default".into(), config: r#"{"mode": "reverse"}"#.into(), ..Default::default() },
+        Mode::Enforce,
+        Arc::new(Metrics::default()),
+    ));
     let via_wasm = tenon_core::schedule(&snap, &reverse);
     assert_eq!(native.nodeclaims.len(), via_wasm.nodeclaims.len(), "the policy ranks, it does not change placement");
     for (a, b) in native.nodeclaims.iter().zip(&via_wasm.nodeclaims) {

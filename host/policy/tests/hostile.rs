@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use support::*;
 use tenon_api::policy::PolicyRef;
 use tenon_core::catalog::synthetic;
+use tenon_core::disruption::Method;
 use tenon_core::disruption::budgets::{BudgetContext, BudgetRule};
 use tenon_core::disruption::consolidator::{CandidateView, Consolidator, PlanView, Verdict};
-use tenon_core::disruption::Method;
 use tenon_core::instancetype::InstanceType;
 use tenon_core::model::{Budget, BudgetNodes, DisruptionReason};
 use tenon_core::resources::Resources;
@@ -23,9 +23,20 @@ fn engine(deadline_ms: u64) -> PolicyEngine {
     PolicyEngine::new(Limits { deadline_ms, ..Limits::default() }, Some(cache_dir())).unwrap()
 }
 
-fn bound(engine: &PolicyEngine, dir: &std::path::Path, name: &str, mode: &str, shadow: bool, metrics: &Arc<Metrics>) -> Bound {
+fn bound(
+    engine: &PolicyEngine,
+    dir: &std::path::Path,
+    name: &str,
+    mode: &str,
+    shadow: bool,
+    metrics: &Arc<Metrics>,
+) -> Bound {
     let (policy, _) = engine.load(name, &wasm(dir, name)).unwrap();
-    let ctx = NodePoolContext { name: "general".into(), labels: Default::default(), config: format!("{{\"mode\": \"{mode}\"}}") };
+    let ctx = NodePoolContext {
+        name: "general".into(),
+        labels: Default::default(),
+        config: format!("{{\"mode\": \"{mode}\"}}"),
+    };
     Bound::new(Arc::new(policy), ctx, if shadow { Mode::Shadow } else { Mode::Enforce }, metrics.clone())
 }
 
@@ -34,12 +45,16 @@ fn types() -> Vec<InstanceType> {
 }
 
 fn input(types: &[InstanceType]) -> ScoringInput<'_> {
-    let mut candidates: Vec<Candidate> = types.iter().flat_map(|t| t.offerings.iter().map(move |o| Candidate { instance_type: t, offering: o })).collect();
+    let mut candidates: Vec<Candidate> = types
+        .iter()
+        .flat_map(|t| t.offerings.iter().map(move |o| Candidate { instance_type: t, offering: o }))
+        .collect();
     candidates.sort_by(|a, b| a.offering.price.total_cmp(&b.offering.price));
     ScoringInput { nodepool: "general", now: 1_795_996_800, requests: &REQUESTS, pod_count: 1, candidates }
 }
 
-static REQUESTS: Resources = Resources { cpu: 500, memory: 1 << 30, pods: 1, ephemeral_storage: 0, extended: Vec::new() };
+static REQUESTS: Resources =
+    Resources { cpu: 500, memory: 1 << 30, pods: 1, ephemeral_storage: 0, extended: Vec::new() };
 
 /// Calls a hostile scorer in `mode`; returns the ranking, the failure kind recorded, and the time taken.
 fn score(engine: &PolicyEngine, mode: &str) -> (Vec<usize>, Option<FailureKind>, Duration) {
@@ -100,7 +115,11 @@ fn a_policy_error_is_reported_and_falls_back() {
     assert!(f.message.contains("mode=error"), "{}", f.message);
     assert_eq!(metrics.failures("hostile-scorer", "scoring", FailureKind::PolicyError), 1);
     assert_eq!(metrics.calls("hostile-scorer", "scoring"), 1);
-    assert!(metrics.render().contains("tenon_policy_failures_total{policy=\"hostile-scorer\",hook=\"scoring\",kind=\"policy_error\"} 1"));
+    assert!(
+        metrics.render().contains(
+            "tenon_policy_failures_total{policy=\"hostile-scorer\",hook=\"scoring\",kind=\"policy_error\"} 1"
+        )
+    );
 }
 
 #[test]
@@ -130,7 +149,13 @@ fn plans() -> Vec<PlanView> {
         pods: 1,
         disruption_cost: 1.0,
     };
-    vec![PlanView { method: Method::SingleNodeConsolidation, candidates: vec![c], replacement: None, savings_per_hour: 0.0864, now: 0 }]
+    vec![PlanView {
+        method: Method::SingleNodeConsolidation,
+        candidates: vec![c],
+        replacement: None,
+        savings_per_hour: 0.0864,
+        now: 0,
+    }]
 }
 
 #[test]
@@ -150,7 +175,14 @@ fn a_trapping_budget_allows_nothing() {
     let metrics = Arc::new(Metrics::default());
     let rule = WasmBudgetRule(bound(&e, hostile_dir(), "hostile-budget", "trap", false, &metrics));
     let budgets = [Budget { nodes: BudgetNodes::Percent(100), reasons: None, window: None }];
-    let ctx = BudgetContext { nodepool: "general", reason: DisruptionReason::Underutilized, now: 0, total_nodes: 10, disrupting: 0, budgets: &budgets };
+    let ctx = BudgetContext {
+        nodepool: "general",
+        reason: DisruptionReason::Underutilized,
+        now: 0,
+        total_nodes: 10,
+        disrupting: 0,
+        budgets: &budgets,
+    };
     let a = rule.allowed(&ctx);
     assert_eq!(a.allowed, 0);
     assert!(a.why.contains("failed"), "{}", a.why);
@@ -191,5 +223,8 @@ fn pinned_digests_must_match() {
         Err(PolicyError::DigestMismatch { found, .. }) => assert_eq!(found, sha),
         other => panic!("expected a digest mismatch, got {:?}", other.map(|p| p.name.clone())),
     }
-    assert!(matches!(store.resolve(&PolicyRef { name: "nope".into(), sha256: None }), Err(PolicyError::NotFound { .. })));
+    assert!(matches!(
+        store.resolve(&PolicyRef { name: "nope".into(), sha256: None }),
+        Err(PolicyError::NotFound { .. })
+    ));
 }

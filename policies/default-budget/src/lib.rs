@@ -22,7 +22,12 @@ impl Guest for KarpenterBudgets {
             let value = match b.nodes {
                 BudgetNodes::Count(n) => n,
                 BudgetNodes::Percent(p) => (u64::from(input.total_nodes) * u64::from(p)).div_ceil(100) as u32,
-                BudgetNodes::Invalid => return Ok(Allowance { allowed: 0, reason: format!("budget {i} has an invalid nodes value: no disruption allowed") }),
+                BudgetNodes::Invalid => {
+                    return Ok(Allowance {
+                        allowed: 0,
+                        reason: format!("budget {i} has an invalid nodes value: no disruption allowed"),
+                    });
+                }
             };
             if value < allowed {
                 allowed = value;
@@ -32,7 +37,10 @@ impl Guest for KarpenterBudgets {
         if allowed == u32::MAX {
             return Ok(Allowance { allowed, reason: why });
         }
-        Ok(Allowance { allowed: allowed.saturating_sub(input.disrupting), reason: format!("{why}, {} already disrupting", input.disrupting) })
+        Ok(Allowance {
+            allowed: allowed.saturating_sub(input.disrupting),
+            reason: format!("{why}, {} already disrupting", input.disrupting),
+        })
     }
 }
 

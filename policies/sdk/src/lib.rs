@@ -26,8 +26,32 @@ pub mod scorer {
         export_macro_name: "export_scorer",
         default_bindings_module: "tenon_policy_sdk::scorer",
     });
-    pub use self::exports::tenon::policy::scoring::{Guest, InstanceType, Offering, ScoringInput};
+    pub use self::exports::tenon::policy::scoring::{Guest, InstanceType, Offering, ScoringInput, TypeLabel};
     pub use self::tenon::policy::types::{Label, Nodepool, Resources};
+
+    impl ScoringInput {
+        /// The value of label `key` on instance type `index` (`karpenter.k8s.aws/instance-family`).
+        pub fn label(&self, index: u32, key: &str) -> Option<&str> {
+            let k = self.label_keys.iter().position(|x| x == key)? as u32;
+            let t = self.instance_types.get(index as usize)?;
+            t.labels.iter().find(|l| l.key == k).map(|l| l.value.as_str())
+        }
+
+        /// The instance type an offering launches.
+        pub fn instance_type(&self, offering: &Offering) -> Option<&InstanceType> {
+            self.instance_types.get(offering.instance_type as usize)
+        }
+
+        /// The zone of an offering.
+        pub fn zone(&self, offering: &Offering) -> &str {
+            self.zones.get(offering.zone as usize).map_or("", String::as_str)
+        }
+
+        /// The capacity type of an offering (`on-demand`, `spot`, `reserved`).
+        pub fn capacity_type(&self, offering: &Offering) -> &str {
+            self.capacity_types.get(offering.capacity_type as usize).map_or("", String::as_str)
+        }
+    }
 }
 
 /// The `consolidator` world: order and approve consolidation plans.
@@ -65,11 +89,37 @@ pub fn config<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, String> {
     serde_json::from_str(json).map_err(|e| format!("tenon.dev/policy-config: {e}"))
 }
 
-/// The value of a label, if present.
+/// The value of a NodePool label, if present.
 pub fn label<'a>(labels: &'a [scorer::Label], key: &str) -> Option<&'a str> {
     labels.iter().find(|l| l.key == key).map(|l| l.value.as_str())
 }
 
-pub use budget::export_budget;
-pub use consolidator::export_consolidator;
-pub use scorer::export_scorer;
+// The export macros emit the component's exports only when compiling for WebAssembly, so a
+// policy crate's `cargo test` runs natively (native linkers reject the export names).
+
+/// Exports a `scorer::Guest` implementation as the policy's `scorer` world.
+#[macro_export]
+macro_rules! export_scorer {
+    ($t:ident) => {
+        #[cfg(target_arch = "wasm32")]
+        $crate::scorer::export_scorer!($t);
+    };
+}
+
+/// Exports a `consolidator::Guest` implementation as the policy's `consolidator` world.
+#[macro_export]
+macro_rules! export_consolidator {
+    ($t:ident) => {
+        #[cfg(target_arch = "wasm32")]
+        $crate::consolidator::export_consolidator!($t);
+    };
+}
+
+/// Exports a `budget::Guest` implementation as the policy's `disruption-budget` world.
+#[macro_export]
+macro_rules! export_budget {
+    ($t:ident) => {
+        #[cfg(target_arch = "wasm32")]
+        $crate::budget::export_budget!($t);
+    };
+}

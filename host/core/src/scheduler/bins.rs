@@ -663,8 +663,13 @@ impl<'a> Scheduler<'a> {
                     candidate_types.push(t);
                 }
             }
-            let input =
-                ScoringInput { nodepool: &pl.tpl.name, now: self.snap.now, requests: &bin.requests, pod_count: bin.pods.len(), candidates };
+            let input = ScoringInput {
+                nodepool: &pl.tpl.name,
+                now: self.snap.now,
+                requests: &bin.requests,
+                pod_count: bin.pods.len(),
+                candidates,
+            };
             let ranking = normalise_ranking(&scorer.rank(&input), input.candidates.len());
             let mut seen = vec![false; cat.len()];
             let mut ranked: Vec<u32> = Vec::new();

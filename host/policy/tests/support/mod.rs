@@ -3,7 +3,6 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 fn repo() -> PathBuf {
@@ -18,15 +17,7 @@ fn target_dir() -> PathBuf {
 }
 
 fn build(manifest: &Path) -> PathBuf {
-    let target = target_dir();
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
-        .arg(manifest)
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .expect("run cargo for the guest policies");
-    assert!(status.success(), "building {} for wasm32-wasip2 failed (is the target installed? `rustup target add wasm32-wasip2`)", manifest.display());
-    target.join("wasm32-wasip2/release")
+    tenon_policy::testing::build_components(manifest, &target_dir()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The directory holding the built default bundle.

@@ -18,7 +18,10 @@ impl Guest for Hostile {
         match cfg.mode.as_str() {
             "unknown-ids" => Ok(PlanReview { order: vec![n + 7], verdicts: approve(n) }),
             "short" => Ok(PlanReview { order: vec![], verdicts: approve(n.saturating_sub(1)) }),
-            "reject" => Ok(PlanReview { order: vec![], verdicts: (0..n).map(|_| Verdict { approve: false, reason: "not today".into() }).collect() }),
+            "reject" => Ok(PlanReview {
+                order: vec![],
+                verdicts: (0..n).map(|_| Verdict { approve: false, reason: "not today".into() }).collect(),
+            }),
             "panic" => panic!("deliberate panic"),
             other => Err(format!("unknown mode {other:?}")),
         }

@@ -1,0 +1,107 @@
+//! `tenon policy …` as a policy author runs it: real components, real fixtures, a scaffolded
+//! crate built and tested from scratch.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn target() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo().join("target"), PathBuf::from)
+}
+
+fn bundle() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        tenon_policy::testing::build_components(&repo().join("policies/Cargo.toml"), &target().join("guests")).unwrap()
+    })
+}
+
+fn tenon(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tenon")).args(args).current_dir(repo()).output().expect("run tenon")
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn wasm(name: &str) -> String {
+    bundle().join(format!("{name}.wasm")).display().to_string()
+}
+
+#[test]
+fn the_default_bundle_passes_its_fixtures() {
+    for (file, dir) in [
+        ("default_scoring", "default-scoring"),
+        ("default_consolidation", "default-consolidation"),
+        ("default_budget", "default-budget"),
+    ] {
+        let o = tenon(&["policy", "test", &wasm(file), &format!("policies/{dir}/fixtures")]);
+        assert_eq!(o.status.code(), Some(0), "{}{}", out(&o), String::from_utf8_lossy(&o.stderr));
+        assert!(out(&o).contains(" passed, 0 failed"), "{}", out(&o));
+    }
+}
+
+#[test]
+fn a_wrong_expectation_fails_with_exit_1() {
+    let dir = tempdir("wrong");
+    let fixture = dir.join("wrong.yaml");
+    std::fs::write(
+        &fixture,
+        "cases:\n  - name: expects the pricier type\n    instanceTypes:\n      - {name: a.large, capacity: {cpu: \"2\"}}\n      - {name: b.large, capacity: {cpu: \"2\"}}\n    offerings:\n      - {instanceType: a.large, price: 0.05}\n      - {instanceType: b.large, price: 0.10}\n    expect: {first: b.large}\n",
+    )
+    .unwrap();
+    let o = tenon(&["policy", "test", &wasm("default_scoring"), fixture.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(out(&o).contains("FAIL") && out(&o).contains("expected b.large first"), "{}", out(&o));
+    // With fuel instead of a deadline: the same verdicts, deterministically.
+    let o =
+        tenon(&["policy", "test", "--fuel", "50000000", &wasm("default_scoring"), "policies/default-scoring/fixtures"]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+}
+
+#[test]
+fn inspect_shows_the_world_and_the_digest_to_pin() {
+    let o = tenon(&["policy", "inspect", &wasm("default_budget")]);
+    assert_eq!(o.status.code(), Some(0));
+    let sha = tenon_policy::engine::sha256_hex(&std::fs::read(wasm("default_budget")).unwrap());
+    assert!(out(&o).contains("world:   tenon:policy/disruption-budget@0.1.0"), "{}", out(&o));
+    assert!(out(&o).contains(&format!("default-budget@sha256:{sha}")), "{}", out(&o));
+    let o = tenon(&["policy", "inspect", "README.md"]);
+    assert_eq!(o.status.code(), Some(2), "not a component: a clear error, not a crash");
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = target().join(format!("tmp-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn a_new_policy_tests_and_builds_without_edits() {
+    let dir = tempdir("new");
+    for kind in ["scorer", "consolidator", "budget"] {
+        let name = format!("my-{kind}");
+        let crate_dir = dir.join(&name);
+        let o = tenon(&["policy", "new", &name, "--kind", kind, "--dir", crate_dir.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+        let shared = target().join("scaffolded");
+        let test = Command::new(env!("CARGO"))
+            .args(["test", "--quiet"])
+            .current_dir(&crate_dir)
+            .env("CARGO_TARGET_DIR", &shared)
+            .output()
+            .unwrap();
+        assert!(test.status.success(), "cargo test in a fresh {kind}: {}", String::from_utf8_lossy(&test.stderr));
+        let built = tenon_policy::testing::build_components(&crate_dir.join("Cargo.toml"), &shared).unwrap();
+        let component = built.join(format!("{}.wasm", name.replace('-', "_")));
+        let o = tenon(&["policy", "test", component.to_str().unwrap(), crate_dir.join("fixtures").to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    }
+    let o = tenon(&["policy", "new", "Bad_Name", "--kind", "scorer", "--dir", dir.join("x").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+}
