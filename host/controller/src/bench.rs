@@ -2,7 +2,7 @@
 //! measure their own sizes.
 
 use anyhow::{Context, bail};
-use clap::{Subcommand, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 use std::sync::Arc;
 use std::time::Instant;
 use tenon_core::catalog::{AwsCatalogOptions, aws, synthetic};
@@ -20,15 +20,8 @@ pub enum BenchCommand {
         /// `synthetic`: Karpenter's 400 benchmark types; `catalog`: the real EC2 catalog (us-east-1 prices).
         #[arg(long, value_enum, default_value_t = Catalog::Synthetic)]
         instance_types: Catalog,
-        /// Timed runs; the median is reported.
-        #[arg(long, default_value_t = 3)]
-        runs: usize,
-        /// Workload seed.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Print one JSON object instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        run: RunOptions,
     },
     /// A full disruption pass (emptiness, drift, multi- and single-node consolidation) over
     /// a cluster of mixed EC2 nodes, about ten pods each, ~30% underutilised.
@@ -36,16 +29,23 @@ pub enum BenchCommand {
         /// Number of nodes.
         #[arg(long, default_value_t = 100)]
         nodes: usize,
-        /// Timed runs; the median is reported.
-        #[arg(long, default_value_t = 3)]
-        runs: usize,
-        /// Workload seed.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Print one JSON object instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        run: RunOptions,
     },
+}
+
+/// How a benchmark runs and reports.
+#[derive(Args, Clone, Copy)]
+pub struct RunOptions {
+    /// Timed runs; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Workload seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -56,14 +56,12 @@ pub enum Catalog {
 
 pub fn run(cmd: BenchCommand) -> anyhow::Result<u8> {
     match cmd {
-        BenchCommand::Scheduling { pods, instance_types, runs, seed, json } => {
-            scheduling(pods, instance_types, runs, seed, json)
-        }
-        BenchCommand::Consolidation { nodes, runs, seed, json } => consolidation(nodes, runs, seed, json),
+        BenchCommand::Scheduling { pods, instance_types, run } => scheduling(pods, instance_types, run),
+        BenchCommand::Consolidation { nodes, run } => consolidation(nodes, run),
     }
 }
 
-fn scheduling(pods: usize, catalog: Catalog, runs: usize, seed: u64, json: bool) -> anyhow::Result<u8> {
+fn scheduling(pods: usize, catalog: Catalog, RunOptions { runs, seed, json }: RunOptions) -> anyhow::Result<u8> {
     if runs == 0 {
         bail!("--runs must be at least 1");
     }
@@ -111,7 +109,7 @@ fn scheduling(pods: usize, catalog: Catalog, runs: usize, seed: u64, json: bool)
     Ok(0)
 }
 
-fn consolidation(nodes: usize, runs: usize, seed: u64, json: bool) -> anyhow::Result<u8> {
+fn consolidation(nodes: usize, RunOptions { runs, seed, json }: RunOptions) -> anyhow::Result<u8> {
     if runs == 0 {
         bail!("--runs must be at least 1");
     }

@@ -65,6 +65,15 @@ impl InstanceType {
         self.compatible_offerings(reqs).min_by(|a, b| a.price.total_cmp(&b.price))
     }
 
+    /// Its single-valued labels (zones and capacity types, which vary by offering, are left out).
+    pub fn labels(&self) -> std::collections::BTreeMap<String, String> {
+        self.requirements
+            .iter()
+            .filter(|r| r.values().len() == 1 && !r.is_complement())
+            .map(|r| (r.key.clone(), r.values()[0].clone()))
+            .collect()
+    }
+
     /// A label value of this type (`karpenter.k8s.aws/instance-cpu` → `8`).
     pub fn label(&self, key: &str) -> Option<&str> {
         self.requirements.get(key).and_then(|r| if r.values().len() == 1 { r.any() } else { None })

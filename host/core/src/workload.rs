@@ -152,12 +152,7 @@ pub fn consolidation_benchmark(nodes: usize, catalog: Arc<Vec<InstanceType>>, se
         let it = catalog.iter().find(|t| t.name == ty).expect("benchmark type in catalog");
         let zone = *rng.pick(&zones);
         let name = format!("node-{i:05}");
-        let mut labels: BTreeMap<String, String> = it
-            .requirements
-            .iter()
-            .filter(|r| r.values().len() == 1)
-            .map(|r| (r.key.clone(), r.values()[0].clone()))
-            .collect();
+        let mut labels = it.labels();
         for (k, v) in [
             (wk::LABEL_ZONE, zone),
             (wk::LABEL_CAPACITY_TYPE, wk::CAPACITY_TYPE_ON_DEMAND),

@@ -239,12 +239,7 @@ fn lab_general_scale_to_zero_consolidates_after_ten_minutes() {
     let pool = nodepool("lab-general/nodepool-lab-general.yaml", &cat);
     assert_eq!(pool.disruption.consolidate_after, Some(600));
     let it = cat.iter().find(|t| t.name == "c6a.4xlarge").unwrap();
-    let mut labels: std::collections::BTreeMap<String, String> = it
-        .requirements
-        .iter()
-        .filter(|r| r.values().len() == 1)
-        .map(|r| (r.key.clone(), r.values()[0].clone()))
-        .collect();
+    let mut labels = it.labels();
     for (k, v) in [
         ("topology.kubernetes.io/zone", "us-east-1a"),
         ("karpenter.sh/capacity-type", "on-demand"),

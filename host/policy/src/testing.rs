@@ -110,32 +110,6 @@ fn default_capacity_type() -> String {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct CandidateSpec {
-    node: String,
-    #[serde(default = "default_name")]
-    nodepool: String,
-    #[serde(default)]
-    instance_type: String,
-    #[serde(default = "default_zone")]
-    zone: String,
-    #[serde(default = "default_capacity_type")]
-    capacity_type: String,
-    #[serde(default)]
-    price: f64,
-    #[serde(default)]
-    age_seconds: i64,
-    #[serde(default)]
-    cpu_utilisation: f64,
-    #[serde(default)]
-    memory_utilisation: f64,
-    #[serde(default)]
-    pods: usize,
-    #[serde(default)]
-    disruption_cost: f64,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct ReplacementSpec {
     instance_type: String,
     price: f64,
@@ -145,7 +119,7 @@ struct ReplacementSpec {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct PlanSpec {
     method: String,
-    candidates: Vec<CandidateSpec>,
+    candidates: Vec<CandidateView>,
     replacement: Option<ReplacementSpec>,
     #[serde(default)]
     savings_per_hour: f64,
@@ -349,23 +323,7 @@ impl Harness {
             };
             plans.push(PlanView {
                 method: m,
-                candidates: p
-                    .candidates
-                    .iter()
-                    .map(|c| CandidateView {
-                        node: c.node.clone(),
-                        nodepool: c.nodepool.clone(),
-                        instance_type: c.instance_type.clone(),
-                        zone: c.zone.clone(),
-                        capacity_type: c.capacity_type.clone(),
-                        price: c.price,
-                        age_seconds: c.age_seconds,
-                        cpu_utilisation: c.cpu_utilisation,
-                        memory_utilisation: c.memory_utilisation,
-                        pods: c.pods,
-                        disruption_cost: c.disruption_cost,
-                    })
-                    .collect(),
+                candidates: p.candidates.clone(),
                 replacement: p.replacement.as_ref().map(|r| (r.instance_type.clone(), r.price)),
                 savings_per_hour: p.savings_per_hour,
                 now: c.now,

@@ -3,8 +3,9 @@
 
 use super::Method;
 
-/// A node a plan would remove, as a policy sees it.
-#[derive(Clone, Debug)]
+/// A node a plan would remove, as a policy sees it (and as policy fixtures write it).
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct CandidateView {
     pub node: String,
     pub nodepool: String,
