@@ -3,6 +3,7 @@
 mod bench;
 mod check;
 mod policy_cmd;
+mod simulate;
 
 use clap::{Parser, Subcommand};
 use std::io::Write;
@@ -29,6 +30,19 @@ enum Command {
     },
     /// Print the NodePool, NodeClaim and EC2NodeClass CustomResourceDefinitions as YAML.
     Crds,
+    /// Run a scenario (manifests, timeline, expectations) in virtual time.
+    ///
+    /// Exit status 1 when an expectation fails.
+    Simulate {
+        /// Scenario file (see examples/scenarios/).
+        scenario: PathBuf,
+        /// Print the report as JSON instead of the timeline.
+        #[arg(long)]
+        json: bool,
+        /// Only the summary.
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Test, inspect, benchmark and scaffold WebAssembly policies.
     Policy {
         #[command(subcommand)]
@@ -48,6 +62,7 @@ fn main() -> ExitCode {
         Command::Crds => print_crds(),
         Command::Bench { what } => bench::run(what),
         Command::Policy { what } => policy_cmd::run(what),
+        Command::Simulate { scenario, json, quiet } => simulate::simulate(&scenario, json, quiet),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,0 +1,78 @@
+//! `tenon simulate` as a user runs it: every example scenario holds its expectations, a
+//! broken expectation fails the run, and runs are deterministic.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn tenon(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tenon")).args(args).current_dir(repo()).output().expect("run tenon")
+}
+
+fn out(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn scenarios() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join("examples/scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| std::fs::read_to_string(p).is_ok_and(|t| t.starts_with("name:")))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_example_scenario_holds_its_expectations() {
+    let all = scenarios();
+    assert!(all.len() >= 7, "{all:?}");
+    for s in all {
+        let o = tenon(&["simulate", s.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{}: {}", s.display(), out(&o));
+        assert!(out(&o).contains("all held"), "{}: {}", s.display(), out(&o));
+    }
+}
+
+#[test]
+fn the_rollout_takes_the_runbooks_forty_to_sixty_seconds() {
+    let o = tenon(&["simulate", "--json", "examples/scenarios/lab-general-rollout.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p50 = r["pendingP50Seconds"].as_i64().unwrap();
+    assert!((40..=60).contains(&p50), "pods waited {p50}s");
+    assert_eq!(r["nodeclaimsCreated"], 1, "8 pods of 1 CPU share one NodeClaim");
+    let reasons: Vec<&str> = r["events"].as_array().unwrap().iter().map(|e| e["reason"].as_str().unwrap()).collect();
+    for want in ["Created", "Launched", "Registered", "Initialized"] {
+        assert!(reasons.contains(&want), "{reasons:?}");
+    }
+    // Same scenario, same timeline.
+    let again = tenon(&["simulate", "--json", "examples/scenarios/lab-general-rollout.yaml"]);
+    assert_eq!(o.stdout, again.stdout);
+}
+
+#[test]
+fn a_failed_expectation_fails_the_run() {
+    let dir = std::env::temp_dir().join(format!("tenon-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let seeds = repo().join("examples/seeds/lab-general");
+    let scenario = dir.join("wrong.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "name: wrong\nmanifests: [{0}/ec2nodeclass-lab-general.yaml, {0}/nodepool-lab-general.yaml, {0}/karpenter-positive.yaml]\nduration: 2m\ntimeline:\n  - at: 0s\n    scale: {{deployment: karpenter-lab/inflate, replicas: 8}}\nexpect:\n  - at: 90s\n    pendingPods: 8\n",
+            seeds.display()
+        ),
+    )
+    .unwrap();
+    let o = tenon(&["simulate", scenario.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(out(&o).contains("FAILED at 00:01:30: expected 8 pending pods, found 0"), "{}", out(&o));
+    std::fs::write(&scenario, "name: broken\nmanifests: [nowhere.yaml]\nduration: 1m\n").unwrap();
+    let o = tenon(&["simulate", scenario.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("nowhere.yaml"), "{}", out(&o));
+}
