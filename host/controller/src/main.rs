@@ -42,6 +42,9 @@ enum Command {
         /// Only the summary.
         #[arg(long)]
         quiet: bool,
+        /// Also write an HTML report with plots (pods and nodes, cost, pending time).
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
     },
     /// Test, inspect, benchmark and scaffold WebAssembly policies.
     Policy {
@@ -62,7 +65,9 @@ fn main() -> ExitCode {
         Command::Crds => print_crds(),
         Command::Bench { what } => bench::run(what),
         Command::Policy { what } => policy_cmd::run(what),
-        Command::Simulate { scenario, json, quiet } => simulate::simulate(&scenario, json, quiet),
+        Command::Simulate { scenario, json, quiet, report } => {
+            simulate::simulate(&scenario, json, quiet, report.as_deref())
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -8,7 +8,7 @@ use tenon_core::scorer::PriceScorer;
 use tenon_sim::world::World;
 use tenon_sim::{Scenario, run};
 
-pub fn simulate(path: &Path, json: bool, quiet: bool) -> anyhow::Result<u8> {
+pub fn simulate(path: &Path, json: bool, quiet: bool, report_path: Option<&Path>) -> anyhow::Result<u8> {
     let scenario = Scenario::load(path).with_context(|| format!("loading scenario {}", path.display()))?;
     let live = !json && !quiet;
     let progress = !json && std::io::stderr().is_terminal();
@@ -36,6 +36,13 @@ pub fn simulate(path: &Path, json: bool, quiet: bool) -> anyhow::Result<u8> {
     })?;
     if progress && scenario.duration > 3600 {
         eprintln!();
+    }
+    if let Some(out) = report_path {
+        let page = tenon_sim::report::html(&report).map_err(anyhow::Error::msg)?;
+        std::fs::write(out, page).with_context(|| format!("writing {}", out.display()))?;
+        if !json {
+            println!("report: {}", out.display());
+        }
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);

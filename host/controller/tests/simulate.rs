@@ -76,3 +76,21 @@ fn a_failed_expectation_fails_the_run() {
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
     assert!(out(&o).contains("nowhere.yaml"), "{}", out(&o));
 }
+
+#[test]
+fn the_report_is_one_html_page_with_its_plots() {
+    let out = std::env::temp_dir().join(format!("tenon-report-{}.html", std::process::id()));
+    let o = tenon(&["simulate", "--quiet", "--report", out.to_str().unwrap(), "examples/scenarios/consolidate-replace.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    let page = std::fs::read_to_string(&out).unwrap();
+    assert!(page.starts_with("<!doctype html>") && page.ends_with("</html>"));
+    assert_eq!(page.matches("<svg").count(), 3, "pods/nodes, cost and waiting plots");
+    for title in ["Pods and nodes", "Cost per hour", "How long pods waited"] {
+        assert!(page.contains(title), "{title}");
+    }
+    assert!(page.contains("all held") && page.contains("DisruptionTerminating"));
+}
+
+fn out_text(o: &Output) -> String {
+    out(o)
+}

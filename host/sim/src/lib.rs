@@ -3,6 +3,7 @@
 //!
 //! Deterministic: the same scenario gives the same timeline.
 
+pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod world;

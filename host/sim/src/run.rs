@@ -23,6 +23,8 @@ pub struct Report {
     /// USD spent over the run.
     pub total_cost: f64,
     pub pending_p50_seconds: Option<i64>,
+    /// How long each pod that got a node waited, seconds.
+    pub pending_seconds: Vec<i64>,
     pub pending_max_seconds: Option<i64>,
     pub final_cost_per_hour: f64,
     /// Spot prices come from a discount model, not data.
@@ -145,6 +147,7 @@ pub fn run(
         disruptions: w.disruptions,
         total_cost: w.cost,
         pending_p50_seconds: pending.get(pending.len() / 2).copied(),
+        pending_seconds: pending.clone(),
         pending_max_seconds: pending.last().copied(),
         final_cost_per_hour: w.cost_per_hour(),
         spot_prices_are_modelled: true,

@@ -101,6 +101,21 @@ pub struct Step {
     pub delete_nodepool: Option<String>,
     /// Make an instance type's offerings unavailable (insufficient capacity), optionally in one zone.
     pub exhaust: Option<Exhaust>,
+    /// Send a spot interruption warning to the oldest spot node(s) of a NodePool: the node is
+    /// drained at once and its instance reclaimed two minutes later.
+    pub interrupt_spot: Option<Interrupt>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Interrupt {
+    pub nodepool: String,
+    #[serde(default = "one")]
+    pub count: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]

@@ -57,6 +57,8 @@ struct SimNode {
     draining: Option<(i64, Option<i64>)>,
     last_pod_event: i64,
     hash: String,
+    /// The cloud takes the instance back at this time (spot interruption).
+    reclaim_at: Option<i64>,
 }
 
 #[derive(Clone, Debug)]
@@ -312,6 +314,40 @@ impl<'p> World<'p> {
             for i in 0..self.nodes.len() {
                 if &self.nodes[i].nodepool == np && self.nodes[i].draining.is_none() {
                     self.start_drain(i, "NodePool deleted");
+                }
+            }
+        }
+        if let Some(x) = &step.interrupt_spot {
+            let mut spot: Vec<usize> = (0..self.nodes.len())
+                .filter(|&i| {
+                    self.nodes[i].nodepool == x.nodepool
+                        && self.nodes[i].capacity_type == wk::CAPACITY_TYPE_SPOT
+                        && self.nodes[i].reclaim_at.is_none()
+                })
+                .collect();
+            spot.sort_by_key(|&i| (self.nodes[i].created, i));
+            if spot.is_empty() {
+                return Err(err(format!(
+                    "no spot node of NodePool {} to interrupt at {}",
+                    x.nodepool,
+                    duration_label(self.now)
+                )));
+            }
+            for i in spot.into_iter().take(x.count) {
+                let (it, zone) = (self.nodes[i].instance_type.clone(), self.nodes[i].zone.clone());
+                // Karpenter marks the offering unavailable and deletes the NodeClaim at once;
+                // the cloud takes the instance back after the two-minute warning.
+                self.exhausted.push((it.clone(), Some(zone.clone()), Some(wk::CAPACITY_TYPE_SPOT.into())));
+                self.mark_unavailable(&[it.clone()].into());
+                self.nodes[i].reclaim_at = Some(self.now + 120);
+                let name = self.nodes[i].name.clone();
+                self.event(
+                    "SpotInterrupted",
+                    format!("Node/{name}"),
+                    format!("spot interruption warning for {it} in {zone}: draining, reclaimed in 2m"),
+                );
+                if self.nodes[i].draining.is_none() {
+                    self.start_drain(i, "spot interruption");
                 }
             }
         }
@@ -632,6 +668,7 @@ impl<'p> World<'p> {
             draining: None,
             last_pod_event: self.now,
             hash: pool.hash.clone(),
+            reclaim_at: None,
         });
         self.nodeclaims_created += 1;
         let options = nc.instance_types.len();
@@ -685,6 +722,10 @@ impl<'p> World<'p> {
         let mut evict: BTreeSet<String> = BTreeSet::new();
         let mut done = Vec::new();
         for n in self.nodes.iter().filter(|n| n.draining.is_some()) {
+            if n.reclaim_at.is_some_and(|t| self.now >= t) {
+                done.push(n.name.clone());
+                continue;
+            }
             let plan = drain_order(&snap, &n.name, n.draining.and_then(|(_, d)| d));
             if plan.is_done() || (plan.tier >= 1 && plan.steps.iter().all(|(p, _)| snap.pods[*p].is_daemon())) {
                 done.push(n.name.clone());
