@@ -80,7 +80,13 @@ fn a_failed_expectation_fails_the_run() {
 #[test]
 fn the_report_is_one_html_page_with_its_plots() {
     let out = std::env::temp_dir().join(format!("tenon-report-{}.html", std::process::id()));
-    let o = tenon(&["simulate", "--quiet", "--report", out.to_str().unwrap(), "examples/scenarios/consolidate-replace.yaml"]);
+    let o = tenon(&[
+        "simulate",
+        "--quiet",
+        "--report",
+        out.to_str().unwrap(),
+        "examples/scenarios/consolidate-replace.yaml",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
     let page = std::fs::read_to_string(&out).unwrap();
     assert!(page.starts_with("<!doctype html>") && page.ends_with("</html>"));

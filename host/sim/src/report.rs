@@ -28,6 +28,18 @@ fn minutes(t: i64) -> f64 {
     t as f64 / 60.0
 }
 
+/// Points of a step line: a value holds until the next sample changes it.
+fn steps(samples: &[crate::world::Sample], f: impl Fn(&crate::world::Sample) -> f64) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(samples.len() * 2);
+    for (i, s) in samples.iter().enumerate() {
+        if i > 0 {
+            out.push((minutes(s.t), f(&samples[i - 1])));
+        }
+        out.push((minutes(s.t), f(s)));
+    }
+    out
+}
+
 fn pods_and_nodes(r: &Report) -> Plot {
     let mut svg = String::new();
     {
@@ -50,12 +62,9 @@ fn pods_and_nodes(r: &Report) -> Plot {
             ("nodes", BLUE, |s| s.nodes),
         ];
         for (label, color, f) in series {
-            c.draw_series(LineSeries::new(
-                r.samples.iter().map(|s| (minutes(s.t), f(s) as f64)),
-                color.stroke_width(2),
-            ))?
-            .label(label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            c.draw_series(LineSeries::new(steps(&r.samples, |s| f(s) as f64), color.stroke_width(2)))?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
         }
         c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
         root.present()?;
@@ -77,10 +86,7 @@ fn cost(r: &Report) -> Plot {
             .y_label_area_size(60)
             .build_cartesian_2d(0f64..end, 0f64..top)?;
         c.configure_mesh().x_desc("minutes").y_desc("$/h").draw()?;
-        c.draw_series(LineSeries::new(
-            r.samples.iter().map(|s| (minutes(s.t), s.cost_per_hour)),
-            BLUE.stroke_width(2),
-        ))?;
+        c.draw_series(LineSeries::new(steps(&r.samples, |s| s.cost_per_hour), BLUE.stroke_width(2)))?;
         root.present()?;
     }
     Ok(svg)
