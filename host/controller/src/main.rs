@@ -45,6 +45,13 @@ enum Command {
         /// Also write an HTML report with plots (pods and nodes, cost, pending time).
         #[arg(long, value_name = "FILE.html")]
         report: Option<PathBuf>,
+        /// Run twice, with policies A and B for every NodePool, and compare. Each side is
+        /// `default` or comma-separated policy references (`price-per-vcpu,my-budget@sha256:…`).
+        #[arg(long, num_args = 2, value_names = ["A", "B"])]
+        compare: Option<Vec<String>>,
+        /// The policy store (default: $TENON_POLICY_DIR, else policies/target/wasm32-wasip2/release).
+        #[arg(long)]
+        policy_dir: Option<PathBuf>,
     },
     /// Test, inspect, benchmark and scaffold WebAssembly policies.
     Policy {
@@ -65,9 +72,16 @@ fn main() -> ExitCode {
         Command::Crds => print_crds(),
         Command::Bench { what } => bench::run(what),
         Command::Policy { what } => policy_cmd::run(what),
-        Command::Simulate { scenario, json, quiet, report } => {
-            simulate::simulate(&scenario, json, quiet, report.as_deref())
-        }
+        Command::Simulate { scenario, json, quiet, report, compare, policy_dir } => simulate::simulate(
+            &scenario,
+            simulate::Options {
+                json,
+                quiet,
+                report: report.as_deref(),
+                compare: compare.map(|v| (v[0].clone(), v[1].clone())),
+                policy_dir,
+            },
+        ),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -100,3 +100,79 @@ fn the_report_is_one_html_page_with_its_plots() {
 fn out_text(o: &Output) -> String {
     out(o)
 }
+
+fn guests() -> PathBuf {
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo().join("target"), PathBuf::from).join("guests");
+    tenon_policy::testing::build_components(&repo().join("policies/Cargo.toml"), &target).unwrap();
+    tenon_policy::testing::build_components(&repo().join("host/policy/tests/guests/Cargo.toml"), &target).unwrap()
+}
+
+#[test]
+fn compare_runs_a_scenario_under_two_policy_sets() {
+    let dir = guests();
+    let dir = dir.to_str().unwrap();
+    // The Wasm default decides exactly as the native default.
+    let o = tenon(&[
+        "simulate",
+        "--json",
+        "--policy-dir",
+        dir,
+        "--compare",
+        "default",
+        "default-scoring",
+        "examples/scenarios/lab-general-rollout.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["a"]["report"]["totalCost"], v["b"]["report"]["totalCost"]);
+    // A scorer that ranks the most expensive first (configured through the NodePool's
+    // policy-config annotation) launches a pricier node for the same pods.
+    let tmp = std::env::temp_dir().join(format!("tenon-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let seeds = repo().join("examples/seeds/lab-general");
+    let mut np = std::fs::read_to_string(seeds.join("nodepool-lab-general.yaml")).unwrap();
+    np = np.replacen(
+        "  name: lab-general\n",
+        "  name: lab-general\n  annotations:\n    tenon.dev/policy-config: '{\"mode\": \"reverse\"}'\n",
+        1,
+    );
+    std::fs::write(tmp.join("nodepool.yaml"), np).unwrap();
+    std::fs::write(
+        tmp.join("scenario.yaml"),
+        format!(
+            "name: reversed\nmanifests: [{0}/ec2nodeclass-lab-general.yaml, nodepool.yaml, {0}/karpenter-positive.yaml]\nduration: 2m\ntimeline:\n  - at: 0s\n    scale: {{deployment: karpenter-lab/inflate, replicas: 8}}\nexpect:\n  - at: 90s\n    pendingPods: 0\n",
+            seeds.display()
+        ),
+    )
+    .unwrap();
+    let o = tenon(&[
+        "simulate",
+        "--json",
+        "--policy-dir",
+        dir,
+        "--compare",
+        "default",
+        "hostile-scorer",
+        tmp.join("scenario.yaml").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (a, b) = (
+        v["a"]["report"]["finalCostPerHour"].as_f64().unwrap(),
+        v["b"]["report"]["finalCostPerHour"].as_f64().unwrap(),
+    );
+    assert!(b > a, "reversed ranking should cost more: default ${a}/h, reversed ${b}/h");
+    // An unknown policy is a clear error, not a run with defaults.
+    let o = tenon(&[
+        "simulate",
+        "--policy-dir",
+        dir,
+        "--compare",
+        "default",
+        "no-such-policy",
+        "examples/scenarios/lab-general-rollout.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("no-such-policy"), "{}", out(&o));
+}

@@ -5,6 +5,7 @@
 
 pub mod adapters;
 pub mod bindings;
+pub mod cluster;
 pub mod engine;
 pub mod error;
 pub mod metrics;

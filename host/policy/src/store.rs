@@ -28,7 +28,9 @@ impl PolicyStore {
 
     /// Loads the policy a reference names, checking a pinned digest first.
     pub fn resolve(&self, r: &PolicyRef) -> Result<Arc<LoadedPolicy>, PolicyError> {
-        let path = self.dir.join(format!("{}.wasm", r.name));
+        // Cargo names the file after the crate with '-' as '_': accept either spelling.
+        let dashed = self.dir.join(format!("{}.wasm", r.name));
+        let path = if dashed.is_file() { dashed } else { self.dir.join(format!("{}.wasm", r.name.replace('-', "_"))) };
         if !path.is_file() {
             return Err(PolicyError::NotFound { name: r.name.clone(), path: path.display().to_string() });
         }
