@@ -62,6 +62,9 @@ pub fn decode_and_validate(doc: Value) -> Decoded {
     if kind.is_empty() {
         r.error(&root.field("kind"), "kind is required", "e.g. kind: NodePool");
     }
+    if api_version.is_empty() || kind.is_empty() {
+        return Decoded { object: None, kind, name, problems: r.into_problems() };
+    }
     if let Some((_, _, to)) = RETIRED.iter().find(|(v, k, _)| *v == api_version && *k == kind) {
         r.error(
             &root.field("apiVersion"),

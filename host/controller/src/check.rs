@@ -139,6 +139,14 @@ fn parse_documents(
         if value.is_null() {
             continue;
         }
+        // `tenon simulate` scenarios live beside manifests; they are not Kubernetes objects.
+        let scenario =
+            value.get("manifests").is_some() && value.get("duration").is_some() && value.get("kind").is_none();
+        if scenario {
+            writeln!(out, "{file}:{index}: skipped (a tenon simulate scenario; run it with `tenon simulate {file}`)")?;
+            tally.skipped += 1;
+            continue;
+        }
         match serde_json::to_value(&value) {
             Ok(json) => docs.push(Doc { file: file.to_string(), index, decoded: decode_and_validate(json) }),
             Err(e) => {

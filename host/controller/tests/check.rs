@@ -39,13 +39,33 @@ fn expected_path(file: &Path) -> String {
 
 #[test]
 fn seed_examples_are_valid() {
-    let o = tenon(&["check", "examples/"]);
+    let o = tenon(&["check", "examples/seeds/"]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(error_lines(&out).is_empty(), "{out}");
     assert!(out.contains("3 NodePool"), "all three seed NodePools were checked: {out}");
     assert!(out.contains("2 EC2NodeClass"), "{out}");
     assert!(out.contains("Pod/impossible-arch: skipped"), "other kinds are reported as skipped: {out}");
+    // Everything under examples/ is valid, and simulator scenarios are recognised as such.
+    let o = tenon(&["check", "examples/"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("lab-general-rollout.yaml:1: skipped (a tenon simulate scenario"), "{out}");
+}
+
+#[test]
+fn a_document_without_kind_is_an_error_not_skipped() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tenon"))
+        .args(["check", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"metadata: {name: x}\nspec: {}\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("kind: kind is required") && out.contains("apiVersion: apiVersion is required"), "{out}");
 }
 
 #[test]

@@ -112,6 +112,16 @@ impl Resources {
             && self.extended.iter().all(|(n, v)| *v <= 0 || *v <= capacity.get(n))
     }
 
+    /// Whether `self + more` fits in `capacity`, without building the sum (a hot check).
+    pub fn sum_fits_in(&self, more: &Resources, capacity: &Resources) -> bool {
+        self.cpu + more.cpu <= capacity.cpu
+            && self.memory + more.memory <= capacity.memory
+            && self.pods + more.pods <= capacity.pods
+            && (self.ephemeral_storage + more.ephemeral_storage == 0
+                || self.ephemeral_storage + more.ephemeral_storage <= capacity.ephemeral_storage)
+            && (more.extended.is_empty() && self.extended.is_empty() || self.plus(more).fits_in(capacity))
+    }
+
     /// The first resource that does not fit, for explanations.
     pub fn first_excess(&self, capacity: &Resources) -> Option<(String, i64, i64)> {
         let core =

@@ -138,6 +138,16 @@ pub struct World<'p> {
     command: Option<(Vec<String>, Vec<String>)>,
     next_disruption: i64,
     ordinal: u64,
+    /// Bumped on every change to pods or nodes: work whose inputs did not change is skipped.
+    generation: u64,
+    bind_seen: u64,
+    provision_seen: u64,
+    disruption_seen: u64,
+    /// The next time a node becomes consolidatable or expires: a round must run then.
+    disruption_timer: i64,
+    last_round: i64,
+    reconcile: bool,
+    counts: (u64, usize, usize),
     policies: &'p dyn PolicySet,
 }
 
@@ -191,6 +201,14 @@ impl<'p> World<'p> {
             command: None,
             next_disruption: scenario.settings.disruption_interval_seconds,
             ordinal: 0,
+            generation: 1,
+            bind_seen: 0,
+            provision_seen: 0,
+            disruption_seen: 0,
+            disruption_timer: 0,
+            last_round: 0,
+            reconcile: true,
+            counts: (0, 0, 0),
             policies,
         };
         w.apply(&scenario.documents)?;
@@ -296,6 +314,8 @@ impl<'p> World<'p> {
 
     /// Carries out one timeline step.
     pub fn step(&mut self, step: &Step, docs: &[serde_json::Value]) -> Result<(), SimError> {
+        self.generation += 1;
+        self.reconcile = true;
         if let Some(s) = &step.scale {
             let (ns, name) = s.deployment.split_once('/').unwrap_or(("default", &s.deployment));
             let d = self
@@ -461,11 +481,15 @@ impl<'p> World<'p> {
         }
         let cph = self.cost_per_hour();
         self.cost += cph / 3600.0;
-        let pending = self.pods.iter().filter(|p| p.pod.node_name.is_none()).count();
+        if self.counts.0 != self.generation {
+            let pending = self.pending();
+            self.counts = (self.generation, pending, self.pods.len() - pending);
+        }
+        let (_, pending, running) = self.counts;
         let sample = Sample {
             t: self.now,
             pending_pods: pending,
-            running_pods: self.pods.len() - pending,
+            running_pods: running,
             nodes: self.nodes.len(),
             cost_per_hour: cph,
         };
@@ -479,6 +503,10 @@ impl<'p> World<'p> {
     }
 
     fn reconcile_deployments(&mut self) {
+        if !std::mem::take(&mut self.reconcile) {
+            return;
+        }
+        self.generation += 1;
         for d in 0..self.deployments.len() {
             let have: Vec<usize> = (0..self.pods.len()).filter(|&i| self.pods[i].deployment == Some(d)).collect();
             let want = self.deployments[d].replicas as usize;
@@ -538,6 +566,7 @@ impl<'p> World<'p> {
             };
             n.phase = phase;
             n.next = next;
+            self.generation += 1;
             if phase == Phase::Ready {
                 n.last_pod_event = self.now;
                 ready.push(i);
@@ -560,11 +589,19 @@ impl<'p> World<'p> {
 
     /// kube-scheduler: binds pending pods to Ready nodes with room.
     fn bind(&mut self) {
+        if self.bind_seen == self.generation {
+            return;
+        }
+        self.bind_seen = self.generation;
         if !self.pods.iter().any(|p| p.pod.node_name.is_none()) || !self.nodes.iter().any(|n| n.phase == Phase::Ready) {
             return;
         }
         let snap = self.snapshot(true);
         let plan = tenon_core::schedule(&snap, &tenon_core::scorer::PriceScorer);
+        if !plan.nominations.is_empty() {
+            self.generation += 1;
+            self.bind_seen = self.generation;
+        }
         for nom in plan.nominations {
             let now = self.now;
             let p = &mut self.pods[nom.pod];
@@ -578,6 +615,12 @@ impl<'p> World<'p> {
 
     /// Karpenter's provisioner: batches pending pods, then plans NodeClaims for them.
     fn provision(&mut self, scorer: &dyn Scorer) {
+        let retry_due =
+            self.now - self.last_provision >= self.settings.batch_max_seconds && !self.seen_pending.is_empty();
+        if self.batch.is_none() && self.provision_seen == self.generation && !retry_due {
+            return;
+        }
+        self.provision_seen = self.generation;
         let pending: Vec<String> =
             self.pods.iter().filter(|p| p.pod.node_name.is_none() && !p.pod.is_daemon()).map(|p| p.pod.key()).collect();
         if pending.is_empty() {
@@ -671,6 +714,7 @@ impl<'p> World<'p> {
             reclaim_at: None,
         });
         self.nodeclaims_created += 1;
+        self.generation += 1;
         let options = nc.instance_types.len();
         self.event(
             "Created",
@@ -706,6 +750,7 @@ impl<'p> World<'p> {
     fn start_drain(&mut self, i: usize, why: &str) {
         let tgp =
             self.nodepools.iter().find(|p| p.name == self.nodes[i].nodepool).and_then(|p| p.termination_grace_period);
+        self.generation += 1;
         let n = &mut self.nodes[i];
         n.disrupted = true;
         n.draining = Some((self.now, tgp.map(|g| self.now + g)));
@@ -737,6 +782,11 @@ impl<'p> World<'p> {
                 }
             }
         }
+        if !evict.is_empty() || !done.is_empty() {
+            // Evicted pods of Deployments come back as new pending pods.
+            self.generation += 1;
+            self.reconcile = true;
+        }
         self.pods.retain(|p| !evict.contains(&p.pod.key()));
         for name in done {
             self.pods.retain(|p| p.pod.node_name.as_deref() != Some(name.as_str()));
@@ -762,6 +812,17 @@ impl<'p> World<'p> {
         if self.nodes.iter().any(|n| n.draining.is_some()) {
             return;
         }
+        // Same cluster, no timer passed: the decision would be the same as last time. A round
+        // still runs every five minutes (budget windows open and close on the clock).
+        if self.disruption_seen == self.generation
+            && self.now < self.disruption_timer
+            && self.now - self.last_round < 300
+        {
+            return;
+        }
+        self.disruption_seen = self.generation;
+        self.last_round = self.now;
+        self.disruption_timer = self.next_timer();
         let snap = self.snapshot(false);
         let decision = disrupt(&snap, self.policies);
         for b in &decision.blocked {
@@ -818,6 +879,20 @@ impl<'p> World<'p> {
             }
         }
         self.command = Some((names, launched));
+    }
+
+    /// The next time a node becomes consolidatable or expires.
+    fn next_timer(&self) -> i64 {
+        self.nodes
+            .iter()
+            .filter_map(|n| {
+                let pool = self.nodepools.iter().find(|p| p.name == n.nodepool)?;
+                let consolidatable = pool.disruption.consolidate_after.map(|a| n.last_pod_event + a);
+                let expires = pool.expire_after.map(|e| n.created + e);
+                [consolidatable, expires].into_iter().flatten().filter(|t| *t > self.now).min()
+            })
+            .min()
+            .unwrap_or(i64::MAX)
     }
 
     /// Live NodeClaims per NodePool.

@@ -364,8 +364,7 @@ impl<'a> Scheduler<'a> {
         if ps.hostname_limits.iter().any(|&(g, limit)| self.topo.bin_count(g, b) > limit) {
             return None;
         }
-        let requests = bin.requests.plus(&pod.requests);
-        if !requests.fits_in(&bin.cap_max) {
+        if !bin.requests.sum_fits_in(&pod.requests, &bin.cap_max) {
             return None;
         }
         match bin.place {
@@ -429,6 +428,7 @@ impl<'a> Scheduler<'a> {
             }
             topo_reqs.push(allowed);
         }
+        let requests = bin.requests.plus(&pod.requests);
         let mut reqs = bin.reqs.clone();
         reqs.add_all(&ps.reqs);
         for r in topo_reqs {
