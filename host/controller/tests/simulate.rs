@@ -78,6 +78,22 @@ fn a_failed_expectation_fails_the_run() {
 }
 
 #[test]
+fn a_pdb_bound_that_is_not_a_count_or_percentage_is_named() {
+    let dir = std::env::temp_dir().join(format!("tenon-sim-pdb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("pdb.yaml"),
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web, namespace: shop}\nspec:\n  maxUnavailable: half\n  selector: {matchLabels: {app: web}}\n",
+    )
+    .unwrap();
+    let scenario = dir.join("s.yaml");
+    std::fs::write(&scenario, "name: pdb\nmanifests: [pdb.yaml]\nduration: 1m\n").unwrap();
+    let o = tenon(&["simulate", scenario.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("PodDisruptionBudget shop/web: spec.maxUnavailable \"half\""), "{}", out(&o));
+}
+
+#[test]
 fn the_report_is_one_html_page_with_its_plots() {
     let out = std::env::temp_dir().join(format!("tenon-report-{}.html", std::process::id()));
     let o = tenon(&[

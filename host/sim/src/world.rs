@@ -6,6 +6,7 @@ use crate::scenario::{Scenario, Settings, Step};
 use k8s_openapi::api::apps::v1::Deployment as K8sDeployment;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget as K8sPdb;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -59,6 +60,8 @@ struct SimNode {
     hash: String,
     /// The cloud takes the instance back at this time (spot interruption).
     reclaim_at: Option<i64>,
+    /// What the last FailedDraining event said, so a stuck drain is reported once, not per tick.
+    drain_blocked: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -82,8 +85,42 @@ struct Pdb {
     namespace: String,
     name: String,
     selector: tenon_core::selector::LabelSelector,
-    min_available: Option<i32>,
-    max_unavailable: Option<i32>,
+    min_available: Option<PdbBound>,
+    max_unavailable: Option<PdbBound>,
+}
+
+/// A PDB's minAvailable/maxUnavailable: a count, or a percentage of the matching pods.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum PdbBound {
+    Count(i32),
+    Percent(i32),
+}
+
+impl PdbBound {
+    fn parse(v: &IntOrString, field: &str, object: &str) -> Result<Self, SimError> {
+        match v {
+            IntOrString::Int(i) => Ok(Self::Count(*i)),
+            IntOrString::String(s) => s
+                .strip_suffix('%')
+                .and_then(|n| n.trim().parse::<i32>().ok())
+                .filter(|n| (0..=100).contains(n))
+                .map(Self::Percent)
+                .ok_or_else(|| {
+                    err(format!(
+                        "PodDisruptionBudget {object}: spec.{field} {s:?} is neither an integer nor a percentage \
+                         such as \"50%\""
+                    ))
+                }),
+        }
+    }
+
+    /// Kubernetes' disruption controller rounds percentages up for both fields.
+    fn scaled(self, expected: i32) -> i32 {
+        match self {
+            Self::Count(n) => n,
+            Self::Percent(p) => (p * expected + 99) / 100,
+        }
+    }
 }
 
 /// Something that happened, as Kubernetes Events and Karpenter's logs would say it.
@@ -288,23 +325,28 @@ impl<'p> World<'p> {
                 }
                 "DaemonSet" => {
                     let d = serde_json::from_value(doc.clone()).map_err(|e| err(format!("DaemonSet {name}: {e}")))?;
-                    self.daemonsets.push(convert::daemonset(&d).map_err(err)?);
+                    let ds = convert::daemonset(&d).map_err(err)?;
+                    self.daemonsets.retain(|x| (&x.namespace, &x.name) != (&ds.namespace, &ds.name));
+                    self.daemonsets.push(ds);
                 }
                 "PodDisruptionBudget" => {
                     let p: K8sPdb = serde_json::from_value(doc.clone())
                         .map_err(|e| err(format!("PodDisruptionBudget {name}: {e}")))?;
                     let spec = p.spec.clone().unwrap_or_default();
-                    let int = |v: &Option<k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>| match v {
-                        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(i)) => Some(*i),
-                        _ => None,
+                    let namespace = p.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+                    let object = format!("{namespace}/{name}");
+                    let bound = |v: &Option<IntOrString>, field: &str| {
+                        v.as_ref().map(|v| PdbBound::parse(v, field, &object)).transpose()
                     };
-                    self.pdbs.push(Pdb {
-                        namespace: p.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
-                        name,
+                    let pdb = Pdb {
                         selector: convert::selector(spec.selector.as_ref()),
-                        min_available: int(&spec.min_available),
-                        max_unavailable: int(&spec.max_unavailable),
-                    });
+                        min_available: bound(&spec.min_available, "minAvailable")?,
+                        max_unavailable: bound(&spec.max_unavailable, "maxUnavailable")?,
+                        namespace,
+                        name,
+                    };
+                    self.pdbs.retain(|x| (&x.namespace, &x.name) != (&pdb.namespace, &pdb.name));
+                    self.pdbs.push(pdb);
                 }
                 _ => {}
             }
@@ -436,9 +478,10 @@ impl<'p> World<'p> {
                 let healthy =
                     matching.iter().filter(|p| p.pod.node_name.as_ref().is_some_and(|n| self.node_ready(n))).count()
                         as i32;
+                let expected = matching.len() as i32;
                 let allowed = match (b.min_available, b.max_unavailable) {
-                    (Some(min), _) => healthy - min,
-                    (None, Some(max)) => max - (matching.len() as i32 - healthy),
+                    (Some(min), _) => healthy - min.scaled(expected),
+                    (None, Some(max)) => max.scaled(expected) - (expected - healthy),
                     (None, None) => healthy,
                 };
                 PodDisruptionBudget {
@@ -712,6 +755,7 @@ impl<'p> World<'p> {
             last_pod_event: self.now,
             hash: pool.hash.clone(),
             reclaim_at: None,
+            drain_blocked: None,
         });
         self.nodeclaims_created += 1;
         self.generation += 1;
@@ -766,7 +810,8 @@ impl<'p> World<'p> {
         let snap = self.snapshot(false);
         let mut evict: BTreeSet<String> = BTreeSet::new();
         let mut done = Vec::new();
-        for n in self.nodes.iter().filter(|n| n.draining.is_some()) {
+        let mut blocked = Vec::new();
+        for (i, n) in self.nodes.iter().enumerate().filter(|(_, n)| n.draining.is_some()) {
             if n.reclaim_at.is_some_and(|t| self.now >= t) {
                 done.push(n.name.clone());
                 continue;
@@ -776,11 +821,30 @@ impl<'p> World<'p> {
                 done.push(n.name.clone());
                 continue;
             }
+            let waiting: Vec<&String> = plan
+                .steps
+                .iter()
+                .filter_map(|(_, a)| match a {
+                    DrainAction::Wait(why) => Some(why),
+                    _ => None,
+                })
+                .collect();
+            let message = waiting
+                .first()
+                .map(|why| format!("Failed to drain node, {} pods are waiting to be evicted: {why}", waiting.len()));
+            if message.is_some() && message != n.drain_blocked {
+                blocked.push((i, message));
+            }
             for (p, action) in plan.steps {
                 if matches!(action, DrainAction::Evict | DrainAction::Delete) {
                     evict.insert(snap.pods[p].key());
                 }
             }
+        }
+        for (i, message) in blocked {
+            let name = self.nodes[i].name.clone();
+            self.nodes[i].drain_blocked = message.clone();
+            self.event("FailedDraining", format!("Node/{name}"), message.unwrap_or_default());
         }
         if !evict.is_empty() || !done.is_empty() {
             // Evicted pods of Deployments come back as new pending pods.
