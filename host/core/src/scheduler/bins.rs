@@ -50,7 +50,8 @@ enum Place {
 struct Bin {
     place: Place,
     hostname: String,
-    reqs: Requirements,
+    /// Shared with the forks of this scheduler until a placement changes them.
+    reqs: Rc<Requirements>,
     requests: Resources,
     /// Largest allocatable among the bin's options (or the node's allocatable): a pod that
     /// does not fit here fits nowhere in the bin.
@@ -67,7 +68,8 @@ struct Bin {
 }
 
 struct Joined {
-    reqs: Requirements,
+    /// `None`: the bin's requirements are unchanged.
+    reqs: Option<Requirements>,
     requests: Resources,
     /// `None`: the options are unchanged.
     types: Option<Vec<u32>>,
@@ -310,7 +312,7 @@ impl<'a> Scheduler<'a> {
             self.bins.push(Bin {
                 place: Place::Node(n),
                 hostname,
-                reqs,
+                reqs: Rc::new(reqs),
                 requests,
                 cap_max: node.allocatable.clone(),
                 cap_min: node.allocatable.clone(),
@@ -335,7 +337,7 @@ impl<'a> Scheduler<'a> {
     pub(crate) fn forget(&mut self, p: usize, n: usize, owned_inverse: &[usize]) {
         let node = &self.snap.nodes[n];
         let reqs = match self.node_bin[n] {
-            Some(b) => self.bins[b].reqs.clone(),
+            Some(b) => (*self.bins[b].reqs).clone(),
             None => node.requirements.clone(),
         };
         let at = Placement { reqs: &reqs, taints: &node.taints, bin: self.node_bin[n] };
@@ -345,13 +347,6 @@ impl<'a> Scheduler<'a> {
     pub(crate) fn relax(&self, ps: &mut PodState) -> bool {
         let pod = &self.snap.pods[ps.idx];
         ps.relax(pod, &self.pool_taints, &self.topo, self.snap)
-    }
-
-    fn taints_of(&self, b: usize) -> &[Taint] {
-        match self.bins[b].place {
-            Place::Node(n) => &self.snap.nodes[n].taints,
-            Place::Claim(p) => &self.pools[p].tpl.taints,
-        }
     }
 
     /// Whether pod `p` fits bin `b`, cheapest checks first; the new state of the bin if so.
@@ -429,7 +424,24 @@ impl<'a> Scheduler<'a> {
             topo_reqs.push(allowed);
         }
         let requests = bin.requests.plus(&pod.requests);
-        let mut reqs = bin.reqs.clone();
+        // A running node's labels are single values the pod already overlaps: joining would
+        // only copy them (the hot path of consolidation's re-placement).
+        if bin.real
+            && topo_reqs.is_empty()
+            && ps
+                .reqs
+                .iter()
+                .all(|r| bin.reqs.get(&r.key).is_some_and(|h| h.operator() == Operator::In && h.values().len() == 1))
+        {
+            return Some(Joined {
+                reqs: None,
+                requests,
+                types: None,
+                cap_max: bin.cap_max.clone(),
+                cap_min: bin.cap_min.clone(),
+            });
+        }
+        let mut reqs = (*bin.reqs).clone();
         reqs.add_all(&ps.reqs);
         for r in topo_reqs {
             reqs.add(r);
@@ -438,9 +450,13 @@ impl<'a> Scheduler<'a> {
             return None;
         }
         match bin.place {
-            Place::Node(_) => {
-                Some(Joined { reqs, requests, types: None, cap_max: bin.cap_max.clone(), cap_min: bin.cap_min.clone() })
-            }
+            Place::Node(_) => Some(Joined {
+                reqs: Some(reqs),
+                requests,
+                types: None,
+                cap_max: bin.cap_max.clone(),
+                cap_min: bin.cap_min.clone(),
+            }),
             Place::Claim(pool) => {
                 let cat = &self.pools[pool].tpl.instance_types;
                 let candidates =
@@ -448,7 +464,7 @@ impl<'a> Scheduler<'a> {
                 let keys = changed_keys(&bin.reqs, &reqs, candidates);
                 if keys.is_empty() && requests.fits_in(&bin.cap_min) {
                     return Some(Joined {
-                        reqs,
+                        reqs: Some(reqs),
                         requests,
                         types: None,
                         cap_max: bin.cap_max.clone(),
@@ -472,7 +488,7 @@ impl<'a> Scheduler<'a> {
                 if types.is_empty() || (has_min_values(&reqs) && min_values_problem(&types, cat, &reqs).is_some()) {
                     return None;
                 }
-                Some(Joined { reqs, requests, types: Some(types), cap_max, cap_min })
+                Some(Joined { reqs: Some(reqs), requests, types: Some(types), cap_max, cap_min })
             }
         }
     }
@@ -482,7 +498,9 @@ impl<'a> Scheduler<'a> {
         let pod = &self.snap.pods[pod_idx];
         let bin = &mut self.bins[b];
         let before = bin.pods.len();
-        bin.reqs = j.reqs;
+        if let Some(reqs) = j.reqs {
+            bin.reqs = Rc::new(reqs);
+        }
         bin.requests = j.requests;
         bin.cap_max = j.cap_max;
         bin.cap_min = j.cap_min;
@@ -498,10 +516,14 @@ impl<'a> Scheduler<'a> {
         if let Place::Node(n) = bin.place {
             self.nominations.push((self.snap.nodes[n].name.clone(), pod_idx));
         }
-        let reqs = self.bins[b].reqs.clone();
-        let taints: Vec<Taint> = self.taints_of(b).to_vec();
-        let owned = ps.owned_inverse.clone();
-        self.topo.record(pod, &Placement { reqs: &reqs, taints: &taints, bin: Some(b) }, self.snap, &owned, 1);
+        let snap = self.snap;
+        let bin = &self.bins[b];
+        let taints = match bin.place {
+            Place::Node(n) => &snap.nodes[n].taints,
+            Place::Claim(p) => &self.pools[p].tpl.taints,
+        };
+        let at = Placement { reqs: &bin.reqs, taints, bin: Some(b) };
+        self.topo.record(&snap.pods[pod_idx], &at, snap, &ps.owned_inverse, 1);
     }
 
     pub(crate) fn try_place(&mut self, ps: &PodState) -> Result<(), String> {
@@ -561,7 +583,7 @@ impl<'a> Scheduler<'a> {
         self.bins.push(Bin {
             place: Place::Claim(pool),
             hostname,
-            reqs,
+            reqs: Rc::new(reqs),
             requests: pl.overhead.clone(),
             cap_max,
             cap_min,
@@ -603,7 +625,7 @@ impl<'a> Scheduler<'a> {
                 return format!("topology constraint on {key} cannot be satisfied");
             }
         }
-        let mut reqs = bin.reqs.clone();
+        let mut reqs = (*bin.reqs).clone();
         reqs.add_all(&ps.reqs);
         if let Some(r) = reqs.iter().find(|r| r.is_empty()) {
             return format!("requirements on {} cannot all be met", r.key);
@@ -685,7 +707,7 @@ impl<'a> Scheduler<'a> {
                 nodepool: pl.snap_idx,
                 nodepool_name: pl.tpl.name.clone(),
                 hostname: bin.hostname.clone(),
-                requirements: bin.reqs.clone(),
+                requirements: (*bin.reqs).clone(),
                 instance_types: ranked,
                 requests: bin.requests.clone(),
                 pods: bin.pods.clone(),
