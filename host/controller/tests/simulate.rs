@@ -16,6 +16,33 @@ fn out(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
+/// A fresh directory of this test run's own, holding `files` (name, text).
+fn scratch(name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tenon-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (file, text) in files {
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+    dir
+}
+
+/// The runbook's lab-general manifests with `nodepool` in place of its NodePool, inflate
+/// scaled to 8 at 0s, run for 2m with one expectation at 90s.
+fn lab_general_scenario(name: &str, nodepool: &str, expect: &str) -> String {
+    let seeds = repo().join("examples/seeds/lab-general");
+    format!(
+        "name: {name}\nmanifests: [{0}/ec2nodeclass-lab-general.yaml, {nodepool}, {0}/karpenter-positive.yaml]\nduration: 2m\ntimeline:\n  - at: 0s\n    scale: {{deployment: karpenter-lab/inflate, replicas: 8}}\nexpect:\n  - at: 90s\n    {expect}\n",
+        seeds.display()
+    )
+}
+
+/// Simulates `scenario`, asserting the exit code and a piece of what it printed.
+fn simulate_exits(scenario: &Path, code: i32, says: &str) {
+    let o = tenon(&["simulate", scenario.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(code), "{}", out(&o));
+    assert!(out(&o).contains(says), "{}", out(&o));
+}
+
 fn scenarios() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join("examples/scenarios"))
         .unwrap()
@@ -56,65 +83,49 @@ fn the_rollout_takes_the_runbooks_forty_to_sixty_seconds() {
 
 #[test]
 fn a_failed_expectation_fails_the_run() {
-    let dir = std::env::temp_dir().join(format!("tenon-sim-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let seeds = repo().join("examples/seeds/lab-general");
-    let scenario = dir.join("wrong.yaml");
-    std::fs::write(
-        &scenario,
-        format!(
-            "name: wrong\nmanifests: [{0}/ec2nodeclass-lab-general.yaml, {0}/nodepool-lab-general.yaml, {0}/karpenter-positive.yaml]\nduration: 2m\ntimeline:\n  - at: 0s\n    scale: {{deployment: karpenter-lab/inflate, replicas: 8}}\nexpect:\n  - at: 90s\n    pendingPods: 8\n",
-            seeds.display()
-        ),
-    )
-    .unwrap();
-    let o = tenon(&["simulate", scenario.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
-    assert!(out(&o).contains("FAILED at 00:01:30: expected 8 pending pods, found 0"), "{}", out(&o));
-    std::fs::write(&scenario, "name: broken\nmanifests: [nowhere.yaml]\nduration: 1m\n").unwrap();
-    let o = tenon(&["simulate", scenario.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
-    assert!(out(&o).contains("nowhere.yaml"), "{}", out(&o));
+    let nodepool = repo().join("examples/seeds/lab-general/nodepool-lab-general.yaml");
+    let wrong = lab_general_scenario("wrong", &nodepool.display().to_string(), "pendingPods: 8");
+    let dir = scratch(
+        "sim",
+        &[("wrong.yaml", &wrong), ("broken.yaml", "name: broken\nmanifests: [nowhere.yaml]\nduration: 1m\n")],
+    );
+    simulate_exits(&dir.join("wrong.yaml"), 1, "FAILED at 00:01:30: expected 8 pending pods, found 0");
+    simulate_exits(&dir.join("broken.yaml"), 2, "nowhere.yaml");
 }
 
 #[test]
 fn a_pdb_bound_that_is_not_a_count_or_percentage_is_named() {
-    let dir = std::env::temp_dir().join(format!("tenon-sim-pdb-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("pdb.yaml"),
-        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web, namespace: shop}\nspec:\n  maxUnavailable: half\n  selector: {matchLabels: {app: web}}\n",
-    )
-    .unwrap();
-    let scenario = dir.join("s.yaml");
-    std::fs::write(&scenario, "name: pdb\nmanifests: [pdb.yaml]\nduration: 1m\n").unwrap();
-    let o = tenon(&["simulate", scenario.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
-    assert!(out(&o).contains("PodDisruptionBudget shop/web: spec.maxUnavailable \"half\""), "{}", out(&o));
+    let dir = scratch(
+        "sim-pdb",
+        &[
+            (
+                "pdb.yaml",
+                "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web, namespace: shop}\nspec:\n  maxUnavailable: half\n  selector: {matchLabels: {app: web}}\n",
+            ),
+            ("s.yaml", "name: pdb\nmanifests: [pdb.yaml]\nduration: 1m\n"),
+        ],
+    );
+    simulate_exits(&dir.join("s.yaml"), 2, "PodDisruptionBudget shop/web: spec.maxUnavailable \"half\"");
 }
 
 #[test]
 fn the_report_is_one_html_page_with_its_plots() {
-    let out = std::env::temp_dir().join(format!("tenon-report-{}.html", std::process::id()));
+    let path = std::env::temp_dir().join(format!("tenon-report-{}.html", std::process::id()));
     let o = tenon(&[
         "simulate",
         "--quiet",
         "--report",
-        out.to_str().unwrap(),
+        path.to_str().unwrap(),
         "examples/scenarios/consolidate-replace.yaml",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
-    let page = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let page = std::fs::read_to_string(&path).unwrap();
     assert!(page.starts_with("<!doctype html>") && page.ends_with("</html>"));
     assert_eq!(page.matches("<svg").count(), 3, "pods/nodes, cost and waiting plots");
     for title in ["Pods and nodes", "Cost per hour", "How long pods waited"] {
         assert!(page.contains(title), "{title}");
     }
     assert!(page.contains("all held") && page.contains("DisruptionTerminating"));
-}
-
-fn out_text(o: &Output) -> String {
-    out(o)
 }
 
 fn guests() -> PathBuf {
@@ -144,24 +155,19 @@ fn compare_runs_a_scenario_under_two_policy_sets() {
     assert_eq!(v["a"]["report"]["totalCost"], v["b"]["report"]["totalCost"]);
     // A scorer that ranks the most expensive first (configured through the NodePool's
     // policy-config annotation) launches a pricier node for the same pods.
-    let tmp = std::env::temp_dir().join(format!("tenon-compare-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
-    let seeds = repo().join("examples/seeds/lab-general");
-    let mut np = std::fs::read_to_string(seeds.join("nodepool-lab-general.yaml")).unwrap();
-    np = np.replacen(
+    let np = std::fs::read_to_string(repo().join("examples/seeds/lab-general/nodepool-lab-general.yaml")).unwrap();
+    let np = np.replacen(
         "  name: lab-general\n",
         "  name: lab-general\n  annotations:\n    tenon.dev/policy-config: '{\"mode\": \"reverse\"}'\n",
         1,
     );
-    std::fs::write(tmp.join("nodepool.yaml"), np).unwrap();
-    std::fs::write(
-        tmp.join("scenario.yaml"),
-        format!(
-            "name: reversed\nmanifests: [{0}/ec2nodeclass-lab-general.yaml, nodepool.yaml, {0}/karpenter-positive.yaml]\nduration: 2m\ntimeline:\n  - at: 0s\n    scale: {{deployment: karpenter-lab/inflate, replicas: 8}}\nexpect:\n  - at: 90s\n    pendingPods: 0\n",
-            seeds.display()
-        ),
-    )
-    .unwrap();
+    let tmp = scratch(
+        "compare",
+        &[
+            ("nodepool.yaml", &np),
+            ("scenario.yaml", &lab_general_scenario("reversed", "nodepool.yaml", "pendingPods: 0")),
+        ],
+    );
     let o = tenon(&[
         "simulate",
         "--json",

@@ -180,6 +180,10 @@ pub struct World<'p> {
     bind_seen: u64,
     provision_seen: u64,
     disruption_seen: u64,
+    /// A drain that moved nothing at this generation stays stuck until something changes or
+    /// `drain_wake` (a reclaim, a terminationGracePeriod deadline, a do-not-disrupt expiry).
+    drain_seen: u64,
+    drain_wake: i64,
     /// The next time a node becomes consolidatable or expires: a round must run then.
     disruption_timer: i64,
     last_round: i64,
@@ -242,6 +246,8 @@ impl<'p> World<'p> {
             bind_seen: 0,
             provision_seen: 0,
             disruption_seen: 0,
+            drain_seen: 0,
+            drain_wake: 0,
             disruption_timer: 0,
             last_round: 0,
             reconcile: true,
@@ -804,19 +810,35 @@ impl<'p> World<'p> {
 
     /// Evicts pods of draining nodes in drain order; terminates nodes that are empty.
     fn drain(&mut self) {
-        if !self.nodes.iter().any(|n| n.draining.is_some()) {
+        if !self.nodes.iter().any(|n| n.draining.is_some())
+            || (self.drain_seen == self.generation && self.now < self.drain_wake)
+        {
             return;
         }
         let snap = self.snapshot(false);
         let mut evict: BTreeSet<String> = BTreeSet::new();
         let mut done = Vec::new();
         let mut blocked = Vec::new();
+        let mut wake = i64::MAX;
         for (i, n) in self.nodes.iter().enumerate().filter(|(_, n)| n.draining.is_some()) {
             if n.reclaim_at.is_some_and(|t| self.now >= t) {
                 done.push(n.name.clone());
                 continue;
             }
-            let plan = drain_order(&snap, &n.name, n.draining.and_then(|(_, d)| d));
+            let deadline = n.draining.and_then(|(_, d)| d);
+            let plan = drain_order(&snap, &n.name, deadline);
+            for p in plan.steps.iter().map(|(p, _)| *p).chain(plan.later.iter().copied()) {
+                let pod = &snap.pods[p];
+                if let Some(d) = deadline {
+                    wake = wake.min(d - pod.termination_grace_seconds);
+                }
+                if pod.annotations.contains_key(wk::ANNOTATION_DO_NOT_DISRUPT) {
+                    wake = self.now + 1;
+                }
+            }
+            if let Some(t) = n.reclaim_at {
+                wake = wake.min(t);
+            }
             if plan.is_done() || (plan.tier >= 1 && plan.steps.iter().all(|(p, _)| snap.pods[*p].is_daemon())) {
                 done.push(n.name.clone());
                 continue;
@@ -850,6 +872,9 @@ impl<'p> World<'p> {
             // Evicted pods of Deployments come back as new pending pods.
             self.generation += 1;
             self.reconcile = true;
+        } else {
+            self.drain_seen = self.generation;
+            self.drain_wake = wake;
         }
         self.pods.retain(|p| !evict.contains(&p.pod.key()));
         for name in done {
