@@ -7,7 +7,11 @@ use tenon_api::validation::Severity;
 use tenon_api::{EC2NodeClass, NodePool};
 
 fn seed(path: &str) -> serde_json::Value {
-    let text = std::fs::read_to_string(format!("{}/../../examples/seeds/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let text = std::fs::read_to_string(format!(
+        "{}/../../examples/seeds/{path}",
+        std::env::var("CARGO_MANIFEST_DIR").expect("run under cargo test")
+    ))
+    .unwrap();
     serde_yaml::from_str(&text).unwrap()
 }
 

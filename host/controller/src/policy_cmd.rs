@@ -240,7 +240,17 @@ fn time(iterations: usize, mut call: impl FnMut() -> anyhow::Result<()>) -> anyh
     Ok(samples)
 }
 
+/// The SDK of the tree this tenon was built from.
 const SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/sdk");
+
+/// Under `cargo run`/`cargo test` the tree's location comes from the environment: a build
+/// reused from a clone at another path must not point at that clone.
+fn default_sdk() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(|d| PathBuf::from(d).join("../../policies/sdk"))
+        .filter(|p| p.join("Cargo.toml").is_file())
+        .unwrap_or_else(|| PathBuf::from(SDK))
+}
 
 fn scaffold(name: &str, kind: Kind, dir: Option<PathBuf>, sdk: Option<PathBuf>) -> anyhow::Result<u8> {
     if name.is_empty()
@@ -255,7 +265,7 @@ fn scaffold(name: &str, kind: Kind, dir: Option<PathBuf>, sdk: Option<PathBuf>) 
     if dir.exists() {
         bail!("{} already exists", dir.display());
     }
-    let sdk = sdk.unwrap_or_else(|| PathBuf::from(SDK));
+    let sdk = sdk.unwrap_or_else(default_sdk);
     let sdk = sdk
         .canonicalize()
         .with_context(|| format!("tenon-policy-sdk not found at {} (pass --sdk PATH)", sdk.display()))?;

@@ -4,7 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("run under cargo test"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn tenon(args: &[&str]) -> Output {

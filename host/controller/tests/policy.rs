@@ -6,7 +6,10 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("run under cargo test"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn target() -> PathBuf {

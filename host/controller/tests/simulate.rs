@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("run under cargo test"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn tenon(args: &[&str]) -> Output {

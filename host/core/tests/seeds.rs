@@ -14,7 +14,11 @@ use tenon_core::scorer::PriceScorer;
 use tenon_core::{convert, schedule};
 
 fn seed(path: &str) -> String {
-    std::fs::read_to_string(format!("{}/../../examples/seeds/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    std::fs::read_to_string(format!(
+        "{}/../../examples/seeds/{path}",
+        std::env::var("CARGO_MANIFEST_DIR").expect("run under cargo test")
+    ))
+    .unwrap()
 }
 
 fn catalog() -> Arc<Vec<InstanceType>> {

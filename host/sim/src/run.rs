@@ -55,6 +55,13 @@ fn check(w: &World<'_>, e: &Expectation) -> Vec<String> {
             out.push(format!("at {at}: expected NodeClaims of {pool} in {c:?}, found {v}"));
         }
     }
+    let pods_by_pool = w.pods_by_pool();
+    for (pool, c) in &e.pods_by_nodepool {
+        let v = pods_by_pool.get(pool).copied().unwrap_or(0);
+        if !count_ok(c, v) {
+            out.push(format!("at {at}: expected pods on NodePool {pool} nodes in {c:?}, found {v}"));
+        }
+    }
     if let Some(c) = &e.nodeclaims_created
         && !count_ok(c, w.nodeclaims_created)
     {

@@ -146,6 +146,10 @@ pub struct Expectation {
     /// Live NodeClaims per NodePool.
     #[serde(default)]
     pub nodeclaims: BTreeMap<String, Count>,
+    /// Pods bound to the nodes of each NodePool, DaemonSet pods included.
+    #[serde(default)]
+    #[serde(rename = "podsByNodePool")]
+    pub pods_by_nodepool: BTreeMap<String, Count>,
     /// NodeClaims ever created, over all NodePools.
     pub nodeclaims_created: Option<Count>,
     /// Every live node's instance type has these labels (values listed are allowed).

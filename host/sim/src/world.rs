@@ -19,8 +19,9 @@ use tenon_core::disruption::{DisruptionPlan, PolicySet, disrupt};
 use tenon_core::instancetype::InstanceType;
 use tenon_core::model::{ClaimInfo, ClusterSnapshot, Node, NodePoolTemplate, Pod, PodDisruptionBudget};
 use tenon_core::plan::NewNodeClaim;
-use tenon_core::requirements::Requirement;
+use tenon_core::requirements::{Requirement, Requirements};
 use tenon_core::scorer::Scorer;
+use tenon_core::taints::{Effect, Taint, untolerated};
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -50,6 +51,14 @@ struct SimNode {
     phase: Phase,
     next: i64,
     labels: BTreeMap<String, String>,
+    /// The labels as requirements (built once: a node's labels do not change).
+    requirements: Requirements,
+    /// The NodePool's taints: what scheduling must tolerate once the node is initialized.
+    pool_taints: Vec<Taint>,
+    /// The NodePool's startup taints, removed by an agent on the node during initialization.
+    startup_taints: Vec<Taint>,
+    /// The Node object's taints now (empty before it registers).
+    taints: Vec<Taint>,
     allocatable: tenon_core::resources::Resources,
     capacity: tenon_core::resources::Resources,
     /// Tainted for disruption: no new pods.
@@ -152,6 +161,8 @@ pub struct World<'p> {
     not_ready: BTreeSet<String>,
     nodeclasses: BTreeSet<String>,
     nodes: Vec<SimNode>,
+    /// Indices of the nodes the current snapshot borrowed labels and requirements from.
+    lent_nodes: Vec<usize>,
     pods: Vec<SimPod>,
     deployments: Vec<Deployment>,
     daemonsets: Vec<tenon_core::model::DaemonSet>,
@@ -223,6 +234,7 @@ impl<'p> World<'p> {
             not_ready: BTreeSet::new(),
             nodeclasses: BTreeSet::new(),
             nodes: Vec::new(),
+            lent_nodes: Vec::new(),
             pods: Vec::new(),
             deployments: Vec::new(),
             daemonsets: Vec::new(),
@@ -439,17 +451,29 @@ impl<'p> World<'p> {
     }
 
     /// The snapshot the decision core sees now. `ready_only` is kube-scheduler's view.
-    fn snapshot(&self, ready_only: bool) -> ClusterSnapshot {
+    ///
+    /// The pods are lent, not copied (copying and freeing ~10,000 pods per decision was a
+    /// third of a day-long run): until `give_back`, the world's own pod objects are empty.
+    fn lend_snapshot(&mut self, ready_only: bool) -> ClusterSnapshot {
+        self.lent_nodes.clear();
+        let lent = &mut self.lent_nodes;
         let nodes = self
             .nodes
-            .iter()
-            .filter(|n| !ready_only || n.phase == Phase::Ready)
-            .map(|n| Node {
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, n)| !ready_only || n.phase == Phase::Ready)
+            .map(|(i, n)| {
+                lent.push(i);
+                (i, n)
+            })
+            .map(|(_, n)| Node {
                 name: n.name.clone(),
                 nodepool: Some(n.nodepool.clone()),
-                requirements: n.labels.iter().map(|(k, v)| Requirement::in_values(k, [v.clone()])).collect(),
-                labels: n.labels.clone(),
-                taints: vec![],
+                requirements: std::mem::take(&mut n.requirements),
+                labels: std::mem::take(&mut n.labels),
+                // Karpenter plans against a NodeClaim's taints without its startup taints and
+                // without karpenter.sh/unregistered; kube-scheduler sees only initialized nodes.
+                taints: n.pool_taints.clone(),
                 allocatable: n.allocatable.clone(),
                 capacity: n.capacity.clone(),
                 in_flight: n.phase != Phase::Ready,
@@ -506,10 +530,23 @@ impl<'p> World<'p> {
                 self.nodepools.iter().filter(|p| !self.not_ready.contains(&p.name)).cloned().collect()
             },
             nodes,
-            pods: self.pods.iter().map(|p| p.pod.clone()).collect(),
+            pods: self.pods.iter_mut().map(|p| std::mem::take(&mut p.pod)).collect(),
             daemonsets: self.daemonsets.clone(),
             pdbs,
             namespaces: BTreeMap::new(),
+        }
+    }
+
+    /// Returns what `lend_snapshot` lent; `snap.pods` is empty afterwards and its nodes have
+    /// no labels or requirements.
+    fn give_back(&mut self, snap: &mut ClusterSnapshot) {
+        debug_assert_eq!(snap.pods.len(), self.pods.len());
+        for (sp, pod) in self.pods.iter_mut().zip(snap.pods.drain(..)) {
+            sp.pod = pod;
+        }
+        for (&i, node) in self.lent_nodes.iter().zip(snap.nodes.iter_mut()) {
+            self.nodes[i].labels = std::mem::take(&mut node.labels);
+            self.nodes[i].requirements = std::mem::take(&mut node.requirements);
         }
     }
 
@@ -616,18 +653,54 @@ impl<'p> World<'p> {
             n.phase = phase;
             n.next = next;
             self.generation += 1;
-            if phase == Phase::Ready {
-                n.last_pod_event = self.now;
-                ready.push(i);
+            let mut msg = format!("{} in {} ({}, ${:.4}/h)", n.instance_type, n.zone, n.capacity_type, n.price);
+            match phase {
+                // The kubelet registers the Node with karpenter.sh/unregistered plus the
+                // NodePool's taints and startup taints; Karpenter's registration removes
+                // karpenter.sh/unregistered once it has synced labels and taints.
+                Phase::Initializing => {
+                    let joined: Vec<Taint> = std::iter::once(unregistered_taint())
+                        .chain(n.pool_taints.iter().chain(&n.startup_taints).cloned())
+                        .collect();
+                    msg.push_str(&format!(
+                        "; Node joined with taints [{}]; {} removed",
+                        taint_list(&joined),
+                        joined[0]
+                    ));
+                    n.taints = joined[1..].to_vec();
+                }
+                // The agent that owns each startup taint removes it; the node is Initialized
+                // when Ready with no startup taint left.
+                Phase::Ready => {
+                    if !n.startup_taints.is_empty() {
+                        msg.push_str(&format!("; startup taints [{}] removed", taint_list(&n.startup_taints)));
+                    }
+                    n.taints = n.pool_taints.clone();
+                    n.last_pod_event = self.now;
+                    ready.push(i);
+                }
+                _ => {}
             }
-            let (name, msg) =
-                (n.name.clone(), format!("{} in {} ({}, ${:.4}/h)", n.instance_type, n.zone, n.capacity_type, n.price));
+            let name = n.name.clone();
             self.event(reason, format!("NodeClaim/{name}"), msg);
         }
         for i in ready {
-            // DaemonSet pods start on every node they fit.
+            // DaemonSet pods start on every node whose taints they tolerate and whose labels
+            // their node selector and required affinity accept.
             let node = self.nodes[i].name.clone();
-            for ds in self.daemonsets.clone() {
+            let daemonsets: Vec<_> = self
+                .daemonsets
+                .iter()
+                .filter(|ds| {
+                    let n = &self.nodes[i];
+                    untolerated(&n.taints, &ds.pod.tolerations, false).is_none()
+                        && n.requirements.is_compatible(&ds.pod.node_selector)
+                        && (ds.pod.required_node_affinity.is_empty()
+                            || ds.pod.required_node_affinity.iter().any(|t| n.requirements.is_compatible(t)))
+                })
+                .cloned()
+                .collect();
+            for ds in daemonsets {
                 let mut pod = ds.pod.clone();
                 pod.name = format!("{}-{}", ds.name, node);
                 pod.node_name = Some(node.clone());
@@ -645,8 +718,9 @@ impl<'p> World<'p> {
         if !self.pods.iter().any(|p| p.pod.node_name.is_none()) || !self.nodes.iter().any(|n| n.phase == Phase::Ready) {
             return;
         }
-        let snap = self.snapshot(true);
+        let mut snap = self.lend_snapshot(true);
         let plan = tenon_core::schedule(&snap, &tenon_core::scorer::PriceScorer);
+        self.give_back(&mut snap);
         if !plan.nominations.is_empty() {
             self.generation += 1;
             self.bind_seen = self.generation;
@@ -693,13 +767,15 @@ impl<'p> World<'p> {
         }
         self.batch = None;
         self.last_provision = self.now;
-        let snap = self.snapshot(false);
+        let mut snap = self.lend_snapshot(false);
         let plan = tenon_core::schedule(&snap, scorer);
-        for u in &plan.unschedulable {
-            let key = snap.pods[u.pod].key();
-            if self.explained.get(&key) != Some(&u.reason) {
-                self.explained.insert(key.clone(), u.reason.clone());
-                self.event("FailedScheduling", format!("Pod/{key}"), u.reason.clone());
+        let unschedulable: Vec<(String, &String)> =
+            plan.unschedulable.iter().map(|u| (snap.pods[u.pod].key(), &u.reason)).collect();
+        self.give_back(&mut snap);
+        for (key, reason) in unschedulable {
+            if self.explained.get(&key) != Some(reason) {
+                self.explained.insert(key.clone(), reason.clone());
+                self.event("FailedScheduling", format!("Pod/{key}"), reason.clone());
             }
         }
         for nc in &plan.nodeclaims {
@@ -753,7 +829,11 @@ impl<'p> World<'p> {
             created: self.now,
             phase: Phase::Launching,
             next: self.now + self.settings.launch_seconds,
+            requirements: labels.iter().map(|(k, v)| Requirement::in_values(k, [v.clone()])).collect(),
             labels,
+            pool_taints: pool.taints.clone(),
+            startup_taints: pool.startup_taints.clone(),
+            taints: Vec::new(),
             allocatable: it.allocatable().clone(),
             capacity: it.capacity.clone(),
             disrupted: false,
@@ -815,7 +895,7 @@ impl<'p> World<'p> {
         {
             return;
         }
-        let snap = self.snapshot(false);
+        let mut snap = self.lend_snapshot(false);
         let mut evict: BTreeSet<String> = BTreeSet::new();
         let mut done = Vec::new();
         let mut blocked = Vec::new();
@@ -863,6 +943,7 @@ impl<'p> World<'p> {
                 }
             }
         }
+        self.give_back(&mut snap);
         for (i, message) in blocked {
             let name = self.nodes[i].name.clone();
             self.nodes[i].drain_blocked = message.clone();
@@ -912,8 +993,9 @@ impl<'p> World<'p> {
         self.disruption_seen = self.generation;
         self.last_round = self.now;
         self.disruption_timer = self.next_timer();
-        let snap = self.snapshot(false);
+        let mut snap = self.lend_snapshot(false);
         let decision = disrupt(&snap, self.policies);
+        self.give_back(&mut snap);
         for b in &decision.blocked {
             let name = snap.nodes[b.node].name.clone();
             if self.blocked.get(&name) != Some(&b.reason) {
@@ -1011,7 +1093,32 @@ impl<'p> World<'p> {
         self.nodes.iter().map(|n| (n.name.clone(), n.labels.clone())).collect()
     }
 
+    /// Pods bound to nodes of each NodePool (DaemonSet pods included).
+    pub fn pods_by_pool(&self) -> BTreeMap<String, usize> {
+        let pool: BTreeMap<&str, &str> = self.nodes.iter().map(|n| (n.name.as_str(), n.nodepool.as_str())).collect();
+        let mut m = BTreeMap::new();
+        for p in &self.pods {
+            if let Some(pool) = p.pod.node_name.as_deref().and_then(|n| pool.get(n)) {
+                *m.entry(pool.to_string()).or_insert(0) += 1;
+            }
+        }
+        m
+    }
+
+    /// Live nodes and their taints now.
+    pub fn node_taints(&self) -> Vec<(String, Vec<Taint>)> {
+        self.nodes.iter().map(|n| (n.name.clone(), n.taints.clone())).collect()
+    }
+
     pub fn describe_time(t: i64) -> String {
         duration_label(t)
     }
+}
+
+fn unregistered_taint() -> Taint {
+    Taint { key: wk::TAINT_UNREGISTERED.into(), value: String::new(), effect: Effect::NoExecute }
+}
+
+fn taint_list(taints: &[Taint]) -> String {
+    taints.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }

@@ -229,13 +229,14 @@ impl<'a> Scheduler<'a> {
             .filter(|(_, p)| movable(p))
             .map(|(i, p)| PodState::register(i, p, &mut topo))
             .collect();
-        // Anti-affinity of pods already running repels pods they select.
-        let existing_owners: Vec<(usize, Vec<usize>)> = snap
+        // Anti-affinity of pods already running repels pods they select (indexed by pod).
+        let existing_owners: Vec<Vec<usize>> = snap
             .pods
             .iter()
-            .enumerate()
-            .filter(|(_, p)| p.node_name.is_some())
-            .map(|(i, p)| (i, p.anti_affinity.iter().map(|t| topo.inverse_group(p, t)).collect()))
+            .map(|p| match p.node_name {
+                Some(_) => p.anti_affinity.iter().map(|t| topo.inverse_group(p, t)).collect(),
+                None => Vec::new(),
+            })
             .collect();
 
         let mut s = Scheduler {
@@ -257,7 +258,7 @@ impl<'a> Scheduler<'a> {
         (s, pods)
     }
 
-    fn add_existing_nodes(&mut self, owners: &[(usize, Vec<usize>)]) {
+    fn add_existing_nodes(&mut self, owners: &[Vec<usize>]) {
         let snap = self.snap;
         let mut by_node: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (i, p) in snap.pods.iter().enumerate() {
@@ -279,7 +280,7 @@ impl<'a> Scheduler<'a> {
             }
             let bin = (!node.unschedulable).then_some(self.bins.len());
             for &p in &bound {
-                let inverse = owners.iter().find(|(o, _)| *o == p).map(|(_, g)| g.as_slice()).unwrap_or(&[]);
+                let inverse = owners[p].as_slice();
                 self.topo.record(
                     &snap.pods[p],
                     &Placement { reqs: &reqs, taints: &node.taints, bin },
