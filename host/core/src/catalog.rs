@@ -127,7 +127,8 @@ pub fn aws(opts: &AwsCatalogOptions) -> Result<Vec<InstanceType>, CatalogError> 
     let mut out = Vec::new();
     for (name, info) in types.as_object().into_iter().flatten() {
         let (Some(price), Some(zs)) = (prices.get(name), zones.get(name.as_str())) else { continue };
-        if let Some(it) = aws_instance_type(name, info, *price, zs, opts) {
+        let model = |_: &str| Some(price * SPOT_PRICE_MODEL_FACTOR);
+        if let Some(it) = instance_type_from_info(name, info, *price, zs, &model, opts) {
             out.push(it);
         }
     }
@@ -143,11 +144,16 @@ pub fn kube_reserved_cpu_milli(vcpus: i64) -> i64 {
     band(0, 1000, 60) + band(1000, 2000, 10) + band(2000, 4000, 5) + (cores - 4000).max(0) * 25 / 10_000
 }
 
-fn aws_instance_type(
+/// One instance type from its `DescribeInstanceTypes` entry (`info`, in the API's JSON
+/// shape), its on-demand price, the zones offering it and a spot price per zone (`None`: no
+/// spot offering there). `None` when the type cannot run Kubernetes nodes (no x86_64/arm64,
+/// no usable usage class).
+pub fn instance_type_from_info(
     name: &str,
     info: &Value,
     price: f64,
     zones: &[&str],
+    spot_price: &dyn Fn(&str) -> Option<f64>,
     opts: &AwsCatalogOptions,
 ) -> Option<InstanceType> {
     let arch =
@@ -229,11 +235,14 @@ fn aws_instance_type(
                 available: true,
             });
         }
-        if opts.spot && classes.contains(&"spot") {
+        if opts.spot
+            && classes.contains(&"spot")
+            && let Some(spot) = spot_price(z)
+        {
             offerings.push(Offering {
                 zone: z.to_string(),
                 capacity_type: wk::CAPACITY_TYPE_SPOT.into(),
-                price: price * SPOT_PRICE_MODEL_FACTOR,
+                price: spot,
                 available: true,
             });
         }

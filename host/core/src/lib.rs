@@ -4,6 +4,7 @@
 //! of the snapshot, and the same snapshot always gives the same plan.
 
 pub mod catalog;
+pub mod cloud;
 pub mod convert;
 pub mod disruption;
 pub mod instancetype;

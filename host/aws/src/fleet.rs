@@ -1,0 +1,356 @@
+//! Launching a NodeClaim: one `instant` CreateFleet request whose overrides are the ranked
+//! offerings with priorities in *our* order (prioritized strategies), so a scoring policy's
+//! ranking is what EC2 honours.
+
+use crate::error::api;
+use crate::launch_template::{self, LaunchTemplateSpec};
+use crate::nodeclass::ami_serves;
+use crate::userdata::{self, NodeBootstrap};
+use crate::{AwsProvider, instances};
+use aws_sdk_ec2::types::{
+    DefaultTargetCapacityType, Filter, FleetLaunchTemplateConfigRequest, FleetLaunchTemplateOverridesRequest,
+    FleetLaunchTemplateSpecificationRequest, FleetOnDemandAllocationStrategy, FleetType, InstanceType,
+    OnDemandOptionsRequest, ResourceType, SpotAllocationStrategy, SpotOptionsRequest, Tag, TagSpecification,
+    TargetCapacitySpecificationRequest,
+};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use tenon_api::wellknown as wk;
+use tenon_core::cloud::{CloudError, Instance, LaunchOption, LaunchRequest, UnavailableOffering};
+
+/// Karpenter's cap on instance types per request (EC2 limits the overrides).
+pub const MAX_INSTANCE_TYPES: usize = 60;
+
+/// CreateFleet error codes meaning "no capacity for this offering now".
+const CAPACITY_ERRORS: &[&str] = &[
+    "InsufficientInstanceCapacity",
+    "MaxSpotInstanceCountExceeded",
+    "VcpuLimitExceeded",
+    "UnfulfillableCapacity",
+    "Unsupported",
+    "InsufficientFreeAddressesInSubnet",
+];
+
+fn not_ready(req: &LaunchRequest, message: impl Into<String>) -> CloudError {
+    CloudError::NodeClassNotReady {
+        nodeclass: req.nodeclass.metadata.name.clone().unwrap_or_default(),
+        message: message.into(),
+    }
+}
+
+/// An offering ready to become an override: the option, its subnet and its AMI.
+struct Placement<'a> {
+    option: &'a LaunchOption,
+    subnet: String,
+    ami: String,
+}
+
+pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Instance, CloudError> {
+    if let Some(existing) = p.find_by_nodeclaim(&req.nodeclaim).await? {
+        tracing::info!(nodeclaim = %req.nodeclaim, instance = %existing.id, "instance already launched; not launching another");
+        return Ok(existing);
+    }
+    let status = req
+        .nodeclass
+        .status
+        .as_ref()
+        .ok_or_else(|| not_ready(req, "its status is not resolved yet (subnets, security groups, AMIs)"))?;
+    if status.subnets.is_empty() {
+        return Err(not_ready(req, "no subnets resolved (condition SubnetsReady): check spec.subnetSelectorTerms"));
+    }
+    if status.security_groups.is_empty() {
+        return Err(not_ready(req, "no security groups resolved (condition SecurityGroupsReady)"));
+    }
+    if status.amis.is_empty() {
+        return Err(not_ready(req, "no AMIs resolved (condition AMIsReady): check spec.amiSelectorTerms"));
+    }
+    let Some(profile) = status.instance_profile.clone() else {
+        return Err(not_ready(
+            req,
+            "no instance profile (condition InstanceProfileReady): set spec.role or spec.instanceProfile",
+        ));
+    };
+    if req.options.is_empty() {
+        return Err(CloudError::InvalidRequest(format!("NodeClaim {} has no instance type options", req.nodeclaim)));
+    }
+    // Status lists subnets with the most free addresses first: the first per zone is used.
+    let mut subnet_by_zone: BTreeMap<&str, &str> = BTreeMap::new();
+    for s in &status.subnets {
+        subnet_by_zone.entry(s.zone.as_str()).or_insert(s.id.as_str());
+    }
+    let now = Instant::now();
+    let available: Vec<&LaunchOption> = req
+        .options
+        .iter()
+        .filter(|o| !p.unavailable.is_unavailable(&o.instance_type, &o.zone, &o.capacity_type, now))
+        .filter(|o| subnet_by_zone.contains_key(o.zone.as_str()))
+        .collect();
+    let Some(first) = available.first() else {
+        let cached = req
+            .options
+            .iter()
+            .filter(|o| p.unavailable.is_unavailable(&o.instance_type, &o.zone, &o.capacity_type, now))
+            .count();
+        if cached > 0 {
+            return Err(CloudError::InsufficientCapacity {
+                offerings: vec![],
+                message: format!("all {} option(s) recently failed for capacity (cached for 3m)", req.options.len()),
+            });
+        }
+        return Err(not_ready(req, "no resolved subnet is in any zone of the NodeClaim's options"));
+    };
+    // One capacity type per request: the best-ranked option's.
+    let capacity_type = first.capacity_type.clone();
+    let mut types_seen: Vec<&str> = Vec::new();
+    let mut placements: Vec<Placement> = Vec::new();
+    let mut no_ami: Vec<&str> = Vec::new();
+    for o in available.into_iter().filter(|o| o.capacity_type == capacity_type) {
+        if !types_seen.contains(&o.instance_type.as_str()) {
+            if types_seen.len() == MAX_INSTANCE_TYPES {
+                continue;
+            }
+            types_seen.push(&o.instance_type);
+        }
+        match status.amis.iter().find(|a| ami_serves(a, &o.labels)) {
+            Some(ami) => placements.push(Placement {
+                option: o,
+                subnet: subnet_by_zone[o.zone.as_str()].to_string(),
+                ami: ami.id.clone(),
+            }),
+            None => no_ami.push(&o.instance_type),
+        }
+    }
+    if placements.is_empty() {
+        no_ami.dedup();
+        return Err(not_ready(
+            req,
+            format!(
+                "no AMI in status.amis serves instance type(s) {} (architecture or GPU requirements)",
+                no_ami.join(", ")
+            ),
+        ));
+    }
+
+    let family = req.nodeclass.ami_family();
+    let mut node_labels = req.labels.clone();
+    node_labels.insert(wk::LABEL_NODEPOOL.into(), req.nodepool.clone());
+    let kubelet = req.nodeclass.spec.kubelet.clone().unwrap_or_default();
+    let bootstrap = NodeBootstrap {
+        labels: node_labels,
+        taints: req.taints.iter().chain(&req.startup_taints).cloned().collect(),
+        max_pods: kubelet.max_pods,
+        cluster_dns: kubelet.cluster_dns.clone(),
+    };
+    let user_data = userdata::render(&family, &p.settings.cluster, &bootstrap, req.nodeclass.spec.user_data.as_deref())
+        .map_err(|e| not_ready(req, e.to_string()))?;
+    let block_devices = launch_template::block_devices(&req.nodeclass, &family)?;
+    let ncname = req.nodeclass.metadata.name.clone().unwrap_or_default();
+    // The controller policy lets CreateLaunchTemplate through only with the cluster, EKS
+    // cluster-name and NodePool request tags, and DeleteLaunchTemplate only on templates
+    // that carry them.
+    let mut lt_tags = instance_tags(p, req);
+    lt_tags.remove(wk::TAG_NODECLAIM);
+    lt_tags.remove("Name");
+    lt_tags.insert(crate::TAG_CLUSTER.into(), p.settings.cluster.name.clone());
+    lt_tags.insert(crate::TAG_NODECLASS.into(), ncname.clone());
+    let mut templates: BTreeMap<String, String> = BTreeMap::new();
+    for ami in placements.iter().map(|pl| pl.ami.clone()) {
+        if templates.contains_key(&ami) {
+            continue;
+        }
+        let spec = LaunchTemplateSpec {
+            image_id: ami.clone(),
+            user_data: user_data.clone(),
+            security_group_ids: status.security_groups.iter().map(|g| g.id.clone()).collect(),
+            instance_profile: profile.clone(),
+            block_devices: block_devices.clone(),
+            metadata: launch_template::metadata(&req.nodeclass),
+            detailed_monitoring: req.nodeclass.spec.detailed_monitoring.unwrap_or(false),
+            associate_public_ip: req.nodeclass.spec.associate_public_ip_address,
+            tags: lt_tags.clone(),
+        };
+        templates.insert(ami, launch_template::ensure(&p.clients.ec2, &spec).await?);
+    }
+
+    let mut configs = Vec::new();
+    for (ami, lt) in &templates {
+        let mut cfg = FleetLaunchTemplateConfigRequest::builder().launch_template_specification(
+            FleetLaunchTemplateSpecificationRequest::builder().launch_template_name(lt).version("$Latest").build(),
+        );
+        for (rank, pl) in placements.iter().enumerate().filter(|(_, pl)| &pl.ami == ami) {
+            cfg = cfg.overrides(
+                FleetLaunchTemplateOverridesRequest::builder()
+                    .instance_type(InstanceType::from(pl.option.instance_type.as_str()))
+                    .subnet_id(&pl.subnet)
+                    .priority(rank as f64)
+                    .build(),
+            );
+        }
+        configs.push(cfg.build());
+    }
+    let tags = instance_tags(p, req);
+    let tag_spec = |rt: ResourceType| {
+        TagSpecification::builder()
+            .resource_type(rt)
+            .set_tags(Some(tags.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect()))
+            .build()
+    };
+    let spot = capacity_type == wk::CAPACITY_TYPE_SPOT;
+    let mut fleet = p
+        .clients
+        .ec2
+        .create_fleet()
+        .r#type(FleetType::Instant)
+        .set_launch_template_configs(Some(configs))
+        .target_capacity_specification(
+            TargetCapacitySpecificationRequest::builder()
+                .total_target_capacity(1)
+                .default_target_capacity_type(if spot {
+                    DefaultTargetCapacityType::Spot
+                } else {
+                    DefaultTargetCapacityType::OnDemand
+                })
+                .build(),
+        )
+        // The fleet is tagged too: the policy's request-tag condition covers fleet/*.
+        .tag_specifications(tag_spec(ResourceType::Fleet))
+        .tag_specifications(tag_spec(ResourceType::Instance))
+        .tag_specifications(tag_spec(ResourceType::Volume))
+        .client_token(client_token(&p.settings.cluster.name, req, &placements));
+    fleet = if spot {
+        fleet.spot_options(
+            SpotOptionsRequest::builder()
+                .allocation_strategy(SpotAllocationStrategy::CapacityOptimizedPrioritized)
+                .build(),
+        )
+    } else {
+        fleet.on_demand_options(
+            OnDemandOptionsRequest::builder().allocation_strategy(FleetOnDemandAllocationStrategy::Prioritized).build(),
+        )
+    };
+    let out = fleet.send().await.map_err(|e| api("CreateFleet", e))?;
+    let id = out.instances().iter().flat_map(|i| i.instance_ids()).next().cloned();
+    let Some(id) = id else {
+        return Err(fleet_failure(p, &capacity_type, &placements, out.errors()));
+    };
+    // A just-launched instance can take a moment to appear in DescribeInstances.
+    for attempt in 0..5 {
+        match instances::get(&p.clients.ec2, &id).await {
+            Ok(i) => return Ok(i),
+            Err(CloudError::NotFound(_)) if attempt < 4 => {
+                tokio::time::sleep(Duration::from_millis(200 << attempt)).await
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(CloudError::NotFound(id))
+}
+
+/// What CreateFleet's per-override errors mean: the offerings that failed for capacity, and
+/// the messages.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FleetFailure {
+    pub offerings: Vec<UnavailableOffering>,
+    /// At least one error was a capacity error.
+    pub capacity: bool,
+    pub message: String,
+}
+
+/// Reads CreateFleet's `Errors` (`zone_of` maps the overrides' subnets to zones).
+pub fn classify(
+    capacity_type: &str,
+    zone_of: &BTreeMap<String, String>,
+    errors: &[aws_sdk_ec2::types::CreateFleetError],
+) -> FleetFailure {
+    let mut offerings = Vec::new();
+    let mut messages = Vec::new();
+    let mut capacity = false;
+    for e in errors {
+        let code = e.error_code().unwrap_or("Unknown");
+        messages.push(format!("{code}: {}", e.error_message().unwrap_or("")));
+        if !CAPACITY_ERRORS.contains(&code) {
+            continue;
+        }
+        capacity = true;
+        let Some(ov) = e.launch_template_and_overrides().and_then(|l| l.overrides()) else { continue };
+        let (Some(t), Some(zone)) = (ov.instance_type(), ov.subnet_id().and_then(|s| zone_of.get(s))) else { continue };
+        offerings.push(UnavailableOffering {
+            instance_type: t.as_str().to_string(),
+            zone: zone.clone(),
+            capacity_type: capacity_type.to_string(),
+        });
+    }
+    messages.sort();
+    messages.dedup();
+    offerings.sort();
+    offerings.dedup();
+    let message =
+        if messages.is_empty() { "no instance launched and no error returned".into() } else { messages.join("; ") };
+    FleetFailure { offerings, capacity, message }
+}
+
+/// Caches the offerings that failed for capacity and says what went wrong.
+fn fleet_failure(
+    p: &AwsProvider,
+    capacity_type: &str,
+    placements: &[Placement],
+    errors: &[aws_sdk_ec2::types::CreateFleetError],
+) -> CloudError {
+    let zone_of: BTreeMap<String, String> =
+        placements.iter().map(|pl| (pl.subnet.clone(), pl.option.zone.clone())).collect();
+    let f = classify(capacity_type, &zone_of, errors);
+    let now = Instant::now();
+    for o in &f.offerings {
+        p.unavailable.mark(o.clone(), now);
+    }
+    if f.capacity {
+        return CloudError::InsufficientCapacity { offerings: f.offerings, message: f.message };
+    }
+    CloudError::Api { operation: "CreateFleet".into(), message: f.message }
+}
+
+/// The tags every instance (and its volumes) carries.
+pub(crate) fn instance_tags(p: &AwsProvider, req: &LaunchRequest) -> BTreeMap<String, String> {
+    let cluster = &p.settings.cluster.name;
+    let mut tags = req.nodeclass.spec.tags.clone();
+    for (k, v) in [
+        (format!("{}{cluster}", wk::TAG_CLUSTER_PREFIX), "owned".to_string()),
+        (wk::TAG_EKS_CLUSTER_NAME.to_string(), cluster.clone()),
+        (wk::LABEL_NODEPOOL.to_string(), req.nodepool.clone()),
+        (wk::TAG_NODECLAIM.to_string(), req.nodeclaim.clone()),
+        (crate::TAG_NODECLASS.to_string(), req.nodeclass.metadata.name.clone().unwrap_or_default()),
+        ("Name".to_string(), format!("{}/{}", req.nodepool, req.nodeclaim)),
+    ] {
+        tags.insert(k, v);
+    }
+    tags
+}
+
+/// The same request retried (same NodeClaim, same overrides) carries the same token, so EC2
+/// answers with the first attempt's result instead of launching again.
+fn client_token(cluster: &str, req: &LaunchRequest, placements: &[Placement]) -> String {
+    let mut h = Sha256::new();
+    h.update(cluster.as_bytes());
+    h.update(req.nodeclaim.as_bytes());
+    for pl in placements {
+        h.update(format!("|{}|{}|{}", pl.option.instance_type, pl.subnet, pl.ami).as_bytes());
+    }
+    h.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Live instances launched for `nodeclaim` in this cluster.
+pub(crate) async fn find_by_nodeclaim(
+    ec2: &aws_sdk_ec2::Client,
+    cluster: &str,
+    nodeclaim: &str,
+) -> Result<Option<Instance>, CloudError> {
+    let filters = vec![
+        Filter::builder().name(format!("tag:{}", wk::TAG_NODECLAIM)).values(nodeclaim).build(),
+        Filter::builder().name(format!("tag:{}{cluster}", wk::TAG_CLUSTER_PREFIX)).values("owned").build(),
+        Filter::builder().name("instance-state-name").values("pending").values("running").build(),
+    ];
+    let mut found = instances::describe(ec2, filters).await?;
+    found.sort_by(|a, b| a.launched_at.cmp(&b.launched_at).then(a.id.cmp(&b.id)));
+    Ok(found.into_iter().next())
+}

@@ -1,0 +1,178 @@
+//! Tenon's EC2 cloud provider: the instance catalog, EC2NodeClass resolution (subnets,
+//! security groups, AMIs, instance profiles), launch templates, CreateFleet launches,
+//! instance listing and termination, drift, and the SQS interruption queue.
+//!
+//! Every AWS operation this crate calls is listed in `docs/iam.md`; a test keeps the two in
+//! step.
+
+mod clients;
+mod conditions;
+mod error;
+
+pub mod catalog;
+pub mod fleet;
+pub mod instances;
+pub mod interruption;
+pub mod launch_template;
+pub mod nodeclass;
+pub mod profile;
+pub mod unavailable;
+pub mod userdata;
+
+pub use clients::{Clients, Connection};
+pub use nodeclass::Resolution;
+pub use userdata::ClusterInfo;
+
+use catalog::RawCatalog;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tenon_api::EC2NodeClass;
+use tenon_core::catalog::AwsCatalogOptions;
+use tenon_core::cloud::{CloudError, CloudProvider, Instance, LaunchRequest};
+use tenon_core::instancetype::InstanceType;
+use unavailable::UnavailableOfferings;
+
+/// Tag on launch templates: the cluster that owns them.
+pub const TAG_CLUSTER: &str = "karpenter.k8s.aws/cluster";
+/// Tag on instances and launch templates: the EC2NodeClass they were made for.
+pub const TAG_NODECLASS: &str = "karpenter.k8s.aws/ec2nodeclass";
+
+/// How long a fetched catalog (types, offerings, prices) is reused.
+pub const CATALOG_TTL: Duration = Duration::from_secs(15 * 60);
+
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub cluster: ClusterInfo,
+    pub region: String,
+    /// `MAJOR.MINOR` of the API server: AMI aliases resolve per Kubernetes version.
+    pub kubernetes_version: String,
+}
+
+pub struct AwsProvider {
+    pub clients: Clients,
+    pub settings: Settings,
+    pub unavailable: UnavailableOfferings,
+    catalog: tokio::sync::Mutex<Option<(Instant, Arc<RawCatalog>)>>,
+}
+
+impl AwsProvider {
+    pub async fn connect(conn: &Connection, settings: Settings) -> Self {
+        let clients = Clients::connect(conn).await;
+        AwsProvider::new(clients, settings)
+    }
+
+    pub fn new(clients: Clients, settings: Settings) -> Self {
+        AwsProvider {
+            clients,
+            settings,
+            unavailable: UnavailableOfferings::default(),
+            catalog: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The region's catalog, fetched at most every [`CATALOG_TTL`].
+    pub async fn catalog(&self) -> Result<Arc<RawCatalog>, CloudError> {
+        let mut slot = self.catalog.lock().await;
+        if let Some((at, c)) = slot.as_ref()
+            && at.elapsed() < CATALOG_TTL
+        {
+            return Ok(c.clone());
+        }
+        let c = Arc::new(catalog::fetch(&self.clients, &self.settings.region).await?);
+        *slot = Some((Instant::now(), c.clone()));
+        Ok(c)
+    }
+
+    /// Instance types a NodeClass can launch: offered in the zones of its resolved subnets,
+    /// with offerings that recently failed for capacity marked unavailable.
+    pub async fn instance_types(&self, nc: &EC2NodeClass) -> Result<Vec<InstanceType>, CloudError> {
+        let raw = self.catalog().await?;
+        let zones: Vec<String> =
+            nc.status.as_ref().map(|s| s.subnets.iter().map(|s| s.zone.clone()).collect()).unwrap_or_default();
+        if zones.is_empty() {
+            return Ok(Vec::new());
+        }
+        let opts = AwsCatalogOptions {
+            region: self.settings.region.clone(),
+            root_volume_bytes: root_volume_bytes(nc),
+            spot: true,
+        };
+        let mut types = raw.instance_types(&zones, &opts);
+        let now = Instant::now();
+        for t in &mut types {
+            for o in &mut t.offerings {
+                if self.unavailable.is_unavailable(&t.name, &o.zone, &o.capacity_type, now) {
+                    o.available = false;
+                }
+            }
+        }
+        Ok(types)
+    }
+
+    /// Resolves the NodeClass' selectors and its instance profile. The caller writes
+    /// `Resolution::status` back to the cluster.
+    pub async fn resolve(&self, nc: &EC2NodeClass) -> Result<Resolution, CloudError> {
+        let (subnets, subnet_check) = nodeclass::subnets(&self.clients.ec2, nc).await?;
+        let (security_groups, sg_check) = nodeclass::security_groups(&self.clients.ec2, nc).await?;
+        let (amis, ami_check) = nodeclass::amis(&self.clients, nc, &self.settings.kubernetes_version).await?;
+        let (instance_profile, profile_check) =
+            profile::ensure(&self.clients.iam, &self.settings.cluster.name, &self.settings.region, nc).await?;
+        Ok(Resolution {
+            subnets,
+            security_groups,
+            amis,
+            instance_profile,
+            checks: vec![subnet_check, sg_check, ami_check, profile_check],
+        })
+    }
+
+    /// Cleans up what Tenon created for a NodeClass being deleted: its managed instance
+    /// profile and its launch templates.
+    pub async fn finalize_nodeclass(&self, nc: &EC2NodeClass) -> Result<(), CloudError> {
+        let name = nc.metadata.name.clone().unwrap_or_default();
+        launch_template::delete_for(&self.clients.ec2, &self.settings.cluster.name, &name).await?;
+        profile::delete(&self.clients.iam, &self.settings.cluster.name, &self.settings.region, nc).await
+    }
+
+    pub(crate) async fn find_by_nodeclaim(&self, nodeclaim: &str) -> Result<Option<Instance>, CloudError> {
+        fleet::find_by_nodeclaim(&self.clients.ec2, &self.settings.cluster.name, nodeclaim).await
+    }
+
+    /// Instances by id in as few DescribeInstances calls as EC2 allows.
+    pub async fn get_many(&self, ids: &[String]) -> Result<std::collections::BTreeMap<String, Instance>, CloudError> {
+        instances::get_many(&self.clients.ec2, ids).await
+    }
+}
+
+/// The kubelet root volume's size: the mapping marked `rootVolume`, else the default.
+fn root_volume_bytes(nc: &EC2NodeClass) -> i64 {
+    nc.spec
+        .block_device_mappings
+        .iter()
+        .find(|m| m.root_volume)
+        .and_then(|m| m.ebs.as_ref()?.volume_size.as_ref())
+        .and_then(|q| tenon_api::quantity::parse_units(&q.0).ok())
+        .map_or(tenon_core::catalog::DEFAULT_ROOT_VOLUME_BYTES, |b| b as i64)
+}
+
+impl CloudProvider for AwsProvider {
+    async fn create(&self, req: &LaunchRequest) -> Result<Instance, CloudError> {
+        fleet::create(self, req).await
+    }
+
+    async fn delete(&self, ids: &[String]) -> Result<(), CloudError> {
+        instances::terminate(&self.clients.ec2, ids).await
+    }
+
+    async fn get(&self, id: &str) -> Result<Instance, CloudError> {
+        instances::get(&self.clients.ec2, id).await
+    }
+
+    async fn list(&self) -> Result<Vec<Instance>, CloudError> {
+        instances::list(&self.clients.ec2, &self.settings.cluster.name).await
+    }
+
+    fn is_drifted(&self, instance: &Instance, nodeclass: &EC2NodeClass) -> Option<String> {
+        instances::drift(instance, nodeclass)
+    }
+}

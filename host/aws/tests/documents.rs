@@ -1,0 +1,210 @@
+//! The parts moto cannot exercise, checked against documents of the shape AWS returns: the
+//! Price List API, CreateFleet's capacity errors, the EKS/Bottlerocket SSM alias layout; and
+//! the pure parts: EventBridge interruption messages, drift.
+
+mod support;
+
+use aws_sdk_ec2::types::{
+    CreateFleetError, FleetLaunchTemplateOverrides, InstanceType, LaunchTemplateAndOverridesResponse,
+};
+use std::collections::BTreeMap;
+use support::{event, interruption_messages};
+use tenon_aws::catalog::parse_price_document;
+use tenon_aws::fleet::classify;
+use tenon_aws::interruption::{InterruptionKind, parse};
+use tenon_aws::nodeclass::alias_paths;
+use tenon_core::cloud::{Instance, InstanceState, UnavailableOffering};
+
+/// One GetProducts `PriceList` entry as AWS documents it (trimmed to the fields read).
+const M5_LARGE: &str = r#"{
+  "product": {
+    "productFamily": "Compute Instance",
+    "attributes": {"instanceType": "m5.large", "regionCode": "us-east-1", "operatingSystem": "Linux",
+                   "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used"},
+    "sku": "2WTMTR9HDDT7AA73"
+  },
+  "serviceCode": "AmazonEC2",
+  "terms": {
+    "OnDemand": {
+      "2WTMTR9HDDT7AA73.JRTCKXETXF": {
+        "priceDimensions": {
+          "2WTMTR9HDDT7AA73.JRTCKXETXF.6YS6EN2CT7": {
+            "unit": "Hrs", "pricePerUnit": {"USD": "0.0960000000"},
+            "description": "$0.096 per On Demand Linux m5.large Instance Hour"
+          }
+        },
+        "sku": "2WTMTR9HDDT7AA73", "effectiveDate": "2025-11-01T00:00:00Z"
+      }
+    }
+  },
+  "version": "20251101000000", "publicationDate": "2025-11-01T00:00:00Z"
+}"#;
+
+#[test]
+fn price_list_documents_give_the_on_demand_price() {
+    assert_eq!(parse_price_document(M5_LARGE), Some(("m5.large".to_string(), 0.096)));
+    let free = M5_LARGE.replace("0.0960000000", "0.0000000000");
+    assert_eq!(parse_price_document(&free), None, "a zero price (reserved placeholder) is not a price");
+    assert_eq!(parse_price_document("{\"product\": {}}"), None);
+    assert_eq!(parse_price_document("not json"), None);
+}
+
+fn fleet_error(code: &str, t: &str, subnet: &str) -> CreateFleetError {
+    CreateFleetError::builder()
+        .error_code(code)
+        .error_message(format!(
+            "We currently do not have sufficient {t} capacity in the Availability Zone you requested"
+        ))
+        .launch_template_and_overrides(
+            LaunchTemplateAndOverridesResponse::builder()
+                .overrides(
+                    FleetLaunchTemplateOverrides::builder()
+                        .instance_type(InstanceType::from(t))
+                        .subnet_id(subnet)
+                        .build(),
+                )
+                .build(),
+        )
+        .build()
+}
+
+#[test]
+fn create_fleet_capacity_errors_name_the_offerings_to_avoid() {
+    let zones = BTreeMap::from([
+        ("subnet-a".to_string(), "us-east-1a".to_string()),
+        ("subnet-b".to_string(), "us-east-1b".to_string()),
+    ]);
+    let f = classify(
+        "spot",
+        &zones,
+        &[
+            fleet_error("InsufficientInstanceCapacity", "m6a.large", "subnet-b"),
+            fleet_error("InsufficientInstanceCapacity", "m6a.large", "subnet-b"),
+            fleet_error("MaxSpotInstanceCountExceeded", "c6a.large", "subnet-a"),
+        ],
+    );
+    assert!(f.capacity);
+    assert_eq!(
+        f.offerings,
+        [
+            UnavailableOffering {
+                instance_type: "c6a.large".into(),
+                zone: "us-east-1a".into(),
+                capacity_type: "spot".into()
+            },
+            UnavailableOffering {
+                instance_type: "m6a.large".into(),
+                zone: "us-east-1b".into(),
+                capacity_type: "spot".into()
+            },
+        ]
+    );
+    // Not a capacity problem: nothing is cached, the message is kept for the NodeClaim.
+    let f = classify("on-demand", &zones, &[fleet_error("InvalidParameterValue", "m6a.large", "subnet-a")]);
+    assert!(!f.capacity);
+    assert!(f.offerings.is_empty());
+    assert!(f.message.starts_with("InvalidParameterValue: "), "{}", f.message);
+    assert_eq!(classify("on-demand", &zones, &[]).message, "no instance launched and no error returned");
+}
+
+#[test]
+fn aliases_map_to_the_published_ssm_parameters() {
+    let paths = |f: &str, v: &str| alias_paths(f, v, "1.33").unwrap().into_iter().map(|p| p.path).collect::<Vec<_>>();
+    assert_eq!(
+        paths("al2023", "latest"),
+        [
+            "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/recommended/image_id",
+            "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/standard/recommended/image_id",
+            "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia/recommended/image_id",
+            "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/nvidia/recommended/image_id",
+        ]
+    );
+    assert_eq!(
+        paths("al2023", "v20251101")[0],
+        "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.33-v20251101/image_id"
+    );
+    assert_eq!(paths("bottlerocket", "v1.50.0")[1], "/aws/service/bottlerocket/aws-k8s-1.33/arm64/1.50.0/image_id");
+    assert_eq!(
+        paths("bottlerocket", "latest")[2],
+        "/aws/service/bottlerocket/aws-k8s-1.33-nvidia/x86_64/latest/image_id"
+    );
+    assert_eq!(
+        paths("al2", "v20251101")[1],
+        "/aws/service/eks/optimized-ami/1.33/amazon-linux-2-arm64/amazon-eks-arm64-node-1.33-v20251101/image_id"
+    );
+    let al2023 = alias_paths("al2023", "latest", "1.33").unwrap();
+    assert_eq!(al2023[1].requirements[0].values, ["arm64"]);
+    assert_eq!(al2023[2].requirements[1].operator, "Exists", "the nvidia variant serves GPU types only");
+    let err = alias_paths("windows2022", "latest", "1.33").unwrap_err();
+    assert!(err.contains("windows2022") && err.contains("al2023"), "{err}");
+}
+
+#[test]
+fn the_four_interruption_kinds_parse_and_others_are_refused() {
+    for (body, kind, ids) in interruption_messages() {
+        let e = parse(&body).unwrap();
+        assert_eq!(e.kind, kind);
+        assert_eq!(e.instance_ids, ids);
+        assert_eq!(e.time, "2026-11-30T10:00:00Z");
+        assert_eq!(e.is_actionable(), kind != InterruptionKind::RebalanceRecommendation);
+    }
+    let running = event(
+        "EC2 Instance State-change Notification",
+        "aws.ec2",
+        serde_json::json!({"instance-id": "i-1", "state": "running"}),
+    );
+    assert!(!parse(&running).unwrap().is_actionable(), "a start is not an interruption");
+    for bad in [
+        "not json".to_string(),
+        event("EC2 Spot Instance Interruption Warning", "aws.ec2", serde_json::json!({})),
+        event(
+            "AWS Health Event",
+            "aws.health",
+            serde_json::json!({"service": "RDS", "eventTypeCategory": "scheduledChange"}),
+        ),
+        event("Object Created", "aws.s3", serde_json::json!({})),
+    ] {
+        assert!(parse(&bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn drift_names_the_field_that_moved() {
+    let nc: tenon_api::EC2NodeClass = serde_yaml::from_str(
+        r#"
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: lab}
+spec:
+  role: r
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {a: b}}]
+  securityGroupSelectorTerms: [{tags: {a: b}}]
+status:
+  subnets: [{id: subnet-a, zone: us-east-1a}]
+  securityGroups: [{id: sg-1}, {id: sg-2}]
+  amis: [{id: ami-new, requirements: []}]
+"#,
+    )
+    .unwrap();
+    let instance = Instance {
+        id: "i-1".into(),
+        provider_id: "aws:///us-east-1a/i-1".into(),
+        instance_type: "m5.large".into(),
+        zone: "us-east-1a".into(),
+        capacity_type: "on-demand".into(),
+        image_id: "ami-new".into(),
+        subnet_id: "subnet-a".into(),
+        security_groups: vec!["sg-2".into(), "sg-1".into()],
+        state: InstanceState::Running,
+        launched_at: None,
+        tags: BTreeMap::new(),
+    };
+    assert_eq!(tenon_aws::instances::drift(&instance, &nc), None);
+    let old_ami = Instance { image_id: "ami-old".into(), ..instance.clone() };
+    assert!(tenon_aws::instances::drift(&old_ami, &nc).unwrap().starts_with("AMIDrift"));
+    let moved = Instance { subnet_id: "subnet-z".into(), ..instance.clone() };
+    assert!(tenon_aws::instances::drift(&moved, &nc).unwrap().starts_with("SubnetDrift"));
+    let fewer = Instance { security_groups: vec!["sg-1".into()], ..instance };
+    assert!(tenon_aws::instances::drift(&fewer, &nc).unwrap().starts_with("SecurityGroupDrift"));
+}

@@ -1,0 +1,572 @@
+//! The EC2 provider against moto, a real AWS API emulator: every call goes over HTTP through
+//! the SDK exactly as it would to AWS.
+
+mod support;
+
+use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
+use std::collections::BTreeMap;
+use support::Moto;
+use tenon_api::EC2NodeClass;
+use tenon_api::wellknown as wk;
+use tenon_aws::AwsProvider;
+use tenon_core::cloud::{CloudError, CloudProvider, LaunchOption, LaunchRequest, UnavailableOffering};
+use tenon_core::taints::{Effect, Taint};
+
+const DISCOVERY: &str = "karpenter.sh/discovery";
+
+/// What a cluster's account holds before Tenon runs: a VPC with two tagged private subnets
+/// and one untagged, a tagged node security group, two tagged AMIs and the node role.
+struct Lab {
+    subnets: Vec<(String, String)>,
+    untagged_subnet: String,
+    security_group: String,
+    ami_amd64: String,
+    ami_arm64: String,
+}
+
+fn tag(k: &str, v: &str) -> Tag {
+    Tag::builder().key(k).value(v).build()
+}
+
+async fn lab(p: &AwsProvider, cluster: &str) -> Lab {
+    let ec2 = &p.clients.ec2;
+    let vpc = ec2.create_vpc().cidr_block("10.20.0.0/16").send().await.unwrap();
+    let vpc = vpc.vpc().unwrap().vpc_id().unwrap().to_string();
+    let mut subnets = Vec::new();
+    let mut untagged_subnet = String::new();
+    for (i, zone) in ["us-east-1a", "us-east-1b", "us-east-1c"].iter().enumerate() {
+        let s = ec2
+            .create_subnet()
+            .vpc_id(&vpc)
+            .cidr_block(format!("10.20.{i}.0/24"))
+            .availability_zone(*zone)
+            .send()
+            .await
+            .unwrap();
+        let id = s.subnet().unwrap().subnet_id().unwrap().to_string();
+        if i < 2 {
+            ec2.create_tags().resources(&id).tags(tag(DISCOVERY, cluster)).send().await.unwrap();
+            subnets.push((id, zone.to_string()));
+        } else {
+            untagged_subnet = id;
+        }
+    }
+    let sg = ec2
+        .create_security_group()
+        .group_name(format!("{cluster}-nodes"))
+        .description("nodes")
+        .vpc_id(&vpc)
+        .tag_specifications(
+            TagSpecification::builder()
+                .resource_type(ResourceType::SecurityGroup)
+                .tags(tag(DISCOVERY, cluster))
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let security_group = sg.group_id().unwrap().to_string();
+    // moto's RegisterImage ignores the architecture; an image made from an instance of one
+    // of moto's own AL2023 AMIs keeps it.
+    let mut amis = Vec::new();
+    for (name, arch, base_type) in [("x86_64", "x86_64", "m5.large"), ("arm64", "arm64", "m6g.large")] {
+        let base = ec2
+            .describe_images()
+            .filters(Filter::builder().name("architecture").values(arch).build())
+            .filters(Filter::builder().name("name").values("al2023-ami-2023*").build())
+            .send()
+            .await
+            .unwrap();
+        let base = base.images()[0].image_id().unwrap().to_string();
+        let run = ec2
+            .run_instances()
+            .image_id(base)
+            .instance_type(aws_sdk_ec2::types::InstanceType::from(base_type))
+            .min_count(1)
+            .max_count(1)
+            .send()
+            .await
+            .unwrap();
+        let builder = run.instances()[0].instance_id().unwrap().to_string();
+        let img = ec2
+            .create_image()
+            .instance_id(&builder)
+            .name(format!("{cluster}-al2023-{name}-v20251101"))
+            .send()
+            .await
+            .unwrap();
+        let id = img.image_id().unwrap().to_string();
+        ec2.create_tags().resources(&id).tags(tag(DISCOVERY, cluster)).send().await.unwrap();
+        ec2.terminate_instances().instance_ids(builder).send().await.unwrap();
+        amis.push(id);
+    }
+    let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
+    for role in [format!("KarpenterNodeRole-{cluster}"), format!("OtherRole-{cluster}")] {
+        p.clients.iam.create_role().role_name(role).assume_role_policy_document(trust).send().await.unwrap();
+    }
+    Lab { subnets, untagged_subnet, security_group, ami_amd64: amis[0].clone(), ami_arm64: amis[1].clone() }
+}
+
+/// A NodeClass manifest, checked as `tenon check` would: test fixtures are valid Karpenter.
+fn nodeclass(yaml: &str) -> EC2NodeClass {
+    let value: serde_json::Value = serde_yaml::from_str(yaml).unwrap();
+    let problems = tenon_api::validation::validate_ec2nodeclass(&serde_json::from_value(value.clone()).unwrap());
+    assert!(problems.iter().all(|p| p.severity != tenon_api::validation::Severity::Error), "{problems:?}");
+    serde_json::from_value(value).unwrap()
+}
+
+fn lab_nodeclass(cluster: &str) -> EC2NodeClass {
+    nodeclass(&format!(
+        r#"
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: lab-general
+spec:
+  role: KarpenterNodeRole-{cluster}
+  amiFamily: AL2023
+  amiSelectorTerms:
+    - tags:
+        {DISCOVERY}: {cluster}
+  subnetSelectorTerms:
+    - tags:
+        {DISCOVERY}: {cluster}
+  securityGroupSelectorTerms:
+    - tags:
+        {DISCOVERY}: {cluster}
+  tags:
+    team: platform
+"#
+    ))
+}
+
+/// The NodeClass with its status resolved, as the NodeClass controller would write it.
+async fn resolved(p: &AwsProvider, mut nc: EC2NodeClass) -> EC2NodeClass {
+    let r = p.resolve(&nc).await.unwrap();
+    let now = serde_json::from_value(serde_json::json!("2026-11-30T00:00:00Z")).unwrap();
+    nc.status = Some(r.status(None, Some(1), &now));
+    nc
+}
+
+fn option(t: &str, zone: &str, arch: &str) -> LaunchOption {
+    LaunchOption {
+        instance_type: t.into(),
+        zone: zone.into(),
+        capacity_type: wk::CAPACITY_TYPE_ON_DEMAND.into(),
+        price: 0.1,
+        labels: BTreeMap::from([(wk::LABEL_ARCH.to_string(), arch.to_string())]),
+    }
+}
+
+fn request(nodeclaim: &str, nc: &EC2NodeClass, options: Vec<LaunchOption>) -> LaunchRequest {
+    LaunchRequest {
+        nodeclaim: nodeclaim.into(),
+        nodepool: "lab-general".into(),
+        nodeclass: nc.clone(),
+        options,
+        labels: BTreeMap::from([("capacity.example.io/pool".to_string(), "lab-general".to_string())]),
+        taints: vec![Taint { key: "dedicated".into(), value: "batch".into(), effect: Effect::NoSchedule }],
+        startup_taints: vec![],
+    }
+}
+
+fn condition<'a>(nc: &'a EC2NodeClass, t: &str) -> &'a tenon_api::common::Condition {
+    nc.status.as_ref().unwrap().conditions.iter().find(|c| c.type_ == t).unwrap()
+}
+
+#[tokio::test]
+async fn catalog_comes_from_describe_calls_with_the_bundled_price_fallback() {
+    let moto = Moto::start();
+    let p = moto.provider("cat").await;
+    let raw = p.catalog().await.unwrap();
+    assert!(raw.types.len() > 100, "{} types from DescribeInstanceTypes", raw.types.len());
+    assert!(
+        raw.zones.get("m5.large").is_some_and(|z| z.contains(&"us-east-1a".to_string())),
+        "{:?}",
+        raw.zones.get("m5.large")
+    );
+    // moto has no Price List API: the bundled us-east-1 table prices the catalog.
+    assert_eq!(raw.on_demand_source, "bundled-us-east-1");
+    let lab = lab(&p, "cat").await;
+    let nc = resolved(&p, lab_nodeclass("cat")).await;
+    let types = p.instance_types(&nc).await.unwrap();
+    let m5 = types.iter().find(|t| t.name == "m5.large").expect("m5.large offered");
+    let zones: Vec<&str> = m5.offerings.iter().map(|o| o.zone.as_str()).collect();
+    assert!(zones.iter().all(|z| lab.subnets.iter().any(|(_, sz)| sz == z)), "only the subnets' zones: {zones:?}");
+    assert!(!zones.contains(&"us-east-1c"), "us-east-1c has no selected subnet");
+    assert_eq!(m5.label(wk::LABEL_INSTANCE_FAMILY), Some("m5"));
+    assert_eq!(m5.label(wk::LABEL_ARCH), Some("amd64"));
+    assert_eq!(m5.capacity.pods, 3 * (10 - 1) + 2, "max pods from 3 ENIs × 10 IPv4 addresses");
+    let od = m5.offerings.iter().find(|o| o.capacity_type == "on-demand").unwrap();
+    assert!((od.price - 0.096).abs() < 1e-9, "bundled on-demand price, got {}", od.price);
+    // Spot prices are DescribeSpotPriceHistory's, per zone (moto reports $0.00001).
+    let spot_1a = raw
+        .spot
+        .get(&("m5.large".to_string(), "us-east-1a".to_string()))
+        .copied()
+        .expect("a spot price for m5.large in us-east-1a");
+    let spot = m5.offerings.iter().find(|o| o.capacity_type == "spot" && o.zone == "us-east-1a").unwrap();
+    assert_eq!(spot.price, spot_1a);
+
+    // An offering that just failed for capacity is offered as unavailable for a while.
+    p.unavailable.mark(
+        UnavailableOffering {
+            instance_type: "m5.large".into(),
+            zone: "us-east-1a".into(),
+            capacity_type: "on-demand".into(),
+        },
+        std::time::Instant::now(),
+    );
+    let types = p.instance_types(&nc).await.unwrap();
+    let m5 = types.iter().find(|t| t.name == "m5.large").unwrap();
+    for o in &m5.offerings {
+        assert_eq!(o.available, !(o.zone == "us-east-1a" && o.capacity_type == "on-demand"), "{o:?}");
+    }
+}
+
+#[tokio::test]
+async fn selectors_resolve_subnets_security_groups_and_amis() {
+    let moto = Moto::start();
+    let p = moto.provider("sel").await;
+    let lab = lab(&p, "sel").await;
+    let nc = resolved(&p, lab_nodeclass("sel")).await;
+    let st = nc.status.as_ref().unwrap();
+    let mut subnets: Vec<&str> = st.subnets.iter().map(|s| s.id.as_str()).collect();
+    subnets.sort();
+    let mut want: Vec<&str> = lab.subnets.iter().map(|(id, _)| id.as_str()).collect();
+    want.sort();
+    assert_eq!(subnets, want, "the untagged subnet {} is not selected", lab.untagged_subnet);
+    assert_eq!(st.security_groups.iter().map(|g| g.id.as_str()).collect::<Vec<_>>(), [lab.security_group.as_str()]);
+    let amis: BTreeMap<&str, &str> =
+        st.amis.iter().map(|a| (a.id.as_str(), a.requirements[0].values[0].as_str())).collect();
+    assert_eq!(amis.get(lab.ami_amd64.as_str()), Some(&"amd64"));
+    assert_eq!(amis.get(lab.ami_arm64.as_str()), Some(&"arm64"));
+    for t in ["SubnetsReady", "SecurityGroupsReady", "AMIsReady", "InstanceProfileReady", "Ready"] {
+        assert_eq!(condition(&nc, t).status, "True", "{t}: {:?}", condition(&nc, t));
+    }
+
+    // By id, by name.
+    let by_id = nodeclass(&format!(
+        "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {{name: by-id}}\nspec:\n  role: KarpenterNodeRole-sel\n  amiFamily: AL2023\n  amiSelectorTerms: [{{name: sel-al2023-arm64-v20251101}}]\n  subnetSelectorTerms: [{{id: {}}}]\n  securityGroupSelectorTerms: [{{name: sel-nodes}}]\n",
+        lab.untagged_subnet
+    ));
+    let nc = resolved(&p, by_id).await;
+    let st = nc.status.as_ref().unwrap();
+    assert_eq!(st.subnets.len(), 1);
+    assert_eq!(st.subnets[0].id, lab.untagged_subnet);
+    assert_eq!(st.subnets[0].zone, "us-east-1c");
+    assert_eq!(st.security_groups[0].id, lab.security_group);
+    assert_eq!(st.amis.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(), [lab.ami_arm64.as_str()]);
+
+    // The seed's first pitfall: subnets not tagged for discovery. The condition says which
+    // field selected nothing and what to do.
+    let untagged = nodeclass(
+        "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: untagged}\nspec:\n  role: KarpenterNodeRole-sel\n  amiFamily: AL2023\n  amiSelectorTerms: [{tags: {karpenter.sh/discovery: sel}}]\n  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nobody}}]\n  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: sel}}]\n",
+    );
+    let nc = resolved(&p, untagged).await;
+    let c = condition(&nc, "SubnetsReady");
+    assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "SubnetsNotFound"));
+    assert!(
+        c.message.contains("spec.subnetSelectorTerms") && c.message.contains("karpenter.sh/discovery=nobody"),
+        "{}",
+        c.message
+    );
+    let ready = condition(&nc, "Ready");
+    assert_eq!(ready.status, "False");
+    assert!(ready.message.starts_with("SubnetsReady: no subnet matches"), "{}", ready.message);
+    // Launching from it is refused with the same pointer, and nothing is launched.
+    let err =
+        p.create(&request("nc-untagged", &nc, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap_err();
+    assert!(
+        matches!(&err, CloudError::NodeClassNotReady { message, .. } if message.contains("spec.subnetSelectorTerms")),
+        "{err}"
+    );
+    assert!(p.list().await.unwrap().is_empty());
+
+    // An alias resolves through the EKS SSM parameters, which moto does not serve: the
+    // condition lists the parameters it looked for.
+    let alias = nodeclass(
+        "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: alias}\nspec:\n  role: KarpenterNodeRole-sel\n  amiSelectorTerms: [{alias: al2023@latest}]\n  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: sel}}]\n  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: sel}}]\n",
+    );
+    let nc = resolved(&p, alias).await;
+    let c = condition(&nc, "AMIsReady");
+    assert_eq!(c.status, "False");
+    assert!(
+        c.message
+            .contains("/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/recommended/image_id"),
+        "{}",
+        c.message
+    );
+}
+
+#[tokio::test]
+async fn managed_instance_profile_lifecycle() {
+    let moto = Moto::start();
+    let p = moto.provider("prof").await;
+    lab(&p, "prof").await;
+    let nc = resolved(&p, lab_nodeclass("prof")).await;
+    let name = nc.status.as_ref().unwrap().instance_profile.clone().unwrap();
+    assert_eq!(name, tenon_aws::profile::managed_name("prof", "us-east-1", "lab-general"));
+    let iam = &p.clients.iam;
+    let got = iam.get_instance_profile().instance_profile_name(&name).send().await.unwrap();
+    let prof = got.instance_profile().unwrap();
+    assert_eq!(prof.roles().iter().map(|r| r.role_name()).collect::<Vec<_>>(), ["KarpenterNodeRole-prof"]);
+    let tags: BTreeMap<&str, &str> = prof.tags().iter().map(|t| (t.key(), t.value())).collect();
+    assert_eq!(tags.get("kubernetes.io/cluster/prof"), Some(&"owned"));
+    assert_eq!(tags.get("karpenter.k8s.aws/ec2nodeclass"), Some(&"lab-general"));
+
+    // Reconciling again reuses it; a new role replaces the old one on the same profile.
+    let again = resolved(&p, lab_nodeclass("prof")).await;
+    assert_eq!(again.status.as_ref().unwrap().instance_profile.as_deref(), Some(name.as_str()));
+    let mut swapped = lab_nodeclass("prof");
+    swapped.spec.role = Some("OtherRole-prof".into());
+    resolved(&p, swapped.clone()).await;
+    let got = iam.get_instance_profile().instance_profile_name(&name).send().await.unwrap();
+    assert_eq!(
+        got.instance_profile().unwrap().roles().iter().map(|r| r.role_name()).collect::<Vec<_>>(),
+        ["OtherRole-prof"]
+    );
+
+    // A role that does not exist is a condition, not a crash.
+    let mut missing = lab_nodeclass("prof");
+    missing.metadata.name = Some("missing-role".into());
+    missing.spec.role = Some("NoSuchRole".into());
+    let nc = resolved(&p, missing).await;
+    let c = condition(&nc, "InstanceProfileReady");
+    assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "RoleNotFound"), "{c:?}");
+
+    // A user-managed profile is only checked.
+    let mut unmanaged = lab_nodeclass("prof");
+    unmanaged.spec.role = None;
+    unmanaged.spec.instance_profile = Some("does-not-exist".into());
+    let nc = resolved(&p, unmanaged.clone()).await;
+    assert_eq!(condition(&nc, "InstanceProfileReady").reason, "InstanceProfileNotFound");
+    p.finalize_nodeclass(&unmanaged).await.unwrap();
+
+    // Deleting the NodeClass deletes its managed profile; twice is fine.
+    p.finalize_nodeclass(&swapped).await.unwrap();
+    let gone = iam.get_instance_profile().instance_profile_name(&name).send().await;
+    assert!(gone.is_err(), "profile {name} should be deleted");
+    p.finalize_nodeclass(&swapped).await.unwrap();
+}
+
+#[tokio::test]
+async fn create_fleet_launches_the_top_ranked_option_with_tags_and_reuses_templates() {
+    let moto = Moto::start();
+    let p = moto.provider("fleet").await;
+    let lab = lab(&p, "fleet").await;
+    let nc = resolved(&p, lab_nodeclass("fleet")).await;
+    let req = request(
+        "lab-general-abcde",
+        &nc,
+        vec![option("m6a.large", "us-east-1b", "amd64"), option("m5.large", "us-east-1a", "amd64")],
+    );
+    let i = p.create(&req).await.unwrap();
+    assert_eq!(i.instance_type, "m6a.large", "the first ranked override");
+    assert_eq!(i.subnet_id, lab.subnets[1].0, "the subnet of the option's zone");
+    assert_eq!(i.image_id, lab.ami_amd64, "the AMI whose requirements the type meets");
+    assert_eq!(i.provider_id, format!("aws:///{}/{}", i.zone, i.id));
+    assert_eq!(i.capacity_type, "on-demand");
+    for (k, v) in [
+        ("karpenter.sh/nodepool", "lab-general"),
+        ("karpenter.sh/nodeclaim", "lab-general-abcde"),
+        ("kubernetes.io/cluster/fleet", "owned"),
+        ("eks:eks-cluster-name", "fleet"),
+        ("karpenter.k8s.aws/ec2nodeclass", "lab-general"),
+        ("Name", "lab-general/lab-general-abcde"),
+        ("team", "platform"),
+    ] {
+        assert_eq!(i.tags.get(k).map(String::as_str), Some(v), "tag {k}: {:?}", i.tags);
+    }
+    let templates = p.clients.ec2.describe_launch_templates().send().await.unwrap();
+    let names: Vec<&str> = templates.launch_templates().iter().filter_map(|t| t.launch_template_name()).collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(names[0].starts_with("tenon/"));
+    // The template carries the AMI, the profile and the bootstrap user data.
+    let version =
+        p.clients.ec2.describe_launch_template_versions().launch_template_name(names[0]).send().await.unwrap();
+    let data = version.launch_template_versions()[0].launch_template_data().unwrap();
+    assert_eq!(data.image_id(), Some(lab.ami_amd64.as_str()));
+    assert_eq!(
+        data.iam_instance_profile().and_then(|i| i.name()),
+        nc.status.as_ref().unwrap().instance_profile.as_deref()
+    );
+    use base64::Engine;
+    let ud = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(data.user_data().unwrap()).unwrap())
+        .unwrap();
+    assert!(ud.contains("kind: NodeConfig") && ud.contains("name: \"fleet\""), "{ud}");
+    assert!(ud.contains("--register-with-taints=dedicated=batch:NoSchedule"), "{ud}");
+
+    // Another NodeClaim with the same configuration reuses the template; an arm64 option
+    // needs the arm64 AMI, hence a second template.
+    p.create(&request("lab-general-fghij", &nc, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap();
+    let count = p.clients.ec2.describe_launch_templates().send().await.unwrap().launch_templates().len();
+    assert_eq!(count, 1);
+    let arm =
+        p.create(&request("lab-general-arm", &nc, vec![option("m6g.large", "us-east-1a", "arm64")])).await.unwrap();
+    assert_eq!(arm.image_id, lab.ami_arm64);
+    let count = p.clients.ec2.describe_launch_templates().send().await.unwrap().launch_templates().len();
+    assert_eq!(count, 2);
+
+    // Options that recently failed for capacity are skipped: EC2 sees the next one first.
+    p.unavailable.mark(
+        UnavailableOffering {
+            instance_type: "m6a.large".into(),
+            zone: "us-east-1b".into(),
+            capacity_type: "on-demand".into(),
+        },
+        std::time::Instant::now(),
+    );
+    let next = p
+        .create(&request(
+            "lab-general-ice",
+            &nc,
+            vec![option("m6a.large", "us-east-1b", "amd64"), option("m5.xlarge", "us-east-1a", "amd64")],
+        ))
+        .await
+        .unwrap();
+    assert_eq!(next.instance_type, "m5.xlarge");
+    let all_cached =
+        p.create(&request("lab-general-ice2", &nc, vec![option("m6a.large", "us-east-1b", "amd64")])).await;
+    assert!(matches!(all_cached, Err(CloudError::InsufficientCapacity { .. })), "{all_cached:?}");
+}
+
+#[tokio::test]
+async fn a_retried_create_never_launches_a_second_instance() {
+    let moto = Moto::start();
+    let p = moto.provider("idem").await;
+    lab(&p, "idem").await;
+    let nc = resolved(&p, lab_nodeclass("idem")).await;
+    let req = request("lab-general-retry", &nc, vec![option("m5.large", "us-east-1a", "amd64")]);
+    let first = p.create(&req).await.unwrap();
+    let second = p.create(&req).await.unwrap();
+    assert_eq!(first.id, second.id);
+    let owned: Vec<_> =
+        p.list().await.unwrap().into_iter().filter(|i| i.nodeclaim() == Some("lab-general-retry")).collect();
+    assert_eq!(owned.len(), 1, "{owned:?}");
+}
+
+#[tokio::test]
+async fn list_finds_the_clusters_instances_and_delete_terminates_them() {
+    let moto = Moto::start();
+    let p = moto.provider("gc").await;
+    lab(&p, "gc").await;
+    let nc = resolved(&p, lab_nodeclass("gc")).await;
+    let a = p.create(&request("gc-a", &nc, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap();
+    let b = p.create(&request("gc-b", &nc, vec![option("m5.large", "us-east-1b", "amd64")])).await.unwrap();
+    // Not ours: launched outside Tenon, and another cluster's.
+    let ami = p.clients.ec2.describe_images().owners("self").send().await.unwrap().images()[0]
+        .image_id()
+        .unwrap()
+        .to_string();
+    p.clients.ec2.run_instances().image_id(&ami).min_count(1).max_count(1).send().await.unwrap();
+    let other = moto.provider("other-cluster").await;
+    other.create(&request("other-a", &nc, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap();
+
+    let mut listed: Vec<String> = p.list().await.unwrap().into_iter().map(|i| i.id).collect();
+    listed.sort();
+    let mut want = vec![a.id.clone(), b.id.clone()];
+    want.sort();
+    assert_eq!(listed, want);
+    assert_eq!(p.get(&a.id).await.unwrap().nodeclaim(), Some("gc-a"));
+
+    p.delete(&[a.id.clone(), "i-0123456789abcdef0".into()]).await.expect("unknown ids are not an error");
+    assert!(matches!(p.get(&a.id).await, Err(CloudError::NotFound(_))));
+    assert_eq!(p.list().await.unwrap().into_iter().map(|i| i.id).collect::<Vec<_>>(), [b.id.as_str()]);
+    p.delete(std::slice::from_ref(&a.id)).await.expect("terminating twice is fine");
+    let many = p.get_many(&[a.id.clone(), b.id.clone()]).await.unwrap();
+    assert_eq!(many.len(), 2, "one DescribeInstances for both");
+}
+
+#[tokio::test]
+async fn launch_templates_of_a_deleted_nodeclass_are_removed() {
+    let moto = Moto::start();
+    let p = moto.provider("lt").await;
+    lab(&p, "lt").await;
+    let nc = resolved(&p, lab_nodeclass("lt")).await;
+    p.create(&request("lt-a", &nc, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap();
+    assert_eq!(p.clients.ec2.describe_launch_templates().send().await.unwrap().launch_templates().len(), 1);
+    p.finalize_nodeclass(&nc).await.unwrap();
+    assert_eq!(p.clients.ec2.describe_launch_templates().send().await.unwrap().launch_templates().len(), 0);
+}
+
+#[tokio::test]
+async fn interruption_queue_round_trip() {
+    use tenon_aws::interruption::InterruptionQueue;
+    let moto = Moto::start();
+    let p = moto.provider("sqs").await;
+    let sqs = &p.clients.sqs;
+    let url = sqs.create_queue().queue_name("sqs").send().await.unwrap().queue_url().unwrap().to_string();
+    let messages = support::interruption_messages();
+    for (body, _, _) in &messages {
+        sqs.send_message().queue_url(&url).message_body(body).send().await.unwrap();
+    }
+    for bad in ["{\"detail-type\": \"Object Created\", \"source\": \"aws.s3\"}", "garbage"] {
+        sqs.send_message().queue_url(&url).message_body(bad).send().await.unwrap();
+    }
+    // By name, as the Helm chart configures it.
+    let mut q = InterruptionQueue::new(sqs.clone(), "sqs").await.unwrap();
+    q.wait_seconds = 1;
+    let mut got = Vec::new();
+    for _ in 0..10 {
+        let batch = q.receive().await.unwrap();
+        for r in &batch {
+            q.ack(r).await.unwrap();
+        }
+        got.extend(batch);
+        if got.len() == messages.len() && q.malformed.load(std::sync::atomic::Ordering::Relaxed) == 2 {
+            break;
+        }
+    }
+    let mut kinds: Vec<String> = got.iter().map(|r| format!("{:?} {:?}", r.event.kind, r.event.instance_ids)).collect();
+    kinds.sort();
+    let mut want: Vec<String> = messages.iter().map(|(_, k, ids)| format!("{k:?} {ids:?}")).collect();
+    want.sort();
+    assert_eq!(kinds, want);
+    assert_eq!(q.malformed.load(std::sync::atomic::Ordering::Relaxed), 2, "both malformed messages counted");
+    // Handled and malformed messages are all deleted: nothing comes back.
+    let attrs = sqs
+        .get_queue_attributes()
+        .queue_url(&url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+        .send()
+        .await
+        .unwrap();
+    for (k, v) in attrs.attributes().unwrap() {
+        assert_eq!(v, "0", "{k:?}");
+    }
+}
+
+#[tokio::test]
+async fn throttled_calls_are_retried_with_backoff() {
+    let moto = Moto::start();
+    // Two throttles, then moto: the SDK's standard retry (5 attempts here) gets through.
+    let proxy = support::throttle(&moto, 2).await;
+    let mut conn = moto.connection();
+    conn.endpoint_url = Some(proxy.url.clone());
+    conn.max_attempts = 5;
+    let p = AwsProvider::connect(&conn, moto.provider("thr").await.settings.clone()).await;
+    let started = std::time::Instant::now();
+    assert!(p.list().await.unwrap().is_empty());
+    assert_eq!(
+        proxy.seen.load(std::sync::atomic::Ordering::SeqCst),
+        3,
+        "two throttled attempts and one that reached moto"
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_millis(50), "retries back off: {:?}", started.elapsed());
+
+    // More throttles than attempts: a typed error naming the operation and EC2's code.
+    let proxy = support::throttle(&moto, 10).await;
+    conn.endpoint_url = Some(proxy.url.clone());
+    conn.max_attempts = 2;
+    let p = AwsProvider::connect(&conn, p.settings.clone()).await;
+    match p.list().await {
+        Err(CloudError::Api { operation, message }) => {
+            assert_eq!(operation, "DescribeInstances");
+            assert!(message.contains("RequestLimitExceeded"), "{message}");
+        }
+        other => panic!("expected a throttling error, got {other:?}"),
+    }
+    assert_eq!(proxy.seen.load(std::sync::atomic::Ordering::SeqCst), 2);
+}

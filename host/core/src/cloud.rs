@@ -1,0 +1,132 @@
+//! The cloud boundary: what the controller asks of a cloud provider, and what it gets back.
+//!
+//! Implementations live outside the core (`tenon-aws` for EC2). The trait is async because
+//! every real implementation is; the core itself never calls it, so it needs no runtime.
+
+use crate::taints::Taint;
+use std::collections::BTreeMap;
+use std::future::Future;
+use tenon_api::EC2NodeClass;
+use thiserror::Error;
+
+/// One way to satisfy a NodeClaim: an instance type in a zone at a capacity type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchOption {
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: String,
+    /// USD per hour, as the catalog priced it.
+    pub price: f64,
+    /// The instance type's well-known labels (architecture, GPU count…): they decide which
+    /// of the NodeClass' AMIs it boots.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A NodeClaim to launch.
+#[derive(Clone, Debug)]
+pub struct LaunchRequest {
+    pub nodeclaim: String,
+    pub nodepool: String,
+    /// The EC2NodeClass with its resolved status (subnets, security groups, AMIs, profile).
+    pub nodeclass: EC2NodeClass,
+    /// Best first: the order the NodePool's scoring policy ranked the offerings in. The
+    /// provider must let the cloud honour this order, not re-rank by its own criteria.
+    pub options: Vec<LaunchOption>,
+    /// Labels and taints the node registers with (the NodePool template's).
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub startup_taints: Vec<Taint>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstanceState {
+    Pending,
+    Running,
+    ShuttingDown,
+    Stopping,
+    Stopped,
+    Terminated,
+}
+
+impl InstanceState {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => Self::Pending,
+            "running" => Self::Running,
+            "shutting-down" => Self::ShuttingDown,
+            "stopping" => Self::Stopping,
+            "stopped" => Self::Stopped,
+            "terminated" => Self::Terminated,
+            _ => return None,
+        })
+    }
+
+    /// Still costs money and may still become (or be) a node.
+    pub fn is_live(self) -> bool {
+        !matches!(self, Self::ShuttingDown | Self::Terminated)
+    }
+}
+
+/// A cloud instance as the provider sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instance {
+    pub id: String,
+    /// `aws:///<zone>/<id>`: the Node's `spec.providerID`.
+    pub provider_id: String,
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: String,
+    pub image_id: String,
+    pub subnet_id: String,
+    pub security_groups: Vec<String>,
+    pub state: InstanceState,
+    /// Seconds since the epoch.
+    pub launched_at: Option<i64>,
+    pub tags: BTreeMap<String, String>,
+}
+
+impl Instance {
+    pub fn nodeclaim(&self) -> Option<&str> {
+        self.tags.get(tenon_api::wellknown::TAG_NODECLAIM).map(String::as_str)
+    }
+}
+
+/// An offering that just failed for lack of capacity.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct UnavailableOffering {
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: String,
+}
+
+#[derive(Debug, Error)]
+pub enum CloudError {
+    #[error("instance {0} not found")]
+    NotFound(String),
+    /// Every option failed for capacity; the provider has cached them as unavailable.
+    #[error("insufficient capacity for all {} option(s): {message}", offerings.len())]
+    InsufficientCapacity { offerings: Vec<UnavailableOffering>, message: String },
+    /// The NodeClass cannot launch yet (no subnets, no AMI, no profile…): the message says
+    /// which field and what to fix.
+    #[error("EC2NodeClass {nodeclass} is not ready: {message}")]
+    NodeClassNotReady { nodeclass: String, message: String },
+    #[error("invalid launch request: {0}")]
+    InvalidRequest(String),
+    /// The cloud API failed after retries.
+    #[error("{operation}: {message}")]
+    Api { operation: String, message: String },
+}
+
+/// What a cloud provider does for the controller.
+pub trait CloudProvider: Send + Sync {
+    /// Launches one instance for `req.nodeclaim`. Idempotent per NodeClaim: when an instance
+    /// for it already exists, that instance is returned and nothing new is launched.
+    fn create(&self, req: &LaunchRequest) -> impl Future<Output = Result<Instance, CloudError>> + Send;
+    /// Terminates instances; ids already gone are not an error.
+    fn delete(&self, ids: &[String]) -> impl Future<Output = Result<(), CloudError>> + Send;
+    fn get(&self, id: &str) -> impl Future<Output = Result<Instance, CloudError>> + Send;
+    /// Every live instance this cluster owns (for garbage collection).
+    fn list(&self) -> impl Future<Output = Result<Vec<Instance>, CloudError>> + Send;
+    /// Why `instance` no longer matches its NodeClass' resolved status, if it does not.
+    fn is_drifted(&self, instance: &Instance, nodeclass: &EC2NodeClass) -> Option<String>;
+}
