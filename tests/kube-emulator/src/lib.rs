@@ -1,0 +1,138 @@
+//! An in-memory Kubernetes API server for Tenon's end-to-end tests.
+//!
+//! It serves discovery, OpenAPI enough for kubectl, CRUD with Kubernetes' semantics, watches,
+//! label and field selectors, patches, status and scale subresources, pod binding and
+//! eviction with PodDisruptionBudgets, and fault injection. See the crate README for what it
+//! implements and what it deliberately does not. Test infrastructure: the shipped binary
+//! never depends on it.
+
+pub mod patch;
+pub mod registry;
+pub mod selectors;
+pub mod server;
+pub mod store;
+pub mod table;
+
+use server::{Fault, Shared};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use store::Store;
+
+/// A running emulator on 127.0.0.1; stopped when dropped.
+pub struct Emulator {
+    pub url: String,
+    shared: Arc<Shared>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The longest a bound pod's graceful deletion takes (there is no kubelet: the emulator
+    /// removes the pod after `min(grace period, this)`).
+    pub pod_grace_cap: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { pod_grace_cap: Duration::from_secs(1) }
+    }
+}
+
+impl Emulator {
+    pub fn start() -> std::io::Result<Emulator> {
+        Emulator::start_with(Options::default())
+    }
+
+    pub fn start_with(opts: Options) -> std::io::Result<Emulator> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let (changed, _) = tokio::sync::broadcast::channel(1024);
+        let (watch_epoch, _) = tokio::sync::watch::channel(0);
+        let shared = Arc::new(Shared {
+            store: Mutex::new(Store::default()),
+            changed,
+            faults: Mutex::new(Vec::new()),
+            latency: Mutex::new(Duration::ZERO),
+            watch_epoch,
+            pod_grace_cap: opts.pod_grace_cap,
+            addr: addr.to_string(),
+        });
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let state = shared.clone();
+        let thread = std::thread::Builder::new().name("kube-emulator".into()).spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() else {
+                return;
+            };
+            rt.block_on(async move {
+                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
+                let app = axum::Router::new().fallback(server::handle).with_state(state);
+                let _ = axum::serve(listener, app)
+                    .with_graceful_shutdown(async {
+                        let _ = rx.await;
+                    })
+                    .await;
+            });
+        })?;
+        Ok(Emulator { url: format!("http://{addr}"), shared, shutdown: Some(tx), thread: Some(thread) })
+    }
+
+    /// A kubeconfig pointing at this emulator (no credentials: it does no authentication).
+    pub fn kubeconfig(&self) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: emulator\n  cluster:\n    server: {}\ncontexts:\n- name: emulator\n  context:\n    cluster: emulator\n    user: emulator\n    namespace: default\ncurrent-context: emulator\nusers:\n- name: emulator\n  user: {{}}\n",
+            self.url
+        )
+    }
+
+    /// The next `count` requests matching `verb` (`get`, `list`, `watch`, `create`, `update`,
+    /// `patch`, `delete`, `*`) and `resource` (`pods`, `pods/eviction`, `*`) fail with
+    /// `status` (500, 409 or 429).
+    pub fn fail_next(&self, verb: &str, resource: &str, status: u16, count: usize) {
+        if let Ok(mut f) = self.shared.faults.lock() {
+            f.push(Fault { verb: verb.into(), resource: resource.into(), status, remaining: count });
+        }
+    }
+
+    /// Every request waits this long first.
+    pub fn set_latency(&self, d: Duration) {
+        if let Ok(mut l) = self.shared.latency.lock() {
+            *l = d;
+        }
+    }
+
+    /// Ends every open watch stream (clients must re-watch).
+    pub fn cut_watches(&self) {
+        self.shared.watch_epoch.send_modify(|e| *e += 1);
+    }
+
+    /// Forgets the change log: watches from older resourceVersions now get 410 Gone.
+    pub fn compact(&self) {
+        if let Ok(mut s) = self.shared.store.lock() {
+            s.compact();
+        }
+    }
+
+    /// Injected faults not yet used up.
+    pub fn faults_pending(&self) -> usize {
+        self.shared.faults.lock().map(|f| f.iter().map(|x| x.remaining).sum()).unwrap_or(0)
+    }
+
+    pub fn resource_version(&self) -> u64 {
+        self.shared.store.lock().map(|s| s.rv).unwrap_or(0)
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        self.cut_watches();
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
