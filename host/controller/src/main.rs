@@ -2,6 +2,7 @@
 
 mod bench;
 mod check;
+mod controller;
 mod policy_cmd;
 mod simulate;
 
@@ -58,6 +59,8 @@ enum Command {
         #[command(subcommand)]
         what: policy_cmd::PolicyCommand,
     },
+    /// Run the provisioner against the cluster in KUBECONFIG (or in-cluster).
+    Controller(Box<controller::settings::Settings>),
     /// Measure the decision core on generated workloads.
     Bench {
         #[command(subcommand)]
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
         Command::Check { paths } => check::run(&paths, &mut std::io::stdout().lock()),
         Command::Crds => print_crds(),
         Command::Bench { what } => bench::run(what),
+        Command::Controller(settings) => controller::run(*settings),
         Command::Policy { what } => policy_cmd::run(what),
         Command::Simulate { scenario, json, quiet, report, compare, policy_dir } => simulate::simulate(
             &scenario,

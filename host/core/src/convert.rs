@@ -555,6 +555,40 @@ pub fn claim_info(nc: &NodeClaim, node: &core::Node, instance_types: &[InstanceT
     }
 }
 
+/// Requirements written back as API requirements (a NodeClaim's `spec.requirements`): one
+/// entry per constraint a requirement carries (`NotIn` plus `Gt`/`Lt` bounds become several).
+pub fn api_requirements(reqs: &Requirements) -> Vec<NodeSelectorRequirementWithMinValues> {
+    let mut out = Vec::new();
+    for r in reqs.iter() {
+        let mut parts: Vec<(&str, Vec<String>)> = Vec::new();
+        let (gt, lt) = r.bounds();
+        match (r.is_complement(), r.values().is_empty()) {
+            (false, false) => parts.push(("In", r.values().to_vec())),
+            (false, true) => parts.push(("DoesNotExist", vec![])),
+            (true, false) => parts.push(("NotIn", r.values().to_vec())),
+            (true, true) => {}
+        }
+        if let Some(g) = gt {
+            parts.push(("Gt", vec![g.to_string()]));
+        }
+        if let Some(l) = lt {
+            parts.push(("Lt", vec![l.to_string()]));
+        }
+        if parts.is_empty() {
+            parts.push(("Exists", vec![]));
+        }
+        for (i, (op, values)) in parts.into_iter().enumerate() {
+            out.push(NodeSelectorRequirementWithMinValues {
+                key: r.key.clone(),
+                operator: op.to_string(),
+                values,
+                min_values: if i == 0 { r.min_values.map(i64::from) } else { None },
+            });
+        }
+    }
+    out
+}
+
 /// Everything read from the API server that a decision needs.
 #[derive(Clone, Debug, Default)]
 pub struct ClusterObjects {
@@ -611,6 +645,18 @@ pub fn snapshot(
                         .map(|t| t.instance_types.clone())
                         .unwrap_or_default();
                     converted.claim = Some(claim_info(nc, n, &types));
+                    // Until the kubelet reports allocatable, the NodeClaim's (from launch)
+                    // stands in, so the pods it was made for are not provisioned for again.
+                    if converted.allocatable == Resources::default()
+                        && let Some(st) = nc.status.as_ref().filter(|s| !s.allocatable.is_empty())
+                        && let Ok(a) = resources(
+                            Some(&st.allocatable),
+                            &format!("NodeClaim {}", converted.name),
+                            "status.allocatable",
+                        )
+                    {
+                        converted.allocatable = a;
+                    }
                 }
                 node_names.insert(converted.name.clone());
                 nodes.push(converted);

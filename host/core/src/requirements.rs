@@ -198,6 +198,11 @@ impl Requirement {
         self.complement
     }
 
+    /// The exclusive numeric bounds (`Gt`, `Lt`), if any.
+    pub fn bounds(&self) -> (Option<i64>, Option<i64>) {
+        (self.gt, self.lt)
+    }
+
     /// The operator this requirement would be written with.
     pub fn operator(&self) -> Operator {
         match (self.complement, self.values.is_empty()) {

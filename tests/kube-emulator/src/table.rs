@@ -12,8 +12,16 @@ pub fn jsonpath<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     let mut rest = path.trim().trim_start_matches('{').trim_end_matches('}').trim_start_matches('$');
     while !rest.is_empty() {
         if let Some(r) = rest.strip_prefix('.') {
-            let end = r.find(['.', '[']).unwrap_or(r.len());
-            cur = cur.get(&r[..end])?;
+            // A key ends at an unescaped `.` or `[` (`\.` is a dot inside a label key).
+            let mut end = r.len();
+            let bytes = r.as_bytes();
+            for (i, &b) in bytes.iter().enumerate() {
+                if (b == b'.' || b == b'[') && (i == 0 || bytes[i - 1] != b'\\') {
+                    end = i;
+                    break;
+                }
+            }
+            cur = cur.get(r[..end].replace("\\.", ".").as_str())?;
             rest = &r[end..];
         } else if let Some(r) = rest.strip_prefix('[') {
             let end = r.find(']')?;
@@ -117,6 +125,8 @@ mod tests {
         assert_eq!(jsonpath(&o, ".status.conditions[?(@.type==\"Ready\")].status"), Some(&json!("True")));
         assert_eq!(jsonpath(&o, ".status.conditions[0].type"), Some(&json!("Ready")));
         assert_eq!(jsonpath(&o, ".status.missing"), None);
+        let l = json!({"metadata": {"labels": {"node.kubernetes.io/instance-type": "c6a.4xlarge"}}});
+        assert_eq!(jsonpath(&l, ".metadata.labels.node\\.kubernetes\\.io/instance-type"), Some(&json!("c6a.4xlarge")));
     }
 
     #[test]

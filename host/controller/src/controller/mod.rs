@@ -1,0 +1,430 @@
+//! `tenon controller`: the imperative shell around the decision core. Reflectors keep the
+//! cluster's objects; a loop (on every change, at least every second) resolves EC2NodeClasses,
+//! provisions for pending pods, and moves NodeClaims through Launched → Registered →
+//! Initialized. Decisions are the core's pure functions over a snapshot of the stores.
+
+pub mod events;
+pub mod health;
+pub mod lifecycle;
+pub mod provisioner;
+pub mod settings;
+pub mod state;
+
+use anyhow::Context;
+use events::{Involved, Recorder};
+use health::Metrics;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::json;
+use settings::Settings;
+use state::Stores;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tenon_api::wellknown::{self as wk, condition};
+use tenon_api::{EC2NodeClass, NodeClaim, NodePool};
+use tenon_aws::{AwsProvider, ClusterInfo, Connection};
+use tenon_core::cloud::{CloudError, CloudProvider};
+use tenon_core::instancetype::InstanceType;
+
+struct Controller {
+    client: Client,
+    settings: Settings,
+    stores: Stores,
+    provider: Arc<AwsProvider>,
+    recorder: Arc<Recorder>,
+    metrics: Arc<Metrics>,
+    batcher: provisioner::Batcher,
+    /// NodeClaims with a launch under way (a launch is one task; never two per NodeClaim).
+    launching: Arc<Mutex<BTreeSet<String>>>,
+    /// EC2NodeClass name → (generation, when) of its last resolution.
+    resolved: BTreeMap<String, (Option<i64>, Instant)>,
+    /// When the oldest still-pending pod was first seen (for the decision-latency metric).
+    pending_since: BTreeMap<String, Instant>,
+}
+
+const RESOLVE_EVERY: Duration = Duration::from_secs(300);
+
+pub fn run(settings: Settings) -> anyhow::Result<u8> {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    rt.block_on(run_async(settings))
+}
+
+async fn run_async(settings: Settings) -> anyhow::Result<u8> {
+    init_logging(&settings);
+    let mut config =
+        kube::Config::infer().await.context("no Kubernetes client configuration (in-cluster or KUBECONFIG)")?;
+    config.read_timeout = Some(Duration::from_secs(300));
+    let server = config.cluster_url.to_string();
+    let client = Client::try_from(config)?;
+    let k8s_version = match &settings.kubernetes_version {
+        Some(v) => v.clone(),
+        None => {
+            let v = client.apiserver_version().await.context("reading the API server version")?;
+            format!("{}.{}", v.major, v.minor.trim_end_matches('+'))
+        }
+    };
+    let mut conn = Connection::new(settings.aws_region.clone());
+    conn.endpoint_url = settings.aws_endpoint_url.clone();
+    let provider = AwsProvider::connect(
+        &conn,
+        tenon_aws::Settings {
+            cluster: ClusterInfo {
+                name: settings.cluster_name.clone(),
+                endpoint: settings.cluster_endpoint.clone().unwrap_or(server),
+                ca_bundle: settings.cluster_ca_bundle.clone(),
+                service_cidr: settings.service_cidr.clone(),
+            },
+            region: settings.aws_region.clone(),
+            kubernetes_version: k8s_version,
+        },
+    )
+    .await;
+    let metrics = Arc::new(Metrics::default());
+    health::serve(metrics.clone(), &settings.probe_bind_address, settings.health_probe_port, settings.metrics_port)
+        .await?;
+    let stores = Stores::start(&client);
+    tracing::info!(cluster = %settings.cluster_name, "waiting for caches to sync");
+    stores.wait_synced().await?;
+    metrics.set_ready();
+    tracing::info!("caches synced");
+    let mut c = Controller {
+        client,
+        settings,
+        stores,
+        provider: Arc::new(provider),
+        recorder: Arc::new(Recorder::default()),
+        metrics,
+        batcher: provisioner::Batcher::default(),
+        launching: Arc::default(),
+        resolved: BTreeMap::new(),
+        pending_since: BTreeMap::new(),
+    };
+    let changed = c.stores.changed.clone();
+    loop {
+        if let Err(e) = c.reconcile().await {
+            tracing::warn!(error = %format!("{e:#}"), "reconcile failed; retrying");
+        }
+        tokio::select! {
+            _ = changed.notified() => {}
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = tokio::signal::ctrl_c() => {
+                tracing::info!("interrupted; exiting");
+                return Ok(0);
+            }
+        }
+    }
+}
+
+fn init_logging(s: &Settings) {
+    let filter = tracing_subscriber::EnvFilter::try_new(&s.log_level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if s.log_format == "json" {
+        let _ = builder.json().try_init();
+    } else {
+        let _ = builder.try_init();
+    }
+}
+
+fn involved_nodeclaim(nc: &NodeClaim) -> Involved {
+    Involved {
+        api_version: "karpenter.sh/v1".into(),
+        kind: "NodeClaim".into(),
+        namespace: None,
+        name: nc.metadata.name.clone().unwrap_or_default(),
+        uid: nc.metadata.uid.clone(),
+    }
+}
+
+impl Controller {
+    async fn reconcile(&mut self) -> anyhow::Result<()> {
+        self.nodeclasses().await;
+        let catalogs = self.catalogs().await;
+        self.provision(&catalogs).await?;
+        self.lifecycle(&catalogs).await;
+        Ok(())
+    }
+
+    /// EC2NodeClass status: resolved on a new generation and every 5 minutes.
+    async fn nodeclasses(&mut self) {
+        let api: Api<EC2NodeClass> = Api::all(self.client.clone());
+        for nc in self.stores.nodeclasses.state() {
+            let name = nc.metadata.name.clone().unwrap_or_default();
+            let gen_ = nc.metadata.generation;
+            if self.resolved.get(&name).is_some_and(|(g, at)| *g == gen_ && at.elapsed() < RESOLVE_EVERY) {
+                continue;
+            }
+            match self.provider.resolve(&nc).await {
+                Ok(r) => {
+                    let status = r.status(nc.status.as_ref(), gen_, &lifecycle::now_time());
+                    let patch = json!({"status": status});
+                    if let Err(e) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                        tracing::warn!(nodeclass = %name, error = %e, "could not write EC2NodeClass status");
+                        continue;
+                    }
+                    for c in r.checks.iter().filter(|c| !c.ok) {
+                        let obj = Involved {
+                            api_version: "karpenter.k8s.aws/v1".into(),
+                            kind: "EC2NodeClass".into(),
+                            namespace: None,
+                            name: name.clone(),
+                            uid: nc.metadata.uid.clone(),
+                        };
+                        self.recorder.publish(&self.client, &obj, "Warning", c.reason.as_str(), &c.message).await;
+                    }
+                    self.resolved.insert(name, (gen_, Instant::now()));
+                }
+                Err(e) => tracing::warn!(nodeclass = %name, error = %e, "could not resolve EC2NodeClass"),
+            }
+        }
+    }
+
+    /// Instance types per EC2NodeClass (from the provider's cached catalog).
+    async fn catalogs(&self) -> BTreeMap<String, Arc<Vec<InstanceType>>> {
+        let mut out = BTreeMap::new();
+        for nc in self.stores.nodeclasses.state() {
+            let name = nc.metadata.name.clone().unwrap_or_default();
+            match self.provider.instance_types(&nc).await {
+                Ok(t) => {
+                    out.insert(name, Arc::new(t));
+                }
+                Err(e) => tracing::warn!(nodeclass = %name, error = %e, "no instance types"),
+            }
+        }
+        out
+    }
+
+    async fn provision(&mut self, catalogs: &BTreeMap<String, Arc<Vec<InstanceType>>>) -> anyhow::Result<()> {
+        let objects = self.stores.objects();
+        let pending: BTreeSet<String> = objects
+            .pods
+            .iter()
+            .filter(|p| tenon_core::convert::is_provisionable(p))
+            .map(|p| {
+                format!(
+                    "{}/{}",
+                    p.metadata.namespace.as_deref().unwrap_or(""),
+                    p.metadata.name.as_deref().unwrap_or("")
+                )
+            })
+            .collect();
+        let now = Instant::now();
+        for p in &pending {
+            self.pending_since.entry(p.clone()).or_insert(now);
+        }
+        self.pending_since.retain(|p, _| pending.contains(p));
+        if !self.batcher.tick(&pending, now, self.settings.batch_idle_duration, self.settings.batch_max_duration) {
+            return Ok(());
+        }
+        let catalog = |np: &NodePool| {
+            np.spec
+                .template
+                .spec
+                .node_class_ref
+                .as_ref()
+                .and_then(|r| catalogs.get(&r.name))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let started = Instant::now();
+        let (snap, errors) = tenon_core::convert::snapshot(&objects, &catalog, unix_now());
+        for e in &errors {
+            tracing::warn!(error = %e, "object left out of the decision");
+        }
+        let plan = tenon_core::schedule(&snap, &tenon_core::scorer::PriceScorer);
+        self.metrics.add("tenon_provisioning_decisions_total", 1.0);
+        self.metrics.set("tenon_provisioning_decision_seconds", started.elapsed().as_secs_f64());
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        for planned in &plan.nodeclaims {
+            let Some(np) =
+                objects.nodepools.iter().find(|np| np.metadata.name.as_deref() == Some(planned.nodepool_name.as_str()))
+            else {
+                continue;
+            };
+            let nc = provisioner::nodeclaim(planned, np, &planned.instance_type_names(&snap));
+            match api.create(&PostParams::default(), &nc).await {
+                Ok(created) => {
+                    let name = created.metadata.name.clone().unwrap_or_default();
+                    self.metrics.add(
+                        &format!(
+                            "karpenter_nodeclaims_created_total{{nodepool=\"{}\",reason=\"provisioning\"}}",
+                            planned.nodepool_name
+                        ),
+                        1.0,
+                    );
+                    tracing::info!(nodeclaim = %name, nodepool = %planned.nodepool_name, pods = planned.pods.len(), instance_types = planned.instance_types.len(), "created NodeClaim");
+                }
+                Err(e) => tracing::warn!(nodepool = %planned.nodepool_name, error = %e, "could not create NodeClaim"),
+            }
+        }
+        for u in &plan.unschedulable {
+            let p = &snap.pods[u.pod];
+            let obj = Involved {
+                api_version: "v1".into(),
+                kind: "Pod".into(),
+                namespace: Some(p.namespace.clone()),
+                name: p.name.clone(),
+                uid: Some(p.uid.clone()),
+            };
+            self.recorder
+                .publish(
+                    &self.client,
+                    &obj,
+                    "Warning",
+                    "FailedScheduling",
+                    &format!("Failed to schedule pod, {}", u.reason),
+                )
+                .await;
+        }
+        self.batcher.forget();
+        Ok(())
+    }
+
+    async fn lifecycle(&self, catalogs: &BTreeMap<String, Arc<Vec<InstanceType>>>) {
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        for nc in self.stores.nodeclaims.state() {
+            let name = nc.metadata.name.clone().unwrap_or_default();
+            if nc.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            if !lifecycle::has_condition(&nc, condition::LAUNCHED) {
+                self.launch(&nc, catalogs);
+                continue;
+            }
+            let provider_id = nc.status.as_ref().and_then(|s| s.provider_id.clone());
+            let node = self.stores.nodes.state().into_iter().find(|n| {
+                n.spec.as_ref().and_then(|s| s.provider_id.as_ref()) == provider_id.as_ref() && provider_id.is_some()
+            });
+            let Some(node) = node else { continue };
+            let node_name = node.metadata.name.clone().unwrap_or_default();
+            if !lifecycle::has_condition(&nc, condition::REGISTERED) {
+                let patch = lifecycle::registration_patch(&nc, &node);
+                if let Err(e) = nodes.patch(&node_name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                    tracing::warn!(node = %node_name, error = %e, "could not register node");
+                    continue;
+                }
+                let conds = lifecycle::with_condition(&nc, condition::REGISTERED, true, "Registered", "");
+                let st = json!({"status": {"nodeName": node_name, "conditions": conds}});
+                match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&st)).await {
+                    Ok(_) => {
+                        self.metrics.add(
+                            &format!(
+                                "karpenter_nodeclaims_registered_total{{nodepool=\"{}\"}}",
+                                nc.metadata
+                                    .labels
+                                    .as_ref()
+                                    .and_then(|l| l.get(wk::LABEL_NODEPOOL))
+                                    .cloned()
+                                    .unwrap_or_default()
+                            ),
+                            1.0,
+                        );
+                        tracing::info!(nodeclaim = %name, node = %node_name, "registered");
+                    }
+                    Err(e) => tracing::warn!(nodeclaim = %name, error = %e, "could not write Registered"),
+                }
+                continue;
+            }
+            if !lifecycle::has_condition(&nc, condition::INITIALIZED) && lifecycle::initialized(&nc, &node) {
+                let mut probe = nc.as_ref().clone();
+                let conds = lifecycle::with_condition(&probe, condition::INITIALIZED, true, "Initialized", "");
+                probe.status.get_or_insert_with(Default::default).conditions = conds;
+                let conds = lifecycle::with_condition(&probe, condition::READY, true, "Ready", "");
+                let st = json!({"status": {"conditions": conds}});
+                match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&st)).await {
+                    Ok(_) => tracing::info!(nodeclaim = %name, "initialized"),
+                    Err(e) => tracing::warn!(nodeclaim = %name, error = %e, "could not write Initialized"),
+                }
+            }
+        }
+    }
+
+    /// Starts the launch of `nc` unless one is under way.
+    fn launch(&self, nc: &NodeClaim, catalogs: &BTreeMap<String, Arc<Vec<InstanceType>>>) {
+        let name = nc.metadata.name.clone().unwrap_or_default();
+        {
+            let Ok(mut l) = self.launching.lock() else { return };
+            if !l.insert(name.clone()) {
+                return;
+            }
+        }
+        let class_name = nc.spec.node_class_ref.as_ref().map(|r| r.name.clone()).unwrap_or_default();
+        let nodeclass = self
+            .stores
+            .nodeclasses
+            .state()
+            .into_iter()
+            .find(|c| c.metadata.name.as_deref() == Some(class_name.as_str()));
+        let types = catalogs.get(&class_name).cloned().unwrap_or_default();
+        let (client, provider, recorder, metrics, launching, nc) = (
+            self.client.clone(),
+            self.provider.clone(),
+            self.recorder.clone(),
+            self.metrics.clone(),
+            self.launching.clone(),
+            nc.clone(),
+        );
+        tokio::spawn(async move {
+            let result = launch_one(&client, &provider, &nc, nodeclass.as_deref(), &types, &metrics).await;
+            if let Err(message) = result {
+                let conds = lifecycle::with_condition(&nc, condition::LAUNCHED, false, "LaunchFailed", &message);
+                let st = json!({"status": {"conditions": conds}});
+                let _ = Api::<NodeClaim>::all(client.clone())
+                    .patch_status(&name, &PatchParams::default(), &Patch::Merge(&st))
+                    .await;
+                recorder.publish(&client, &involved_nodeclaim(&nc), "Warning", "LaunchFailed", &message).await;
+                tracing::warn!(nodeclaim = %name, %message, "launch failed; retrying");
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+            if let Ok(mut l) = launching.lock() {
+                l.remove(&name);
+            }
+        });
+    }
+}
+
+async fn launch_one(
+    client: &Client,
+    provider: &AwsProvider,
+    nc: &NodeClaim,
+    nodeclass: Option<&EC2NodeClass>,
+    types: &[InstanceType],
+    metrics: &Metrics,
+) -> Result<(), String> {
+    let name = nc.metadata.name.clone().unwrap_or_default();
+    let Some(nodeclass) = nodeclass else {
+        return Err(format!(
+            "EC2NodeClass {:?} not found (spec.nodeClassRef)",
+            nc.spec.node_class_ref.as_ref().map(|r| r.name.clone()).unwrap_or_default()
+        ));
+    };
+    let options = lifecycle::launch_options(nc, types);
+    if options.is_empty() {
+        return Err("no instance type offering satisfies the NodeClaim's requirements and resources".into());
+    }
+    let req = lifecycle::launch_request(nc, nodeclass, options);
+    let instance = provider.create(&req).await.map_err(|e| match e {
+        CloudError::InsufficientCapacity { message, .. } => format!("InsufficientCapacityError: {message}"),
+        other => other.to_string(),
+    })?;
+    let it = types.iter().find(|t| t.name == instance.instance_type);
+    let api: Api<NodeClaim> = Api::all(client.clone());
+    let labels = lifecycle::launched_labels(&instance, it);
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&json!({"metadata": {"labels": labels}})))
+        .await
+        .map_err(|e| format!("writing labels: {e}"))?;
+    let status = lifecycle::launched_status(nc, &instance, it);
+    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
+        .await
+        .map_err(|e| format!("writing Launched: {e}"))?;
+    metrics.add(&format!("karpenter_nodeclaims_launched_total{{nodepool=\"{}\"}}", req.nodepool), 1.0);
+    tracing::info!(nodeclaim = %name, instance = %instance.id, instance_type = %instance.instance_type, zone = %instance.zone, "launched");
+    Ok(())
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}

@@ -1,0 +1,74 @@
+//! `tenon controller` settings: flags, each also read from the environment variable
+//! Karpenter uses for the same setting (so a Karpenter Helm values file maps over).
+
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args, Clone, Debug)]
+pub struct Settings {
+    /// The EKS cluster's name (tags, instance profiles, user data).
+    #[arg(long, env = "CLUSTER_NAME")]
+    pub cluster_name: String,
+    /// The API server endpoint nodes join (user data). Default: the kube client's server.
+    #[arg(long, env = "CLUSTER_ENDPOINT")]
+    pub cluster_endpoint: Option<String>,
+    /// Base64 PEM of the cluster CA, for user data.
+    #[arg(long, env = "CLUSTER_CA_BUNDLE", default_value = "")]
+    pub cluster_ca_bundle: String,
+    /// The cluster's Service CIDR (nodeadm derives cluster DNS from it).
+    #[arg(long, env = "SERVICE_CIDR", default_value = "10.100.0.0/16")]
+    pub service_cidr: String,
+    /// SQS queue (name or URL) of interruption events; none disables interruption handling.
+    #[arg(long, env = "INTERRUPTION_QUEUE")]
+    pub interruption_queue: Option<String>,
+    /// The longest a provisioning batch waits for more pods.
+    #[arg(long, env = "BATCH_MAX_DURATION", default_value = "10s", value_parser = duration)]
+    pub batch_max_duration: Duration,
+    /// A batch closes after this long without a new pending pod.
+    #[arg(long, env = "BATCH_IDLE_DURATION", default_value = "1s", value_parser = duration)]
+    pub batch_idle_duration: Duration,
+    /// Karpenter-style feature gates (`Name=true,Other=false`); accepted and logged.
+    #[arg(long, env = "FEATURE_GATES", default_value = "")]
+    pub feature_gates: String,
+    #[arg(long, env = "KUBE_CLIENT_QPS", default_value_t = 200)]
+    pub kube_client_qps: u32,
+    #[arg(long, env = "KUBE_CLIENT_BURST", default_value_t = 300)]
+    pub kube_client_burst: u32,
+    /// Port of `/metrics` (Prometheus).
+    #[arg(long, env = "METRICS_PORT", default_value_t = 8080)]
+    pub metrics_port: u16,
+    /// Port of `/healthz` and `/readyz`.
+    #[arg(long, env = "HEALTH_PROBE_PORT", default_value_t = 8081)]
+    pub health_probe_port: u16,
+    /// Address the probe and metrics servers listen on.
+    #[arg(long, env = "PROBE_BIND_ADDRESS", default_value = "0.0.0.0")]
+    pub probe_bind_address: String,
+    #[arg(long, env = "DISABLE_LEADER_ELECTION", default_value_t = false)]
+    pub disable_leader_election: bool,
+    /// error, warn, info, debug or trace.
+    #[arg(long, env = "LOG_LEVEL", default_value = "info")]
+    pub log_level: String,
+    /// json or text.
+    #[arg(long, env = "LOG_FORMAT", default_value = "json")]
+    pub log_format: String,
+    /// The policy store (`.wasm` files named by NodePools' policy annotations).
+    #[arg(long, env = "TENON_POLICY_DIR")]
+    pub policy_dir: Option<PathBuf>,
+    #[arg(long, env = "AWS_REGION", default_value = "us-east-1")]
+    pub aws_region: String,
+    /// Send every AWS call here (an emulator in tests).
+    #[arg(long, env = "AWS_ENDPOINT_URL")]
+    pub aws_endpoint_url: Option<String>,
+    /// Kubernetes `MAJOR.MINOR` for AMI aliases. Default: the API server's version.
+    #[arg(long, env = "KUBERNETES_VERSION")]
+    pub kubernetes_version: Option<String>,
+}
+
+/// `10s`, `1m30s`, `500ms`.
+pub fn duration(s: &str) -> Result<Duration, String> {
+    if let Some(ms) = s.strip_suffix("ms") {
+        return ms.parse::<u64>().map(Duration::from_millis).map_err(|e| format!("{s:?}: {e}"));
+    }
+    tenon_api::duration::parse_duration(s).map_err(|e| format!("{s:?}: {e} (use e.g. 10s, 1m, 500ms)"))
+}

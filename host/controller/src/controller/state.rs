@@ -1,0 +1,110 @@
+//! The controller's view of the cluster: one reflector per kind, kept by kube-rs watchers,
+//! and a change signal the loop waits on. Decisions read snapshots built from these stores.
+
+use futures_util::StreamExt;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::Arc;
+use tenon_api::{EC2NodeClass, NodeClaim, NodePool};
+use tenon_core::convert::ClusterObjects;
+use tokio::sync::Notify;
+
+#[derive(Clone)]
+pub struct Stores {
+    pub pods: Store<Pod>,
+    pub nodes: Store<Node>,
+    pub nodeclaims: Store<NodeClaim>,
+    pub nodepools: Store<NodePool>,
+    pub nodeclasses: Store<EC2NodeClass>,
+    pub daemonsets: Store<DaemonSet>,
+    pub pdbs: Store<PodDisruptionBudget>,
+    pub namespaces: Store<Namespace>,
+    /// Signalled on every change any reflector sees.
+    pub changed: Arc<Notify>,
+}
+
+fn watch<K>(client: &Client, changed: Arc<Notify>) -> Store<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    let (reader, writer) = reflector::store::<K>();
+    let api: Api<K> = Api::all(client.clone());
+    let stream =
+        reflector::reflector(writer, watcher(api, watcher::Config::default().any_semantic()).default_backoff());
+    tokio::spawn(async move {
+        stream
+            .for_each(|ev| {
+                if let Err(e) = &ev {
+                    tracing::warn!(kind = %K::kind(&()), error = %e, "watch failed; retrying with backoff");
+                }
+                changed.notify_one();
+                async {}
+            })
+            .await;
+    });
+    reader
+}
+
+impl Stores {
+    pub fn start(client: &Client) -> Stores {
+        let changed = Arc::new(Notify::new());
+        Stores {
+            pods: watch(client, changed.clone()),
+            nodes: watch(client, changed.clone()),
+            nodeclaims: watch(client, changed.clone()),
+            nodepools: watch(client, changed.clone()),
+            nodeclasses: watch(client, changed.clone()),
+            daemonsets: watch(client, changed.clone()),
+            pdbs: watch(client, changed.clone()),
+            namespaces: watch(client, changed.clone()),
+            changed,
+        }
+    }
+
+    /// Karpenter's "synced" gate: no decision before every cache holds the API server's
+    /// objects (an empty cache would look like an empty cluster).
+    pub async fn wait_synced(&self) -> anyhow::Result<()> {
+        self.pods.wait_until_ready().await?;
+        self.nodes.wait_until_ready().await?;
+        self.nodeclaims.wait_until_ready().await?;
+        self.nodepools.wait_until_ready().await?;
+        self.nodeclasses.wait_until_ready().await?;
+        self.daemonsets.wait_until_ready().await?;
+        self.pdbs.wait_until_ready().await?;
+        self.namespaces.wait_until_ready().await?;
+        Ok(())
+    }
+
+    pub fn objects(&self) -> ClusterObjects {
+        fn all<K: Clone + Resource + 'static>(s: &Store<K>) -> Vec<K>
+        where
+            K::DynamicType: Eq + Hash + Clone,
+        {
+            let mut v: Vec<K> = s.state().iter().map(|o| (**o).clone()).collect();
+            // Deterministic order: the core's decisions depend on it.
+            v.sort_by(|a, b| {
+                (a.meta().namespace.as_deref(), a.meta().name.as_deref())
+                    .cmp(&(b.meta().namespace.as_deref(), b.meta().name.as_deref()))
+            });
+            v
+        }
+        ClusterObjects {
+            nodepools: all(&self.nodepools),
+            nodeclaims: all(&self.nodeclaims),
+            nodes: all(&self.nodes),
+            pods: all(&self.pods),
+            daemonsets: all(&self.daemonsets),
+            pdbs: all(&self.pdbs),
+            namespaces: all(&self.namespaces),
+            ..Default::default()
+        }
+    }
+}
