@@ -27,34 +27,39 @@ pub fn has_condition(nc: &NodeClaim, t: &str) -> bool {
     nc.status.as_ref().is_some_and(|s| s.conditions.iter().any(|c| c.type_ == t && c.status == "True"))
 }
 
-/// The NodeClaim's conditions with `t` set (transition time kept when unchanged).
-pub fn with_condition(nc: &NodeClaim, t: &str, ok: bool, reason: &str, message: &str) -> Vec<Condition> {
-    let mut conds = nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
+/// Sets condition `t` in `conds`, keeping its transition time when the status is unchanged.
+pub fn set_condition(
+    conds: &mut Vec<Condition>,
+    t: &str,
+    ok: bool,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+) {
     let status = if ok { "True" } else { "False" };
+    let fresh = Condition {
+        type_: t.into(),
+        status: status.into(),
+        observed_generation: generation,
+        last_transition_time: now_time(),
+        reason: reason.into(),
+        message: message.into(),
+    };
     match conds.iter_mut().find(|c| c.type_ == t) {
         Some(c) if c.status == status => {
-            c.reason = reason.into();
-            c.message = message.into();
+            c.reason = fresh.reason;
+            c.message = fresh.message;
+            c.observed_generation = generation;
         }
-        Some(c) => {
-            *c = Condition {
-                type_: t.into(),
-                status: status.into(),
-                observed_generation: nc.metadata.generation,
-                last_transition_time: now_time(),
-                reason: reason.into(),
-                message: message.into(),
-            };
-        }
-        None => conds.push(Condition {
-            type_: t.into(),
-            status: status.into(),
-            observed_generation: nc.metadata.generation,
-            last_transition_time: now_time(),
-            reason: reason.into(),
-            message: message.into(),
-        }),
+        Some(c) => *c = fresh,
+        None => conds.push(fresh),
     }
+}
+
+/// The NodeClaim's conditions with `t` set.
+pub fn with_condition(nc: &NodeClaim, t: &str, ok: bool, reason: &str, message: &str) -> Vec<Condition> {
+    let mut conds = nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
+    set_condition(&mut conds, t, ok, reason, message, nc.metadata.generation);
     conds
 }
 

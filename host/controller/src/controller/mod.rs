@@ -6,6 +6,7 @@
 pub mod events;
 pub mod health;
 pub mod lifecycle;
+pub mod nodepool_status;
 pub mod provisioner;
 pub mod settings;
 pub mod state;
@@ -141,6 +142,7 @@ fn involved_nodeclaim(nc: &NodeClaim) -> Involved {
 impl Controller {
     async fn reconcile(&mut self) -> anyhow::Result<()> {
         self.nodeclasses().await;
+        self.nodepools().await;
         let catalogs = self.catalogs().await;
         self.provision(&catalogs).await?;
         self.lifecycle(&catalogs).await;
@@ -177,6 +179,45 @@ impl Controller {
                     self.resolved.insert(name, (gen_, Instant::now()));
                 }
                 Err(e) => tracing::warn!(nodeclass = %name, error = %e, "could not resolve EC2NodeClass"),
+            }
+        }
+    }
+
+    /// NodePool status: resources, nodes and conditions; a validation failure is also an
+    /// Event. Written only when it changes.
+    async fn nodepools(&self) {
+        let api: Api<NodePool> = Api::all(self.client.clone());
+        let claims: Vec<NodeClaim> = self.stores.nodeclaims.state().iter().map(|c| (**c).clone()).collect();
+        let classes = self.stores.nodeclasses.state();
+        for np in self.stores.nodepools.state() {
+            let name = np.metadata.name.clone().unwrap_or_default();
+            let class = np
+                .spec
+                .template
+                .spec
+                .node_class_ref
+                .as_ref()
+                .and_then(|r| classes.iter().find(|c| c.metadata.name.as_deref() == Some(r.name.as_str())));
+            let status = nodepool_status::status(&np, &claims, class.map(|c| &**c));
+            if np.status.as_ref() == Some(&status) {
+                continue;
+            }
+            if let Some(v) =
+                status.conditions.iter().find(|c| c.type_ == condition::VALIDATION_SUCCEEDED && c.status == "False")
+            {
+                let obj = Involved {
+                    api_version: "karpenter.sh/v1".into(),
+                    kind: "NodePool".into(),
+                    namespace: None,
+                    name: name.clone(),
+                    uid: np.metadata.uid.clone(),
+                };
+                self.recorder.publish(&self.client, &obj, "Warning", "ValidationFailed", &v.message).await;
+            }
+            if let Err(e) =
+                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({"status": status}))).await
+            {
+                tracing::warn!(nodepool = %name, error = %e, "could not write NodePool status");
             }
         }
     }

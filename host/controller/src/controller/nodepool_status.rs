@@ -1,0 +1,145 @@
+//! NodePool status: the capacity and count of its NodeClaims, and the conditions
+//! `ValidationSucceeded`, `NodeClassReady` and `Ready` — how a bad NodePool says what is wrong
+//! without stopping the others.
+
+use super::lifecycle::set_condition;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use tenon_api::nodepool::NodePoolStatus;
+use tenon_api::validation::{Severity, validate_nodepool};
+use tenon_api::wellknown::{self as wk, condition};
+use tenon_api::{EC2NodeClass, NodeClaim, NodePool};
+use tenon_core::resources::{Resources, format_amount};
+
+/// The status `np` should have, given the cluster's NodeClaims and its NodeClass.
+pub fn status(np: &NodePool, nodeclaims: &[NodeClaim], nodeclass: Option<&EC2NodeClass>) -> NodePoolStatus {
+    let name = np.metadata.name.clone().unwrap_or_default();
+    let mine: Vec<&NodeClaim> = nodeclaims
+        .iter()
+        .filter(|nc| nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)) == Some(&name))
+        .collect();
+    let mut total = Resources::default();
+    for nc in &mine {
+        let caps = nc.status.as_ref().map(|s| &s.capacity);
+        if let Some(r) =
+            caps.and_then(|c| Resources::from_quantities(c.iter().map(|(k, q)| (k.as_str(), q.0.as_str()))).ok())
+        {
+            total.add(&r);
+        }
+    }
+    let mut resources: std::collections::BTreeMap<String, Quantity> = total
+        .entries()
+        .into_iter()
+        .filter(|(_, v)| *v > 0)
+        .map(|(k, v)| (k.clone(), Quantity(format_amount(&k, v))))
+        .collect();
+    resources.insert("nodes".into(), Quantity(mine.len().to_string()));
+
+    let generation = np.metadata.generation;
+    let mut conds = np.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
+    let errors: Vec<String> = validate_nodepool(np)
+        .into_iter()
+        .filter(|p| p.severity == Severity::Error)
+        .map(|p| format!("{}: {} (fix: {})", p.path, p.message, p.hint))
+        .collect();
+    let valid = errors.is_empty();
+    set_condition(
+        &mut conds,
+        condition::VALIDATION_SUCCEEDED,
+        valid,
+        if valid { "ValidationSucceeded" } else { "ValidationFailed" },
+        &errors.join("; "),
+        generation,
+    );
+    let class_ref = np.spec.template.spec.node_class_ref.as_ref().map(|r| r.name.clone()).unwrap_or_default();
+    let (class_ok, class_reason, class_msg) = match nodeclass {
+        None => (
+            false,
+            "NodeClassNotFound",
+            format!("EC2NodeClass {class_ref:?} not found (spec.template.spec.nodeClassRef.name)"),
+        ),
+        Some(nc) => match nc.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == condition::READY)) {
+            Some(c) if c.status == "True" => (true, "NodeClassReady", String::new()),
+            Some(c) => (false, "NodeClassNotReady", format!("EC2NodeClass {class_ref}: {}", c.message)),
+            None => (false, "NodeClassNotReady", format!("EC2NodeClass {class_ref} has not been resolved yet")),
+        },
+    };
+    set_condition(&mut conds, condition::NODE_CLASS_READY, class_ok, class_reason, &class_msg, generation);
+    let ready = valid && class_ok;
+    let why: Vec<String> = conds
+        .iter()
+        .filter(|c| c.type_ != condition::READY && c.status != "True")
+        .map(|c| format!("{}: {}", c.type_, c.message))
+        .collect();
+    set_condition(
+        &mut conds,
+        condition::READY,
+        ready,
+        if ready { "Ready" } else { "NotReady" },
+        &why.join("; "),
+        generation,
+    );
+    NodePoolStatus {
+        resources,
+        nodes: Some(mine.len() as i64),
+        node_class_observed_generation: nodeclass.and_then(|c| c.metadata.generation),
+        conditions: conds,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(extra: &str) -> NodePool {
+        serde_yaml::from_str(&format!(
+            "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: lab, generation: 2}}\nspec:\n  template:\n    spec:\n      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: lab}}\n      requirements: []\n{extra}"
+        ))
+        .unwrap()
+    }
+
+    fn nodeclass(ready: &str) -> EC2NodeClass {
+        serde_yaml::from_str(&format!(
+            "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {{name: lab, generation: 3}}\nspec:\n  role: r\n  amiSelectorTerms: [{{alias: al2023@latest}}]\n  subnetSelectorTerms: [{{tags: {{a: b}}}}]\n  securityGroupSelectorTerms: [{{tags: {{a: b}}}}]\nstatus:\n  conditions: [{{type: Ready, status: \"{ready}\", reason: x, message: \"SubnetsReady: no subnet matches\", lastTransitionTime: \"2026-11-30T00:00:00Z\"}}]\n"
+        ))
+        .unwrap()
+    }
+
+    fn claim(pool: &str, cpu: &str) -> NodeClaim {
+        serde_yaml::from_str(&format!(
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: c-{cpu}, labels: {{karpenter.sh/nodepool: {pool}}}}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: lab}}\n  requirements: []\nstatus:\n  capacity: {{cpu: \"{cpu}\", memory: 16Gi, pods: \"58\"}}\n"
+        ))
+        .unwrap()
+    }
+
+    fn cond<'a>(s: &'a NodePoolStatus, t: &str) -> &'a tenon_api::common::Condition {
+        s.conditions.iter().find(|c| c.type_ == t).unwrap()
+    }
+
+    #[test]
+    fn counts_its_nodeclaims_and_is_ready_with_a_ready_nodeclass() {
+        let s =
+            status(&pool(""), &[claim("lab", "4"), claim("lab", "8"), claim("other", "2")], Some(&nodeclass("True")));
+        assert_eq!(s.nodes, Some(2));
+        assert_eq!(s.resources["cpu"].0, "12");
+        assert_eq!(s.resources["nodes"].0, "2");
+        assert_eq!(s.node_class_observed_generation, Some(3));
+        assert_eq!(cond(&s, "Ready").status, "True");
+    }
+
+    #[test]
+    fn an_invalid_budget_and_a_missing_nodeclass_are_conditions() {
+        let bad = pool("  disruption:\n    budgets: [{nodes: \"ten\"}]\n");
+        let s = status(&bad, &[], None);
+        let v = cond(&s, "ValidationSucceeded");
+        assert_eq!((v.status.as_str(), v.reason.as_str()), ("False", "ValidationFailed"));
+        assert!(v.message.contains("spec.disruption.budgets[0].nodes"), "{}", v.message);
+        let c = cond(&s, "NodeClassReady");
+        assert_eq!(c.reason, "NodeClassNotFound");
+        assert!(c.message.contains("spec.template.spec.nodeClassRef.name"));
+        let r = cond(&s, "Ready");
+        assert_eq!(r.status, "False");
+        assert!(r.message.contains("ValidationSucceeded") && r.message.contains("NodeClassReady"), "{}", r.message);
+        let s = status(&pool(""), &[], Some(&nodeclass("False")));
+        assert!(cond(&s, "NodeClassReady").message.contains("no subnet matches"));
+    }
+}
