@@ -10,6 +10,7 @@ pub mod nodepool_status;
 pub mod provisioner;
 pub mod settings;
 pub mod state;
+pub mod termination;
 
 use anyhow::Context;
 use events::{Involved, Recorder};
@@ -146,6 +147,7 @@ impl Controller {
         let catalogs = self.catalogs().await;
         self.provision(&catalogs).await?;
         self.lifecycle(&catalogs).await;
+        self.terminate(&catalogs).await;
         Ok(())
     }
 
@@ -379,6 +381,53 @@ impl Controller {
                     Ok(_) => tracing::info!(nodeclaim = %name, "initialized"),
                     Err(e) => tracing::warn!(nodeclaim = %name, error = %e, "could not write Initialized"),
                 }
+            }
+        }
+    }
+
+    /// Moves every NodeClaim being deleted one step towards release (termination.rs).
+    async fn terminate(&self, catalogs: &BTreeMap<String, Arc<Vec<InstanceType>>>) {
+        let deleting: Vec<_> =
+            self.stores.nodeclaims.state().into_iter().filter(|nc| nc.metadata.deletion_timestamp.is_some()).collect();
+        if deleting.is_empty() {
+            return;
+        }
+        let objects = self.stores.objects();
+        let catalog = |np: &NodePool| {
+            np.spec
+                .template
+                .spec
+                .node_class_ref
+                .as_ref()
+                .and_then(|r| catalogs.get(&r.name))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let (snap, _) = tenon_core::convert::snapshot(&objects, &catalog, unix_now());
+        for nc in deleting {
+            let name = nc.metadata.name.clone().unwrap_or_default();
+            let provider_id = nc.status.as_ref().and_then(|s| s.provider_id.clone());
+            let node = objects.nodes.iter().find(|n| {
+                provider_id.is_some() && n.spec.as_ref().and_then(|s| s.provider_id.as_ref()) == provider_id.as_ref()
+            });
+            match termination::step(&self.client, self.provider.as_ref(), &nc, node, &snap).await {
+                Ok(true) => {
+                    self.metrics.add(
+                        &format!(
+                            "karpenter_nodeclaims_terminated_total{{nodepool=\"{}\"}}",
+                            nc.metadata
+                                .labels
+                                .as_ref()
+                                .and_then(|l| l.get(wk::LABEL_NODEPOOL))
+                                .cloned()
+                                .unwrap_or_default()
+                        ),
+                        1.0,
+                    );
+                    tracing::info!(nodeclaim = %name, "terminated");
+                }
+                Ok(false) => {}
+                Err(e) => tracing::warn!(nodeclaim = %name, error = %e, "termination step failed; retrying"),
             }
         }
     }

@@ -1,0 +1,165 @@
+//! Termination of a NodeClaim being deleted, in Karpenter's order: taint its Node
+//! `karpenter.sh/disrupted:NoSchedule`, drain it through the Eviction API in the core's tier
+//! order (PDB refusals and `karpenter.sh/do-not-disrupt` wait; past the
+//! terminationGracePeriod pods are deleted), terminate the instance, then release the Node
+//! and the NodeClaim by removing the `karpenter.sh/termination` finalizer.
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{DeleteParams, EvictParams, Patch, PatchParams};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+use tenon_api::NodeClaim;
+use tenon_api::wellknown as wk;
+use tenon_core::ClusterSnapshot;
+use tenon_core::cloud::CloudProvider;
+use tenon_core::disruption::drain::{DrainAction, drain_order};
+
+/// The instance id in a providerID (`aws:///us-east-1a/i-0abc` → `i-0abc`).
+pub fn instance_id(provider_id: &str) -> Option<&str> {
+    provider_id.rsplit('/').next().filter(|s| s.starts_with("i-"))
+}
+
+/// The finalizers without ours, as a merge patch.
+pub fn release_patch(finalizers: Option<&Vec<String>>) -> Value {
+    let rest: Vec<&String> = finalizers.into_iter().flatten().filter(|f| *f != wk::FINALIZER_TERMINATION).collect();
+    json!({"metadata": {"finalizers": rest}})
+}
+
+/// The node's taints with `karpenter.sh/disrupted:NoSchedule` added, or `None` when present.
+pub fn disrupted_taints(node: &Node) -> Option<Value> {
+    let taints = node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
+    if taints.iter().any(|t| t.key == wk::TAINT_DISRUPTED) {
+        return None;
+    }
+    let mut list: Vec<Value> = taints.into_iter().map(|t| serde_json::to_value(t).unwrap_or(Value::Null)).collect();
+    list.push(json!({"key": wk::TAINT_DISRUPTED, "effect": "NoSchedule"}));
+    Some(json!({"spec": {"taints": list}}))
+}
+
+/// One step of terminating `nc`. Returns true when this step released the NodeClaim.
+pub async fn step(
+    client: &Client,
+    provider: &dyn TerminateInstances,
+    nc: &NodeClaim,
+    node: Option<&Node>,
+    snap: &ClusterSnapshot,
+) -> Result<bool, String> {
+    let name = nc.metadata.name.clone().unwrap_or_default();
+    if !nc.metadata.finalizers.as_ref().is_some_and(|f| f.iter().any(|x| x == wk::FINALIZER_TERMINATION)) {
+        return Ok(false);
+    }
+    if let Some(node) = node {
+        let node_name = node.metadata.name.clone().unwrap_or_default();
+        let nodes: Api<Node> = Api::all(client.clone());
+        if let Some(p) = disrupted_taints(node) {
+            nodes
+                .patch(&node_name, &PatchParams::default(), &Patch::Merge(&p))
+                .await
+                .map_err(|e| format!("tainting {node_name}: {e}"))?;
+        }
+        let deadline = nc.metadata.deletion_timestamp.as_ref().and_then(|t| {
+            let tgp = nc
+                .spec
+                .termination_grace_period
+                .as_deref()
+                .and_then(|g| tenon_api::duration::parse_duration(g).ok())?;
+            Some(t.0.as_second() + tgp.as_secs() as i64)
+        });
+        let plan = drain_order(snap, &node_name, deadline);
+        let only_daemons = plan.tier >= 1 && plan.steps.iter().all(|(p, _)| snap.pods[*p].is_daemon());
+        if !(plan.is_done() || only_daemons) {
+            for (p, action) in &plan.steps {
+                let pod = &snap.pods[*p];
+                let pods: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
+                match action {
+                    DrainAction::Evict => match pods.evict(&pod.name, &EvictParams::default()).await {
+                        Ok(_) => {}
+                        // The PDB allows nothing now: the next pass tries again.
+                        Err(kube::Error::Api(s)) if s.code == 429 || s.code == 404 => {}
+                        Err(e) => return Err(format!("evicting {}/{}: {e}", pod.namespace, pod.name)),
+                    },
+                    DrainAction::Delete => match pods.delete(&pod.name, &DeleteParams::default()).await {
+                        Ok(_) => {}
+                        Err(kube::Error::Api(s)) if s.code == 404 => {}
+                        Err(e) => return Err(format!("deleting {}/{}: {e}", pod.namespace, pod.name)),
+                    },
+                    DrainAction::Wait(_) => {}
+                }
+            }
+            return Ok(false);
+        }
+    }
+    if let Some(id) = nc.status.as_ref().and_then(|s| s.provider_id.as_deref()).and_then(instance_id) {
+        provider.terminate(id).await?;
+    }
+    if let Some(node) = node {
+        let node_name = node.metadata.name.clone().unwrap_or_default();
+        let nodes: Api<Node> = Api::all(client.clone());
+        match nodes.delete(&node_name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(format!("deleting node {node_name}: {e}")),
+        }
+        if node.metadata.finalizers.as_ref().is_some_and(|f| f.iter().any(|x| x == wk::FINALIZER_TERMINATION)) {
+            let p = release_patch(node.metadata.finalizers.as_ref());
+            match nodes.patch(&node_name, &PatchParams::default(), &Patch::Merge(&p)).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(format!("releasing node {node_name}: {e}")),
+            }
+        }
+    }
+    let api: Api<NodeClaim> = Api::all(client.clone());
+    let p = release_patch(nc.metadata.finalizers.as_ref());
+    match api.patch(&name, &PatchParams::default(), &Patch::Merge(&p)).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(true),
+        Err(e) => Err(format!("releasing {name}: {e}")),
+    }
+}
+
+/// The cloud side of termination (a trait so the step can be driven by any provider).
+pub trait TerminateInstances: Sync {
+    fn terminate<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>>;
+}
+
+impl<P: CloudProvider> TerminateInstances for P {
+    fn terminate<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>> {
+        Box::pin(async move { self.delete(&[id.to_string()]).await.map_err(|e| format!("terminating {id}: {e}")) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_ids_and_finalizers() {
+        assert_eq!(instance_id("aws:///us-east-1a/i-0abc"), Some("i-0abc"));
+        assert_eq!(instance_id("kind://docker/node"), None);
+        let fins = vec!["a".to_string(), wk::FINALIZER_TERMINATION.to_string()];
+        assert_eq!(release_patch(Some(&fins)), json!({"metadata": {"finalizers": ["a"]}}));
+        let node: Node = serde_json::from_value(
+            json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key": "x", "effect": "NoSchedule"}]}}),
+        )
+        .unwrap();
+        let p = disrupted_taints(&node).unwrap();
+        assert_eq!(p["spec"]["taints"][1]["key"], wk::TAINT_DISRUPTED);
+        let mut tainted = node.clone();
+        tainted
+            .spec
+            .as_mut()
+            .unwrap()
+            .taints
+            .as_mut()
+            .unwrap()
+            .push(serde_json::from_value(json!({"key": wk::TAINT_DISRUPTED, "effect": "NoSchedule"})).unwrap());
+        assert!(disrupted_taints(&tainted).is_none());
+    }
+}
