@@ -23,6 +23,21 @@ fn jiff_now() -> k8s_openapi::jiff::Timestamp {
     k8s_openapi::jiff::Timestamp::now()
 }
 
+/// Karpenter's registration TTL: a launched NodeClaim whose Node has not joined by then is
+/// deleted.
+pub const REGISTRATION_TTL_SECS: i64 = 15 * 60;
+
+/// Launched more than the registration TTL ago (by the Launched condition) and not
+/// Registered.
+pub fn registration_expired(nc: &NodeClaim, now: i64) -> bool {
+    let launched = nc
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == condition::LAUNCHED && c.status == "True"));
+    launched.is_some_and(|c| now - c.last_transition_time.0.as_second() >= REGISTRATION_TTL_SECS)
+        && !has_condition(nc, condition::REGISTERED)
+}
+
 pub fn has_condition(nc: &NodeClaim, t: &str) -> bool {
     nc.status.as_ref().is_some_and(|s| s.conditions.iter().any(|c| c.type_ == t && c.status == "True"))
 }
@@ -255,6 +270,21 @@ spec:
         let mut not_ready = ready.clone();
         not_ready.status.as_mut().unwrap().conditions.as_mut().unwrap()[0].status = "False".into();
         assert!(!initialized(&nc, &not_ready));
+    }
+
+    #[test]
+    fn unregistered_nodeclaims_expire_after_fifteen_minutes() {
+        let mut nc = seed_nodeclaim();
+        let mut conds = vec![];
+        set_condition(&mut conds, condition::LAUNCHED, true, "Launched", "", None);
+        let launched_at = conds[0].last_transition_time.0.as_second();
+        nc.status.get_or_insert_with(Default::default).conditions = conds.clone();
+        assert!(!registration_expired(&nc, launched_at + REGISTRATION_TTL_SECS - 1));
+        assert!(registration_expired(&nc, launched_at + REGISTRATION_TTL_SECS));
+        set_condition(&mut conds, condition::REGISTERED, true, "Registered", "", None);
+        nc.status.as_mut().unwrap().conditions = conds;
+        assert!(!registration_expired(&nc, launched_at + 3600), "registered in time");
+        assert!(!registration_expired(&seed_nodeclaim(), i64::MAX / 2), "never launched");
     }
 
     #[test]

@@ -341,7 +341,26 @@ impl Controller {
             let node = self.stores.nodes.state().into_iter().find(|n| {
                 n.spec.as_ref().and_then(|s| s.provider_id.as_ref()) == provider_id.as_ref() && provider_id.is_some()
             });
-            let Some(node) = node else { continue };
+            let Some(node) = node else {
+                if lifecycle::registration_expired(&nc, unix_now()) {
+                    // Karpenter's liveness: a launched instance that never joined is given
+                    // up; deleting the NodeClaim terminates the instance.
+                    let message = format!(
+                        "no Node registered within {}m of launch; deleting the NodeClaim",
+                        lifecycle::REGISTRATION_TTL_SECS / 60
+                    );
+                    self.recorder
+                        .publish(&self.client, &involved_nodeclaim(&nc), "Warning", "RegistrationTimeout", &message)
+                        .await;
+                    match api.delete(&name, &kube::api::DeleteParams::default()).await {
+                        Ok(_) => tracing::warn!(nodeclaim = %name, "registration TTL exceeded; deleted"),
+                        Err(e) => {
+                            tracing::warn!(nodeclaim = %name, error = %e, "could not delete an unregistered NodeClaim")
+                        }
+                    }
+                }
+                continue;
+            };
             let node_name = node.metadata.name.clone().unwrap_or_default();
             if !lifecycle::has_condition(&nc, condition::REGISTERED) {
                 let patch = lifecycle::registration_patch(&nc, &node);
