@@ -93,7 +93,7 @@ pub(crate) async fn fetch(clients: &crate::Clients, region: &str) -> Result<RawC
         // VPC instances report either description; Karpenter asks for both.
         .product_descriptions("Linux/UNIX")
         .product_descriptions("Linux/UNIX (Amazon VPC)")
-        .start_time(aws_smithy_types::DateTime::from_secs(now_secs()))
+        .start_time(aws_smithy_types::DateTime::from_secs(crate::now_secs()))
         .into_paginator()
         .send();
     let mut seen: BTreeMap<(String, String), i64> = BTreeMap::new();
@@ -126,10 +126,6 @@ pub(crate) async fn fetch(clients: &crate::Clients, region: &str) -> Result<RawC
         }
     }
     Ok(raw)
-}
-
-fn now_secs() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
 /// The Price List API region code for an EC2 region's products: GetProducts filters on

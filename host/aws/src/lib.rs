@@ -144,6 +144,11 @@ impl AwsProvider {
     }
 }
 
+/// Seconds since the epoch (spot price lookups, AMI deprecation).
+pub(crate) fn now_secs() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
 /// The kubelet root volume's size: the mapping marked `rootVolume`, else the default.
 fn root_volume_bytes(nc: &EC2NodeClass) -> i64 {
     nc.spec

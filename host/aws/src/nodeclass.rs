@@ -340,7 +340,7 @@ pub(crate) async fn amis(
                     .and_then(|t| {
                         aws_smithy_types::DateTime::from_str(t, aws_smithy_types::date_time::Format::DateTime).ok()
                     })
-                    .is_some_and(|t| t.secs() <= now_secs());
+                    .is_some_and(|t| t.secs() <= crate::now_secs());
                 let ami = Ami { id: id.into(), deprecated, name: img.name().map(str::to_string), requirements };
                 found.insert(id.into(), (ami, img.creation_date().unwrap_or("").to_string()));
             }
@@ -361,10 +361,6 @@ pub(crate) async fn amis(
         Check::ok(condition::AMIS_READY)
     };
     Ok((list.into_iter().map(|(a, _)| a).collect(), check))
-}
-
-fn now_secs() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
 /// An SSM parameter's value; `None` when it does not exist.

@@ -1,18 +1,10 @@
 //! `tenon check` and `tenon crds` as a user runs them: real binary, real files.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-fn repo() -> PathBuf {
-    Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("run under cargo test"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn tenon(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tenon")).args(args).current_dir(repo()).output().expect("run tenon")
-}
+use support::{repo, tenon};
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

@@ -1,16 +1,12 @@
 //! `tenon policy …` as a policy author runs it: real components, real fixtures, a scaffolded
 //! crate built and tested from scratch.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
-
-fn repo() -> PathBuf {
-    Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("run under cargo test"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use support::{repo, tenon};
 
 fn target() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo().join("target"), PathBuf::from)
@@ -21,10 +17,6 @@ fn bundle() -> &'static Path {
     DIR.get_or_init(|| {
         tenon_policy::testing::build_components(&repo().join("policies/Cargo.toml"), &target().join("guests")).unwrap()
     })
-}
-
-fn tenon(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tenon")).args(args).current_dir(repo()).output().expect("run tenon")
 }
 
 fn out(o: &Output) -> String {

@@ -1,19 +1,11 @@
 //! `tenon simulate` as a user runs it: every example scenario holds its expectations, a
 //! broken expectation fails the run, and runs are deterministic.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn repo() -> PathBuf {
-    Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("run under cargo test"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn tenon(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tenon")).args(args).current_dir(repo()).output().expect("run tenon")
-}
+use std::process::Output;
+use support::{repo, tenon};
 
 fn out(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))

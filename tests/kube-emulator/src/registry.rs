@@ -173,6 +173,16 @@ pub fn group_list(types: &[ResourceType]) -> Value {
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
+/// A fingerprint of one group version's types (for OpenAPI cache URLs).
+pub fn gv_hash(types: &[ResourceType], group: &str, version: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for t in types.iter().filter(|t| t.group == group && t.version == version) {
+        (&t.kind, &t.plural, t.namespaced, &t.subresources).hash(&mut h);
+    }
+    h.finish()
+}
+
 /// An OpenAPI v3 document for one group version: the paths with their operations, enough for
 /// kubectl to see that the server validates fields itself (`fieldValidation`) and to find
 /// each kind's endpoints. Schemas are open (`x-kubernetes-preserve-unknown-fields`): the

@@ -245,6 +245,12 @@ pub async fn handle(
 }
 
 fn discovery(s: &Shared, segs: &[&str]) -> Option<Response> {
+    // Resource requests are most requests: they should not take the store lock twice.
+    let is_discovery =
+        matches!(segs, ["version"] | ["api"] | ["api", _] | ["apis"] | ["apis", _] | ["apis", _, _] | ["openapi", ..]);
+    if !is_discovery {
+        return None;
+    }
     let store = s.store.lock().ok()?;
     let r = match segs {
         ["version"] => {
@@ -275,7 +281,10 @@ fn discovery(s: &Shared, segs: &[&str]) -> Option<Response> {
             gvs.dedup();
             for (g, v) in gvs {
                 let p = if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") };
-                paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={}", store.rv)}));
+                // The hash changes when the group version's types do (a CRD), not on every
+                // write, so kubectl's OpenAPI cache stays valid.
+                let hash = registry::gv_hash(&store.types, &g, &v);
+                paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash:016x}")}));
             }
             json!({"paths": paths})
         }

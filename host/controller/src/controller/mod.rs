@@ -28,6 +28,7 @@ use tenon_api::wellknown::{self as wk, condition};
 use tenon_api::{EC2NodeClass, NodeClaim, NodePool};
 use tenon_aws::{AwsProvider, ClusterInfo, Connection};
 use tenon_core::cloud::{CloudError, CloudProvider};
+use tenon_core::convert::ClusterObjects;
 use tenon_core::instancetype::InstanceType;
 
 struct Controller {
@@ -42,8 +43,6 @@ struct Controller {
     launching: Arc<Mutex<BTreeSet<String>>>,
     /// EC2NodeClass name → (generation, when) of its last resolution.
     resolved: BTreeMap<String, (Option<i64>, Instant)>,
-    /// When the oldest still-pending pod was first seen (for the decision-latency metric).
-    pending_since: BTreeMap<String, Instant>,
 }
 
 const RESOLVE_EVERY: Duration = Duration::from_secs(300);
@@ -101,7 +100,6 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         batcher: provisioner::Batcher::default(),
         launching: Arc::default(),
         resolved: BTreeMap::new(),
-        pending_since: BTreeMap::new(),
     };
     let changed = c.stores.changed.clone();
     loop {
@@ -144,10 +142,20 @@ impl Controller {
     async fn reconcile(&mut self) -> anyhow::Result<()> {
         self.nodeclasses().await;
         self.nodepools().await;
-        let catalogs = self.catalogs().await;
-        self.provision(&catalogs).await?;
+        let objects = self.stores.objects();
+        let decide = self.batch_closed(&objects);
+        let launches = objects
+            .nodeclaims
+            .iter()
+            .any(|nc| nc.metadata.deletion_timestamp.is_none() && !lifecycle::has_condition(nc, condition::LAUNCHED));
+        // Shaping the catalog into instance types is the costly part of a pass: done only
+        // when a decision or a launch needs it, not on every tick.
+        let catalogs = if decide || launches { self.catalogs().await } else { BTreeMap::new() };
+        if decide {
+            self.provision(&objects, &catalogs).await;
+        }
         self.lifecycle(&catalogs).await;
-        self.terminate(&catalogs).await;
+        self.terminate(&objects).await;
         Ok(())
     }
 
@@ -225,7 +233,7 @@ impl Controller {
     }
 
     /// Instance types per EC2NodeClass (from the provider's cached catalog).
-    async fn catalogs(&self) -> BTreeMap<String, Arc<Vec<InstanceType>>> {
+    async fn catalogs(&self) -> Catalogs {
         let mut out = BTreeMap::new();
         for nc in self.stores.nodeclasses.state() {
             let name = nc.metadata.name.clone().unwrap_or_default();
@@ -239,8 +247,8 @@ impl Controller {
         out
     }
 
-    async fn provision(&mut self, catalogs: &BTreeMap<String, Arc<Vec<InstanceType>>>) -> anyhow::Result<()> {
-        let objects = self.stores.objects();
+    /// Feeds the batcher the pods waiting for capacity; true when a batch has closed.
+    fn batch_closed(&mut self, objects: &ClusterObjects) -> bool {
         let pending: BTreeSet<String> = objects
             .pods
             .iter()
@@ -253,26 +261,14 @@ impl Controller {
                 )
             })
             .collect();
-        let now = Instant::now();
-        for p in &pending {
-            self.pending_since.entry(p.clone()).or_insert(now);
-        }
-        self.pending_since.retain(|p, _| pending.contains(p));
-        if !self.batcher.tick(&pending, now, self.settings.batch_idle_duration, self.settings.batch_max_duration) {
-            return Ok(());
-        }
-        let catalog = |np: &NodePool| {
-            np.spec
-                .template
-                .spec
-                .node_class_ref
-                .as_ref()
-                .and_then(|r| catalogs.get(&r.name))
-                .cloned()
-                .unwrap_or_default()
-        };
+        self.batcher.tick(&pending, Instant::now(), self.settings.batch_idle_duration, self.settings.batch_max_duration)
+    }
+
+    /// A provisioning decision for the closed batch: NodeClaims for what fits nowhere,
+    /// FailedScheduling events for what fits nowhere at all.
+    async fn provision(&mut self, objects: &ClusterObjects, catalogs: &Catalogs) {
         let started = Instant::now();
-        let (snap, errors) = tenon_core::convert::snapshot(&objects, &catalog, unix_now());
+        let (snap, errors) = snapshot(objects, catalogs);
         for e in &errors {
             tracing::warn!(error = %e, "object left out of the decision");
         }
@@ -322,12 +318,12 @@ impl Controller {
                 .await;
         }
         self.batcher.forget();
-        Ok(())
     }
 
-    async fn lifecycle(&self, catalogs: &BTreeMap<String, Arc<Vec<InstanceType>>>) {
+    async fn lifecycle(&self, catalogs: &Catalogs) {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
         let nodes: Api<Node> = Api::all(self.client.clone());
+        let all_nodes = self.stores.nodes.state();
         for nc in self.stores.nodeclaims.state() {
             let name = nc.metadata.name.clone().unwrap_or_default();
             if nc.metadata.deletion_timestamp.is_some() {
@@ -338,7 +334,7 @@ impl Controller {
                 continue;
             }
             let provider_id = nc.status.as_ref().and_then(|s| s.provider_id.clone());
-            let node = self.stores.nodes.state().into_iter().find(|n| {
+            let node = all_nodes.iter().find(|n| {
                 n.spec.as_ref().and_then(|s| s.provider_id.as_ref()) == provider_id.as_ref() && provider_id.is_some()
             });
             let Some(node) = node else {
@@ -363,7 +359,7 @@ impl Controller {
             };
             let node_name = node.metadata.name.clone().unwrap_or_default();
             if !lifecycle::has_condition(&nc, condition::REGISTERED) {
-                let patch = lifecycle::registration_patch(&nc, &node);
+                let patch = lifecycle::registration_patch(&nc, node);
                 if let Err(e) = nodes.patch(&node_name, &PatchParams::default(), &Patch::Merge(&patch)).await {
                     tracing::warn!(node = %node_name, error = %e, "could not register node");
                     continue;
@@ -390,7 +386,7 @@ impl Controller {
                 }
                 continue;
             }
-            if !lifecycle::has_condition(&nc, condition::INITIALIZED) && lifecycle::initialized(&nc, &node) {
+            if !lifecycle::has_condition(&nc, condition::INITIALIZED) && lifecycle::initialized(&nc, node) {
                 let mut probe = nc.as_ref().clone();
                 let conds = lifecycle::with_condition(&probe, condition::INITIALIZED, true, "Initialized", "");
                 probe.status.get_or_insert_with(Default::default).conditions = conds;
@@ -405,31 +401,21 @@ impl Controller {
     }
 
     /// Moves every NodeClaim being deleted one step towards release (termination.rs).
-    async fn terminate(&self, catalogs: &BTreeMap<String, Arc<Vec<InstanceType>>>) {
-        let deleting: Vec<_> =
-            self.stores.nodeclaims.state().into_iter().filter(|nc| nc.metadata.deletion_timestamp.is_some()).collect();
+    async fn terminate(&self, objects: &ClusterObjects) {
+        let deleting: Vec<&NodeClaim> =
+            objects.nodeclaims.iter().filter(|nc| nc.metadata.deletion_timestamp.is_some()).collect();
         if deleting.is_empty() {
             return;
         }
-        let objects = self.stores.objects();
-        let catalog = |np: &NodePool| {
-            np.spec
-                .template
-                .spec
-                .node_class_ref
-                .as_ref()
-                .and_then(|r| catalogs.get(&r.name))
-                .cloned()
-                .unwrap_or_default()
-        };
-        let (snap, _) = tenon_core::convert::snapshot(&objects, &catalog, unix_now());
+        // Draining needs pods and nodes, not instance types.
+        let (snap, _) = snapshot(objects, &Catalogs::new());
         for nc in deleting {
             let name = nc.metadata.name.clone().unwrap_or_default();
             let provider_id = nc.status.as_ref().and_then(|s| s.provider_id.clone());
             let node = objects.nodes.iter().find(|n| {
                 provider_id.is_some() && n.spec.as_ref().and_then(|s| s.provider_id.as_ref()) == provider_id.as_ref()
             });
-            match termination::step(&self.client, self.provider.as_ref(), &nc, node, &snap).await {
+            match termination::step(&self.client, self.provider.as_ref(), nc, node, &snap).await {
                 Ok(true) => {
                     self.metrics.add(
                         &format!(
@@ -452,7 +438,7 @@ impl Controller {
     }
 
     /// Starts the launch of `nc` unless one is under way.
-    fn launch(&self, nc: &NodeClaim, catalogs: &BTreeMap<String, Arc<Vec<InstanceType>>>) {
+    fn launch(&self, nc: &NodeClaim, catalogs: &Catalogs) {
         let name = nc.metadata.name.clone().unwrap_or_default();
         {
             let Ok(mut l) = self.launching.lock() else { return };
@@ -532,6 +518,20 @@ async fn launch_one(
     metrics.add(&format!("karpenter_nodeclaims_launched_total{{nodepool=\"{}\"}}", req.nodepool), 1.0);
     tracing::info!(nodeclaim = %name, instance = %instance.id, instance_type = %instance.instance_type, zone = %instance.zone, "launched");
     Ok(())
+}
+
+/// Instance types per EC2NodeClass name.
+type Catalogs = BTreeMap<String, Arc<Vec<InstanceType>>>;
+
+/// The snapshot a decision sees now (objects that cannot be read are left out and logged).
+fn snapshot(
+    objects: &ClusterObjects,
+    catalogs: &Catalogs,
+) -> (tenon_core::ClusterSnapshot, Vec<tenon_core::convert::ConvertError>) {
+    let catalog = |np: &NodePool| {
+        np.spec.template.spec.node_class_ref.as_ref().and_then(|r| catalogs.get(&r.name)).cloned().unwrap_or_default()
+    };
+    tenon_core::convert::snapshot(objects, &catalog, unix_now())
 }
 
 fn unix_now() -> i64 {
