@@ -88,6 +88,11 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     let stores = Stores::start(&client);
     tracing::info!(cluster = %settings.cluster_name, "waiting for caches to sync");
     stores.wait_synced().await?;
+    // Fetch the catalog before the first pending pod does (it takes seconds); instance
+    // types are shaped from it only when a decision or launch needs them.
+    if let Err(e) = provider.catalog().await {
+        tracing::warn!(error = %e, "could not fetch the instance catalog yet; the first decision will retry");
+    }
     metrics.set_ready();
     tracing::info!("caches synced");
     let mut c = Controller {
