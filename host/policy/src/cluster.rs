@@ -3,7 +3,7 @@
 //! as `tenon simulate --compare` uses), behind the core's `Scorer` and `PolicySet`.
 
 use crate::adapters::{Bound, Mode, NodePoolContext, WasmBudgetRule, WasmConsolidator, WasmScorer};
-use crate::error::PolicyError;
+use crate::error::{Failure, PolicyError};
 use crate::metrics::Metrics;
 use crate::policy::World;
 use crate::store::PolicyStore;
@@ -46,7 +46,17 @@ impl ClusterPolicies {
         pools: &[NodePoolInfo],
         overrides: Option<&[PolicyRef]>,
     ) -> (Self, Vec<(String, String)>) {
-        let metrics = Arc::new(Metrics::default());
+        Self::resolve_into(store, pools, overrides, Arc::new(Metrics::default()))
+    }
+
+    /// As [`ClusterPolicies::resolve`], counting into `metrics` (a controller keeps one set
+    /// of counters across reloads).
+    pub fn resolve_into(
+        store: &PolicyStore,
+        pools: &[NodePoolInfo],
+        overrides: Option<&[PolicyRef]>,
+        metrics: Arc<Metrics>,
+    ) -> (Self, Vec<(String, String)>) {
         let mut out = ClusterPolicies { pools: BTreeMap::new(), metrics: metrics.clone() };
         let mut problems = Vec::new();
         for pool in pools {
@@ -76,6 +86,24 @@ impl ClusterPolicies {
             }
         }
         (out, problems)
+    }
+
+    /// Per NodePool, the policies whose last call failed: (policy name, failure).
+    pub fn failures(&self) -> BTreeMap<String, Vec<(String, Failure)>> {
+        let mut out: BTreeMap<String, Vec<(String, Failure)>> = BTreeMap::new();
+        for (pool, p) in &self.pools {
+            let bound = [
+                p.scorer.as_ref().map(|s| &s.0),
+                p.consolidator.as_ref().map(|c| &c.0),
+                p.budget.as_ref().map(|b| &b.0),
+            ];
+            for b in bound.into_iter().flatten() {
+                if let Some(f) = b.last_failure() {
+                    out.entry(pool.clone()).or_default().push((b.policy.name.clone(), f));
+                }
+            }
+        }
+        out
     }
 }
 

@@ -115,6 +115,18 @@ impl Emulator {
         }
     }
 
+    /// A handle that cuts watches (and compacts) from another task or thread.
+    pub fn cutter(&self) -> WatchCutter {
+        WatchCutter { shared: self.shared.clone() }
+    }
+
+    /// Drops every injected fault not yet used up.
+    pub fn clear_faults(&self) {
+        if let Ok(mut f) = self.shared.faults.lock() {
+            f.clear();
+        }
+    }
+
     /// Injected faults not yet used up.
     pub fn faults_pending(&self) -> usize {
         self.shared.faults.lock().map(|f| f.iter().map(|x| x.remaining).sum()).unwrap_or(0)
@@ -122,6 +134,23 @@ impl Emulator {
 
     pub fn resource_version(&self) -> u64 {
         self.shared.store.lock().map(|s| s.rv).unwrap_or(0)
+    }
+}
+
+/// Cuts an emulator's watches while a test does something else.
+#[derive(Clone)]
+pub struct WatchCutter {
+    shared: Arc<Shared>,
+}
+
+impl WatchCutter {
+    /// Ends every open watch; with `compact`, also forgets the change log first, so the
+    /// clients' re-watch gets 410 Gone and they must relist.
+    pub fn cut(&self, compact: bool) {
+        if compact && let Ok(mut s) = self.shared.store.lock() {
+            s.compact();
+        }
+        self.shared.watch_epoch.send_modify(|e| *e += 1);
     }
 }
 

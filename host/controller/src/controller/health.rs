@@ -51,7 +51,14 @@ impl Metrics {
     }
 }
 
-pub async fn serve(metrics: Arc<Metrics>, addr: &str, health_port: u16, metrics_port: u16) -> anyhow::Result<()> {
+/// Serves the probes and `/metrics` (the controller's series, then the policy runtime's).
+pub async fn serve(
+    metrics: Arc<Metrics>,
+    policy_metrics: Arc<tenon_policy::metrics::Metrics>,
+    addr: &str,
+    health_port: u16,
+    metrics_port: u16,
+) -> anyhow::Result<()> {
     let health = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route(
@@ -65,9 +72,10 @@ pub async fn serve(metrics: Arc<Metrics>, addr: &str, health_port: u16, metrics_
             }),
         )
         .with_state(metrics.clone());
+    type Both = (Arc<Metrics>, Arc<tenon_policy::metrics::Metrics>);
     let metrics_app = Router::new()
-        .route("/metrics", get(|State(m): State<Arc<Metrics>>| async move { m.render() }))
-        .with_state(metrics);
+        .route("/metrics", get(|State((m, p)): State<Both>| async move { m.render() + &p.render() }))
+        .with_state((metrics, policy_metrics));
     let h = tokio::net::TcpListener::bind((addr, health_port)).await?;
     let mm = tokio::net::TcpListener::bind((addr, metrics_port)).await?;
     tokio::spawn(async move {

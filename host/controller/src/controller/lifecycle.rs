@@ -14,6 +14,7 @@ use tenon_core::cloud::{Instance, LaunchOption, LaunchRequest};
 use tenon_core::convert::requirements_with_min_values;
 use tenon_core::instancetype::InstanceType;
 use tenon_core::resources::{Resources, format_amount};
+use tenon_core::scorer::{Candidate, Scorer, ScoringInput, normalise_ranking};
 
 pub fn now_time() -> Time {
     Time(jiff_now())
@@ -86,30 +87,47 @@ fn type_fits(it: &InstanceType, reqs: &tenon_core::requirements::Requirements, r
         })
 }
 
-/// The offerings a NodeClaim may launch as, cheapest first (ties by name): every
-/// compatible, available offering of every instance type its requirements allow.
-pub fn launch_options(nc: &NodeClaim, types: &[InstanceType]) -> Vec<LaunchOption> {
+/// The offerings a NodeClaim may launch as, best first: every compatible, available offering
+/// of every instance type its requirements allow, in price order (ties by name and zone), then
+/// ranked by the NodePool's scorer. The launch does not know the NodeClaim's pods, so the
+/// scorer sees `pod_count` 0; scorers that weigh pods rank them when the plan is made.
+pub fn launch_options(nc: &NodeClaim, types: &[InstanceType], scorer: &dyn Scorer, now: i64) -> Vec<LaunchOption> {
     let reqs = requirements_with_min_values(&nc.spec.requirements);
     let object = format!("NodeClaim {}", nc.metadata.name.as_deref().unwrap_or_default());
     let requests =
         tenon_core::convert::resources(Some(&nc.spec.resources.requests), &object, "spec.resources.requests")
             .unwrap_or_default();
-    let mut out = Vec::new();
+    let mut candidates: Vec<Candidate<'_>> = Vec::new();
     for it in types.iter().filter(|it| type_fits(it, &reqs, &requests)) {
         for o in it.compatible_offerings(&reqs).filter(|o| o.available) {
-            out.push(LaunchOption {
-                instance_type: it.name.clone(),
-                zone: o.zone.clone(),
-                capacity_type: o.capacity_type.clone(),
-                price: o.price,
-                labels: it.labels(),
-            });
+            candidates.push(Candidate { instance_type: it, offering: o });
         }
     }
-    out.sort_by(|a, b| {
-        a.price.total_cmp(&b.price).then(a.instance_type.cmp(&b.instance_type)).then(a.zone.cmp(&b.zone))
+    candidates.sort_by(|a, b| {
+        a.offering
+            .price
+            .total_cmp(&b.offering.price)
+            .then(a.instance_type.name.cmp(&b.instance_type.name))
+            .then(a.offering.zone.cmp(&b.offering.zone))
+            .then(a.offering.capacity_type.cmp(&b.offering.capacity_type))
     });
-    out
+    let pool = nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)).cloned().unwrap_or_default();
+    let n = candidates.len();
+    let input = ScoringInput { nodepool: &pool, now, requests: &requests, pod_count: 0, candidates };
+    let order = if n > 1 { normalise_ranking(&scorer.rank(&input), n) } else { (0..n).collect() };
+    order
+        .into_iter()
+        .map(|i| {
+            let c = &input.candidates[i];
+            LaunchOption {
+                instance_type: c.instance_type.name.clone(),
+                zone: c.offering.zone.clone(),
+                capacity_type: c.offering.capacity_type.clone(),
+                price: c.offering.price,
+                labels: c.instance_type.labels(),
+            }
+        })
+        .collect()
 }
 
 pub fn launch_request(nc: &NodeClaim, nodeclass: &EC2NodeClass, options: Vec<LaunchOption>) -> LaunchRequest {
@@ -230,7 +248,7 @@ spec:
     #[test]
     fn launch_options_are_the_allowed_offerings_cheapest_first() {
         let cat = aws(&AwsCatalogOptions::default()).unwrap();
-        let opts = launch_options(&seed_nodeclaim(), &cat);
+        let opts = launch_options(&seed_nodeclaim(), &cat, &tenon_core::scorer::PriceScorer, 0);
         assert!(!opts.is_empty());
         for o in &opts {
             let l = &o.labels;

@@ -5,8 +5,10 @@
 
 pub mod events;
 pub mod health;
+pub mod leader;
 pub mod lifecycle;
 pub mod nodepool_status;
+pub mod policies;
 pub mod provisioner;
 pub mod settings;
 pub mod state;
@@ -43,7 +45,22 @@ struct Controller {
     launching: Arc<Mutex<BTreeSet<String>>>,
     /// EC2NodeClass name → (generation, when) of its last resolution.
     resolved: BTreeMap<String, (Option<i64>, Instant)>,
+    /// NodeClaims this process created that its cache has not shown yet, with when. A
+    /// decision waits for them (Karpenter's cluster-state sync): deciding without them
+    /// would provision their pods a second time.
+    unobserved: BTreeMap<String, Instant>,
+    /// A closed batch whose decision had to wait.
+    decision_due: bool,
+    policies: policies::Policies,
+    /// NodePools whose spec failed validation: they provision nothing until fixed.
+    invalid: BTreeSet<String>,
+    /// NodePool → the last registration outcome of its NodeClaims (healthy, message).
+    registration: BTreeMap<String, (bool, String)>,
 }
+
+/// How long a created NodeClaim may stay out of the cache before decisions stop waiting for
+/// it (it was deleted at once, or the watch is broken and the relist will tell).
+const OBSERVE_TIMEOUT: Duration = Duration::from_secs(30);
 
 const RESOLVE_EVERY: Duration = Duration::from_secs(300);
 
@@ -58,6 +75,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         kube::Config::infer().await.context("no Kubernetes client configuration (in-cluster or KUBECONFIG)")?;
     config.read_timeout = Some(Duration::from_secs(300));
     let server = config.cluster_url.to_string();
+    let namespace = settings.system_namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
     let client = Client::try_from(config)?;
     let k8s_version = match &settings.kubernetes_version {
         Some(v) => v.clone(),
@@ -83,8 +101,15 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     )
     .await;
     let metrics = Arc::new(Metrics::default());
-    health::serve(metrics.clone(), &settings.probe_bind_address, settings.health_probe_port, settings.metrics_port)
-        .await?;
+    let policies = policies::Policies::new(settings.policy_dir.as_deref())?;
+    health::serve(
+        metrics.clone(),
+        policies.metrics.clone(),
+        &settings.probe_bind_address,
+        settings.health_probe_port,
+        settings.metrics_port,
+    )
+    .await?;
     let stores = Stores::start(&client);
     tracing::info!(cluster = %settings.cluster_name, "waiting for caches to sync");
     stores.wait_synced().await?;
@@ -95,6 +120,23 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     }
     metrics.set_ready();
     tracing::info!("caches synced");
+    if !settings.disable_leader_election {
+        let election = leader::Election {
+            namespace,
+            identity: identity(),
+            lease_duration: Duration::from_secs(15),
+            renew_every: Duration::from_secs(2),
+        };
+        election.acquire(&client).await;
+        let keep_client = client.clone();
+        tokio::spawn(async move {
+            election.keep(keep_client).await;
+            // Crash-only, as controller-runtime: a replica that may no longer lead must not
+            // act; the restart comes back as a follower.
+            tracing::error!("leadership lost; exiting");
+            std::process::exit(1);
+        });
+    }
     let mut c = Controller {
         client,
         settings,
@@ -105,6 +147,11 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         batcher: provisioner::Batcher::default(),
         launching: Arc::default(),
         resolved: BTreeMap::new(),
+        unobserved: BTreeMap::new(),
+        decision_due: false,
+        policies,
+        invalid: BTreeSet::new(),
+        registration: BTreeMap::new(),
     };
     let changed = c.stores.changed.clone();
     loop {
@@ -122,6 +169,13 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     }
 }
 
+/// This replica's name in the Lease: the pod name where there is one, made unique.
+fn identity() -> String {
+    let host = std::env::var("POD_NAME").or_else(|_| std::env::var("HOSTNAME")).unwrap_or_else(|_| "tenon".into());
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    format!("{host}_{}_{nanos:08x}", std::process::id())
+}
+
 fn init_logging(s: &Settings) {
     let filter = tracing_subscriber::EnvFilter::try_new(&s.log_level)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -131,6 +185,11 @@ fn init_logging(s: &Settings) {
     } else {
         let _ = builder.try_init();
     }
+}
+
+/// The NodePool a NodeClaim belongs to (its `karpenter.sh/nodepool` label).
+fn pool_of(nc: &NodeClaim) -> String {
+    nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)).cloned().unwrap_or_default()
 }
 
 fn involved_nodeclaim(nc: &NodeClaim) -> Involved {
@@ -146,9 +205,13 @@ fn involved_nodeclaim(nc: &NodeClaim) -> Involved {
 impl Controller {
     async fn reconcile(&mut self) -> anyhow::Result<()> {
         self.nodeclasses().await;
+        self.policies.refresh(&self.stores.nodepools.state());
         self.nodepools().await;
         let objects = self.stores.objects();
-        let decide = self.batch_closed(&objects);
+        self.orphans(&objects).await;
+        let closed = self.batch_closed(&objects);
+        let decide = (closed || self.decision_due) && self.cache_has_created(&objects);
+        self.decision_due = (closed || self.decision_due) && !decide;
         let launches = objects
             .nodeclaims
             .iter()
@@ -200,7 +263,7 @@ impl Controller {
 
     /// NodePool status: resources, nodes and conditions; a validation failure is also an
     /// Event. Written only when it changes.
-    async fn nodepools(&self) {
+    async fn nodepools(&mut self) {
         let api: Api<NodePool> = Api::all(self.client.clone());
         let claims: Vec<NodeClaim> = self.stores.nodeclaims.state().iter().map(|c| (**c).clone()).collect();
         let classes = self.stores.nodeclasses.state();
@@ -213,21 +276,35 @@ impl Controller {
                 .node_class_ref
                 .as_ref()
                 .and_then(|r| classes.iter().find(|c| c.metadata.name.as_deref() == Some(r.name.as_str())));
-            let status = nodepool_status::status(&np, &claims, class.map(|c| &**c));
+            let observed = nodepool_status::Observed {
+                policy: self.policies.unhealthy(&name),
+                registration: self.registration.get(&name).cloned(),
+            };
+            let status = nodepool_status::status(&np, &claims, class.map(|c| &**c), &observed);
+            let invalid =
+                status.conditions.iter().any(|c| c.type_ == condition::VALIDATION_SUCCEEDED && c.status == "False");
+            if invalid {
+                self.invalid.insert(name.clone());
+            } else {
+                self.invalid.remove(&name);
+            }
             if np.status.as_ref() == Some(&status) {
                 continue;
             }
+            let obj = Involved {
+                api_version: "karpenter.sh/v1".into(),
+                kind: "NodePool".into(),
+                namespace: None,
+                name: name.clone(),
+                uid: np.metadata.uid.clone(),
+            };
             if let Some(v) =
                 status.conditions.iter().find(|c| c.type_ == condition::VALIDATION_SUCCEEDED && c.status == "False")
             {
-                let obj = Involved {
-                    api_version: "karpenter.sh/v1".into(),
-                    kind: "NodePool".into(),
-                    namespace: None,
-                    name: name.clone(),
-                    uid: np.metadata.uid.clone(),
-                };
                 self.recorder.publish(&self.client, &obj, "Warning", "ValidationFailed", &v.message).await;
+            }
+            if let Some((reason, message)) = &observed.policy {
+                self.recorder.publish(&self.client, &obj, "Warning", reason, message).await;
             }
             if let Err(e) =
                 api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({"status": status}))).await
@@ -252,6 +329,41 @@ impl Controller {
         out
     }
 
+    /// True when every NodeClaim this process created is in the cache (or overdue).
+    fn cache_has_created(&mut self, objects: &ClusterObjects) -> bool {
+        let seen: BTreeSet<&str> = objects.nodeclaims.iter().filter_map(|nc| nc.metadata.name.as_deref()).collect();
+        self.unobserved.retain(|name, at| !seen.contains(name.as_str()) && at.elapsed() < OBSERVE_TIMEOUT);
+        self.unobserved.is_empty()
+    }
+
+    /// NodeClaims whose NodePool is gone or being deleted are deleted (termination drains
+    /// them and terminates their instances). Kubernetes' garbage collector does the same
+    /// through the owner reference; doing it here does not depend on it.
+    async fn orphans(&self, objects: &ClusterObjects) {
+        let pools: BTreeSet<&str> = objects
+            .nodepools
+            .iter()
+            .filter(|np| np.metadata.deletion_timestamp.is_none())
+            .filter_map(|np| np.metadata.name.as_deref())
+            .collect();
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        for nc in objects.nodeclaims.iter().filter(|nc| nc.metadata.deletion_timestamp.is_none()) {
+            let Some(pool) = nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)) else { continue };
+            if pools.contains(pool.as_str()) {
+                continue;
+            }
+            let name = nc.metadata.name.clone().unwrap_or_default();
+            match api.delete(&name, &kube::api::DeleteParams::default()).await {
+                Ok(_) => {
+                    tracing::info!(nodeclaim = %name, nodepool = %pool, "NodePool deleted; deleting its NodeClaim")
+                }
+                Err(e) => {
+                    tracing::warn!(nodeclaim = %name, error = %e, "could not delete the NodeClaim of a deleted NodePool")
+                }
+            }
+        }
+    }
+
     /// Feeds the batcher the pods waiting for capacity; true when a batch has closed.
     fn batch_closed(&mut self, objects: &ClusterObjects) -> bool {
         let pending: BTreeSet<String> = objects
@@ -273,11 +385,19 @@ impl Controller {
     /// FailedScheduling events for what fits nowhere at all.
     async fn provision(&mut self, objects: &ClusterObjects, catalogs: &Catalogs) {
         let started = Instant::now();
-        let (snap, errors) = snapshot(objects, catalogs);
+        let (mut snap, errors) = snapshot(objects, catalogs);
         for e in &errors {
             tracing::warn!(error = %e, "object left out of the decision");
         }
-        let plan = tenon_core::schedule(&snap, &tenon_core::scorer::PriceScorer);
+        // A NodePool being deleted keeps its nodes until they are drained, but gets no more.
+        let deleting: BTreeSet<&str> = objects
+            .nodepools
+            .iter()
+            .filter(|np| np.metadata.deletion_timestamp.is_some())
+            .filter_map(|np| np.metadata.name.as_deref())
+            .collect();
+        snap.nodepools.retain(|t| !deleting.contains(t.name.as_str()) && !self.invalid.contains(&t.name));
+        let plan = tenon_core::schedule(&snap, &self.policies.active);
         self.metrics.add("tenon_provisioning_decisions_total", 1.0);
         self.metrics.set("tenon_provisioning_decision_seconds", started.elapsed().as_secs_f64());
         let api: Api<NodeClaim> = Api::all(self.client.clone());
@@ -291,6 +411,7 @@ impl Controller {
             match api.create(&PostParams::default(), &nc).await {
                 Ok(created) => {
                     let name = created.metadata.name.clone().unwrap_or_default();
+                    self.unobserved.insert(name.clone(), Instant::now());
                     self.metrics.add(
                         &format!(
                             "karpenter_nodeclaims_created_total{{nodepool=\"{}\",reason=\"provisioning\"}}",
@@ -325,7 +446,7 @@ impl Controller {
         self.batcher.forget();
     }
 
-    async fn lifecycle(&self, catalogs: &Catalogs) {
+    async fn lifecycle(&mut self, catalogs: &Catalogs) {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
         let nodes: Api<Node> = Api::all(self.client.clone());
         let all_nodes = self.stores.nodes.state();
@@ -353,6 +474,7 @@ impl Controller {
                     self.recorder
                         .publish(&self.client, &involved_nodeclaim(&nc), "Warning", "RegistrationTimeout", &message)
                         .await;
+                    self.registration.insert(pool_of(&nc), (false, format!("NodeClaim {name}: {message}")));
                     match api.delete(&name, &kube::api::DeleteParams::default()).await {
                         Ok(_) => tracing::warn!(nodeclaim = %name, "registration TTL exceeded; deleted"),
                         Err(e) => {
@@ -373,16 +495,9 @@ impl Controller {
                 let st = json!({"status": {"nodeName": node_name, "conditions": conds}});
                 match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&st)).await {
                     Ok(_) => {
+                        self.registration.insert(pool_of(&nc), (true, String::new()));
                         self.metrics.add(
-                            &format!(
-                                "karpenter_nodeclaims_registered_total{{nodepool=\"{}\"}}",
-                                nc.metadata
-                                    .labels
-                                    .as_ref()
-                                    .and_then(|l| l.get(wk::LABEL_NODEPOOL))
-                                    .cloned()
-                                    .unwrap_or_default()
-                            ),
+                            &format!("karpenter_nodeclaims_registered_total{{nodepool=\"{}\"}}", pool_of(&nc)),
                             1.0,
                         );
                         tracing::info!(nodeclaim = %name, node = %node_name, "registered");
@@ -422,18 +537,8 @@ impl Controller {
             });
             match termination::step(&self.client, self.provider.as_ref(), nc, node, &snap).await {
                 Ok(true) => {
-                    self.metrics.add(
-                        &format!(
-                            "karpenter_nodeclaims_terminated_total{{nodepool=\"{}\"}}",
-                            nc.metadata
-                                .labels
-                                .as_ref()
-                                .and_then(|l| l.get(wk::LABEL_NODEPOOL))
-                                .cloned()
-                                .unwrap_or_default()
-                        ),
-                        1.0,
-                    );
+                    self.metrics
+                        .add(&format!("karpenter_nodeclaims_terminated_total{{nodepool=\"{}\"}}", pool_of(nc)), 1.0);
                     tracing::info!(nodeclaim = %name, "terminated");
                 }
                 Ok(false) => {}
@@ -459,6 +564,8 @@ impl Controller {
             .into_iter()
             .find(|c| c.metadata.name.as_deref() == Some(class_name.as_str()));
         let types = catalogs.get(&class_name).cloned().unwrap_or_default();
+        // Ranked here, where the NodePool's scorer lives; the launch task gets the order.
+        let options = lifecycle::launch_options(nc, &types, &self.policies.active, unix_now());
         let (client, provider, recorder, metrics, launching, nc) = (
             self.client.clone(),
             self.provider.clone(),
@@ -468,7 +575,7 @@ impl Controller {
             nc.clone(),
         );
         tokio::spawn(async move {
-            let result = launch_one(&client, &provider, &nc, nodeclass.as_deref(), &types, &metrics).await;
+            let result = launch_one(&client, &provider, &nc, nodeclass.as_deref(), options, &types, &metrics).await;
             if let Err(message) = result {
                 let conds = lifecycle::with_condition(&nc, condition::LAUNCHED, false, "LaunchFailed", &message);
                 let st = json!({"status": {"conditions": conds}});
@@ -491,6 +598,7 @@ async fn launch_one(
     provider: &AwsProvider,
     nc: &NodeClaim,
     nodeclass: Option<&EC2NodeClass>,
+    options: Vec<tenon_core::cloud::LaunchOption>,
     types: &[InstanceType],
     metrics: &Metrics,
 ) -> Result<(), String> {
@@ -501,7 +609,6 @@ async fn launch_one(
             nc.spec.node_class_ref.as_ref().map(|r| r.name.clone()).unwrap_or_default()
         ));
     };
-    let options = lifecycle::launch_options(nc, types);
     if options.is_empty() {
         return Err("no instance type offering satisfies the NodeClaim's requirements and resources".into());
     }

@@ -10,8 +10,26 @@ use tenon_api::wellknown::{self as wk, condition};
 use tenon_api::{EC2NodeClass, NodeClaim, NodePool};
 use tenon_core::resources::{Resources, format_amount};
 
-/// The status `np` should have, given the cluster's NodeClaims and its NodeClass.
-pub fn status(np: &NodePool, nodeclaims: &[NodeClaim], nodeclass: Option<&EC2NodeClass>) -> NodePoolStatus {
+/// What the controller has seen of a NodePool beyond its objects.
+#[derive(Clone, Debug, Default)]
+pub struct Observed {
+    /// Why its policies are unhealthy: (reason, message).
+    pub policy: Option<(&'static str, String)>,
+    /// The last registration outcome of its NodeClaims: (healthy, message). `None` keeps the
+    /// condition as it is (it survives restarts in the status).
+    pub registration: Option<(bool, String)>,
+}
+
+/// The status `np` should have, given the cluster's NodeClaims, its NodeClass and what the
+/// controller observed. `PolicyHealthy` and `NodeRegistrationHealthy` do not make the NodePool
+/// NotReady, as in Karpenter: it keeps provisioning (with the built-in fallbacks, design.md
+/// §5, when its policies fail).
+pub fn status(
+    np: &NodePool,
+    nodeclaims: &[NodeClaim],
+    nodeclass: Option<&EC2NodeClass>,
+    observed: &Observed,
+) -> NodePoolStatus {
     let name = np.metadata.name.clone().unwrap_or_default();
     let mine: Vec<&NodeClaim> = nodeclaims
         .iter()
@@ -64,10 +82,39 @@ pub fn status(np: &NodePool, nodeclaims: &[NodeClaim], nodeclass: Option<&EC2Nod
         },
     };
     set_condition(&mut conds, condition::NODE_CLASS_READY, class_ok, class_reason, &class_msg, generation);
+    match &observed.policy {
+        Some((reason, message)) => {
+            set_condition(&mut conds, condition::POLICY_HEALTHY, false, reason, message, generation)
+        }
+        None => set_condition(&mut conds, condition::POLICY_HEALTHY, true, "PolicyHealthy", "", generation),
+    }
+    match &observed.registration {
+        Some((true, _)) => set_condition(
+            &mut conds,
+            condition::NODE_REGISTRATION_HEALTHY,
+            true,
+            "NodeRegistrationHealthy",
+            "",
+            generation,
+        ),
+        Some((false, message)) => set_condition(
+            &mut conds,
+            condition::NODE_REGISTRATION_HEALTHY,
+            false,
+            "RegistrationFailed",
+            message,
+            generation,
+        ),
+        None => {}
+    }
     let ready = valid && class_ok;
     let why: Vec<String> = conds
         .iter()
-        .filter(|c| c.type_ != condition::READY && c.status != "True")
+        .filter(|c| {
+            ![condition::READY, condition::POLICY_HEALTHY, condition::NODE_REGISTRATION_HEALTHY]
+                .contains(&c.type_.as_str())
+                && c.status != "True"
+        })
         .map(|c| format!("{}: {}", c.type_, c.message))
         .collect();
     set_condition(
@@ -117,8 +164,12 @@ mod tests {
 
     #[test]
     fn counts_its_nodeclaims_and_is_ready_with_a_ready_nodeclass() {
-        let s =
-            status(&pool(""), &[claim("lab", "4"), claim("lab", "8"), claim("other", "2")], Some(&nodeclass("True")));
+        let s = status(
+            &pool(""),
+            &[claim("lab", "4"), claim("lab", "8"), claim("other", "2")],
+            Some(&nodeclass("True")),
+            &Observed::default(),
+        );
         assert_eq!(s.nodes, Some(2));
         assert_eq!(s.resources["cpu"].0, "12");
         assert_eq!(s.resources["nodes"].0, "2");
@@ -129,7 +180,7 @@ mod tests {
     #[test]
     fn an_invalid_budget_and_a_missing_nodeclass_are_conditions() {
         let bad = pool("  disruption:\n    budgets: [{nodes: \"ten\"}]\n");
-        let s = status(&bad, &[], None);
+        let s = status(&bad, &[], None, &Observed::default());
         let v = cond(&s, "ValidationSucceeded");
         assert_eq!((v.status.as_str(), v.reason.as_str()), ("False", "ValidationFailed"));
         assert!(v.message.contains("spec.disruption.budgets[0].nodes"), "{}", v.message);
@@ -139,7 +190,26 @@ mod tests {
         let r = cond(&s, "Ready");
         assert_eq!(r.status, "False");
         assert!(r.message.contains("ValidationSucceeded") && r.message.contains("NodeClassReady"), "{}", r.message);
-        let s = status(&pool(""), &[], Some(&nodeclass("False")));
+        let s = status(&pool(""), &[], Some(&nodeclass("False")), &Observed::default());
         assert!(cond(&s, "NodeClassReady").message.contains("no subnet matches"));
+    }
+
+    #[test]
+    fn unhealthy_policies_are_a_condition_but_the_pool_stays_ready() {
+        let observed = Observed {
+            policy: Some(("PolicyUnavailable", "policy nope not found".to_string())),
+            registration: Some((false, "lab-1 did not register within 15m".into())),
+        };
+        let s = status(&pool(""), &[], Some(&nodeclass("True")), &observed);
+        let r = cond(&s, "NodeRegistrationHealthy");
+        assert_eq!((r.status.as_str(), r.reason.as_str()), ("False", "RegistrationFailed"));
+        assert!(r.message.contains("lab-1"));
+        let p = cond(&s, "PolicyHealthy");
+        assert_eq!((p.status.as_str(), p.reason.as_str()), ("False", "PolicyUnavailable"));
+        assert_eq!(p.message, "policy nope not found");
+        assert_eq!(cond(&s, "Ready").status, "True", "defaults keep provisioning");
+        let s = status(&pool(""), &[], Some(&nodeclass("True")), &Observed::default());
+        assert_eq!(cond(&s, "PolicyHealthy").status, "True");
+        assert!(!s.conditions.iter().any(|c| c.type_ == "NodeRegistrationHealthy"), "unknown until a NodeClaim tells");
     }
 }

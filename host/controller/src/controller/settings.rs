@@ -44,8 +44,12 @@ pub struct Settings {
     /// Address the probe and metrics servers listen on.
     #[arg(long, env = "PROBE_BIND_ADDRESS", default_value = "0.0.0.0")]
     pub probe_bind_address: String,
+    /// Run without the Lease (one replica only).
     #[arg(long, env = "DISABLE_LEADER_ELECTION", default_value_t = false)]
     pub disable_leader_election: bool,
+    /// Namespace of the leader-election Lease. Default: the pod's own namespace.
+    #[arg(long, env = "SYSTEM_NAMESPACE")]
+    pub system_namespace: Option<String>,
     /// error, warn, info, debug or trace.
     #[arg(long, env = "LOG_LEVEL", default_value = "info")]
     pub log_level: String,

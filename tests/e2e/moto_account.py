@@ -1,0 +1,100 @@
+"""A moto server holding what an EKS cluster's AWS account holds before Tenon runs.
+
+Usage: moto_account.py PORT READY_FILE CLUSTER[,CLUSTER...]
+
+Per cluster name: two private subnets (us-east-1a, us-east-1b) and a node security group
+tagged `karpenter.sh/discovery: <cluster>` (subnets also `capacity.example.io/tier: worker`,
+as the runbooks select), and the node role `KarpenterNodeRole-<cluster>`. The EKS optimized
+AL2023 image parameters under /aws/service (which moto neither ships nor lets PutParameter
+write) point at moto's own amd64 and arm64 images, for every Kubernetes version the tests use.
+Writes READY_FILE once everything is in place; runs until killed.
+"""
+
+import datetime
+import sys
+import time
+
+import boto3
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.server import ThreadedMotoServer
+from moto.ssm.models import Parameter, ssm_backends
+
+REGION = "us-east-1"
+K8S_VERSIONS = ["1.33"]
+AMI_VERSION = "v20260304"
+
+
+def main() -> None:
+    port, ready_file, clusters = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    session = boto3.session.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
+    )
+    ec2 = session.client("ec2", endpoint_url=endpoint)
+    iam = session.client("iam", endpoint_url=endpoint)
+
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    for i, cluster in enumerate(clusters):
+        discovery = {"Key": "karpenter.sh/discovery", "Value": cluster}
+        for j, zone in enumerate(["us-east-1a", "us-east-1b"]):
+            ec2.create_subnet(
+                VpcId=vpc,
+                CidrBlock=f"10.0.{i * 16 + j * 4}.0/22",
+                AvailabilityZone=zone,
+                TagSpecifications=[
+                    {
+                        "ResourceType": "subnet",
+                        "Tags": [discovery, {"Key": "capacity.example.io/tier", "Value": "worker"}],
+                    }
+                ],
+            )
+        ec2.create_security_group(
+            GroupName=f"{cluster}-node",
+            Description="EKS nodes",
+            VpcId=vpc,
+            TagSpecifications=[{"ResourceType": "security-group", "Tags": [discovery]}],
+        )
+        iam.create_role(
+            RoleName=f"KarpenterNodeRole-{cluster}",
+            AssumeRolePolicyDocument='{"Version":"2012-10-17","Statement":[{"Effect":"Allow",'
+            '"Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}',
+        )
+
+    images = ec2.describe_images(Owners=["amazon"])["Images"]
+    # Distinct images per (architecture, variant), as in AWS: one image id stands for one
+    # set of requirements.
+    by_arch = {}
+    for image in sorted(images, key=lambda im: im["ImageId"]):
+        by_arch.setdefault(image.get("Architecture"), []).append(image["ImageId"])
+    backend = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]
+    now = datetime.datetime.now(datetime.timezone.utc)
+    for k8s in K8S_VERSIONS:
+        for ssm_arch, arch in (("x86_64", "x86_64"), ("arm64", "arm64")):
+            for variant_index, variant in enumerate(("standard", "nvidia")):
+                for name in (f"amazon-eks-node-al2023-{ssm_arch}-{variant}-{k8s}-{AMI_VERSION}", "recommended"):
+                    path = f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/{ssm_arch}/{variant}/{name}/image_id"
+                    backend._parameters[path].append(
+                        Parameter(
+                            account_id=DEFAULT_ACCOUNT_ID,
+                            name=path,
+                            value=by_arch[arch][variant_index],
+                            parameter_type="String",
+                            description=None,
+                            allowed_pattern=None,
+                            keyid=None,
+                            last_modified_date=now,
+                            version=1,
+                            data_type="aws:ec2:image",
+                        )
+                    )
+
+    with open(ready_file, "w") as f:
+        f.write(endpoint + "\n")
+    while True:
+        time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+//! The Deployment stand-in: keeps `spec.replicas` pods of every Deployment (creating from the
+//! pod template, removing the newest first), owned the way a ReplicaSet's pods are.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::{Api, Client};
+use serde_json::json;
+
+/// The label the stand-in finds a Deployment's pods by.
+pub const OWNER_LABEL: &str = "e2e.tenon.dev/deployment";
+
+pub async fn run(client: Client) {
+    let deployments: Api<Deployment> = Api::all(client.clone());
+    let mut counter: u64 = 0;
+    loop {
+        tokio::time::sleep(super::STANDIN_PERIOD).await;
+        let Ok(list) = deployments.list(&ListParams::default()).await else { continue };
+        for d in list.items {
+            let (Some(ns), Some(name)) = (d.metadata.namespace.clone(), d.metadata.name.clone()) else { continue };
+            let Some(spec) = d.spec.as_ref() else { continue };
+            let want = spec.replicas.unwrap_or(1).max(0) as usize;
+            let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+            let selector = format!("{OWNER_LABEL}={name}");
+            let Ok(current) = pods.list(&ListParams::default().labels(&selector)).await else { continue };
+            let mut live: Vec<Pod> =
+                current.items.into_iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
+            live.sort_by_key(|p| (p.metadata.creation_timestamp.clone().map(|t| t.0), p.metadata.name.clone()));
+            if live.len() < want {
+                let template = serde_json::to_value(&spec.template).unwrap_or_default();
+                for _ in live.len()..want {
+                    counter += 1;
+                    let mut pod = template.clone();
+                    pod["apiVersion"] = json!("v1");
+                    pod["kind"] = json!("Pod");
+                    let meta = &mut pod["metadata"];
+                    meta["name"] = json!(format!("{name}-{counter:05}"));
+                    meta["namespace"] = json!(ns);
+                    meta["labels"][OWNER_LABEL] = json!(name);
+                    meta["ownerReferences"] = json!([{
+                        "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{name}-rs"),
+                        "uid": d.metadata.uid.clone().unwrap_or_default(), "controller": true,
+                    }]);
+                    let Ok(pod) = serde_json::from_value::<Pod>(pod) else { continue };
+                    let _ = pods.create(&PostParams::default(), &pod).await;
+                }
+            } else {
+                for p in live.iter().skip(want).rev() {
+                    let _ = pods.delete(p.metadata.name.as_deref().unwrap_or_default(), &DeleteParams::default()).await;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,348 @@
+//! End-to-end harness: the real `tenon controller` binary against the Kubernetes API emulator
+//! and moto, with the parts of a cluster Tenon does not provide played by stand-ins:
+//!
+//! - a kubelet ([`kubelet`]): a Node appears [`JOIN_DELAY`] after moto reports an instance of
+//!   the cluster running (providerID, kubelet labels, capacity of the real instance type,
+//!   `karpenter.sh/unregistered` taint) and turns Ready [`READY_DELAY`] later;
+//! - a scheduler ([`scheduler`]): binds pending pods to Ready nodes they fit and tolerate, and
+//!   marks the rest `PodScheduled=False/Unschedulable`, which is what Tenon watches for;
+//! - a Deployment controller ([`deployments`]): keeps `spec.replicas` pods of each Deployment.
+//!
+//! Each test starts its own emulator, moto and controller, all on 127.0.0.1, and stops them
+//! when the [`Cluster`] is dropped (printing the controller's log when the test failed).
+
+pub mod deployments;
+pub mod kubelet;
+pub mod moto;
+pub mod scenario;
+pub mod scheduler;
+
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::ListParams;
+use kube::{Api, Client};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tenon_api::NodeClaim;
+use tenon_aws::{AwsProvider, ClusterInfo, Connection, Settings};
+use tenon_core::cloud::{CloudProvider, Instance};
+use tenon_kube_emulator::Emulator;
+
+/// The cluster name every test runs as (the lab runbook's).
+pub const CLUSTER: &str = "lab-cluster";
+/// The runbooks' second cluster (the amd-fallback EC2NodeClass discovers its subnets by it).
+pub const OTHER_CLUSTER: &str = "my-cluster";
+/// From moto reporting an instance running to its Node object (the node booting).
+pub const JOIN_DELAY: Duration = Duration::from_secs(1);
+/// From the Node object to its Ready condition (kubelet and CNI starting).
+pub const READY_DELAY: Duration = Duration::from_secs(1);
+/// How often the stand-ins look at the cluster.
+pub const STANDIN_PERIOD: Duration = Duration::from_millis(200);
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
+}
+
+/// The `tenon` binary `cargo test --workspace` built next to this test (or `$TENON_BIN`).
+pub fn tenon_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("TENON_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let bin = exe.parent().and_then(Path::parent).map(|d| d.join("tenon")).expect("target/debug");
+    assert!(
+        bin.exists(),
+        "{} is missing: run the suite with `cargo test --workspace` (which builds it) or `cargo build -p tenon` first",
+        bin.display()
+    );
+    bin
+}
+
+pub struct Cluster {
+    pub emu: Emulator,
+    pub moto: Moto,
+    pub client: Client,
+    /// The AWS account as the cluster's owner sees it (for assertions and the kubelet).
+    pub aws: Arc<AwsProvider>,
+    pub dir: PathBuf,
+    pub metrics_port: u16,
+    kubeconfig: PathBuf,
+    /// Controller replicas (index 0 is the one most tests run); `None` once killed.
+    controllers: Vec<Option<Child>>,
+    /// Extra environment for the controller.
+    pub controller_env: Vec<(String, String)>,
+    /// Replicas elect a leader through a Lease (off unless a test runs several).
+    pub leader_election: bool,
+    standins: Vec<tokio::task::JoinHandle<()>>,
+    started: Instant,
+}
+
+pub use moto::Moto;
+
+impl Cluster {
+    /// Emulator, moto, Karpenter's CRDs and the stand-ins; the controller is started with
+    /// [`Cluster::start_controller`] (so tests can prepare objects or faults first).
+    pub async fn start(name: &str) -> Cluster {
+        let dir = std::env::temp_dir().join(format!("tenon-e2e-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("test directory");
+        let emu = Emulator::start().expect("emulator listens");
+        let kubeconfig = dir.join("kubeconfig");
+        std::fs::write(&kubeconfig, emu.kubeconfig()).expect("kubeconfig");
+        let moto = Moto::start(&[CLUSTER, OTHER_CLUSTER], &dir.join("moto.log"));
+        let config = kube::Config::new(emu.url.parse().expect("emulator URL"));
+        let client = Client::try_from(config).expect("kube client");
+        let mut conn = Connection::new("us-east-1");
+        conn.endpoint_url = Some(moto.url.clone());
+        conn.static_credentials = Some(("testing".into(), "testing".into()));
+        let aws = AwsProvider::connect(
+            &conn,
+            Settings {
+                cluster: ClusterInfo {
+                    name: CLUSTER.into(),
+                    endpoint: emu.url.clone(),
+                    ca_bundle: String::new(),
+                    service_cidr: "10.100.0.0/16".into(),
+                },
+                region: "us-east-1".into(),
+                kubernetes_version: "1.33".into(),
+            },
+        )
+        .await;
+        let mut c = Cluster {
+            emu,
+            moto,
+            client,
+            aws: Arc::new(aws),
+            dir,
+            metrics_port: free_port(),
+            kubeconfig,
+            controllers: Vec::new(),
+            controller_env: Vec::new(),
+            leader_election: false,
+            standins: Vec::new(),
+            started: Instant::now(),
+        };
+        c.kubectl(&["apply", "-f", "charts/tenon-crd/templates/crds.yaml"]);
+        let catalog = Arc::new(kubelet::catalog());
+        c.standins.push(tokio::spawn(kubelet::run(c.client.clone(), c.aws.clone(), catalog)));
+        c.standins.push(tokio::spawn(scheduler::run(c.client.clone())));
+        c.standins.push(tokio::spawn(deployments::run(c.client.clone())));
+        c
+    }
+
+    /// Runs real kubectl against the emulator from the repository root; fails the test when
+    /// kubectl fails.
+    pub fn kubectl(&self, args: &[&str]) -> String {
+        let out = tokio::task::block_in_place(|| {
+            Command::new("kubectl")
+                .args(args)
+                .env("KUBECONFIG", &self.kubeconfig)
+                .current_dir(repo())
+                .output()
+                .expect("kubectl on PATH (scripts/setup-tools installs it)")
+        });
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `kubectl apply` of an inline manifest.
+    pub fn apply_yaml(&self, name: &str, yaml: &str) -> String {
+        let path = self.dir.join(format!("{name}.yaml"));
+        std::fs::write(&path, yaml).expect("manifest file");
+        self.kubectl(&["apply", "-f", path.to_str().expect("UTF-8 path")])
+    }
+
+    /// Starts (or restarts) replica 0.
+    pub fn start_controller(&mut self) {
+        self.start_replica(0);
+    }
+
+    /// Starts controller replica `i`, logging to `controller-<i>.log` (appended on restarts).
+    pub fn start_replica(&mut self, i: usize) {
+        if self.controllers.len() <= i {
+            self.controllers.resize_with(i + 1, || None);
+        }
+        assert!(self.controllers[i].is_none(), "replica {i} is already running");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.replica_log_path(i))
+            .expect("controller log");
+        let mut cmd = Command::new(tenon_bin());
+        cmd.arg("controller")
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("CLUSTER_NAME", CLUSTER)
+            .env("AWS_ENDPOINT_URL", &self.moto.url)
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("KUBERNETES_VERSION", "1.33")
+            .env("PROBE_BIND_ADDRESS", "127.0.0.1")
+            .env("METRICS_PORT", if i == 0 { self.metrics_port } else { free_port() }.to_string())
+            .env("HEALTH_PROBE_PORT", free_port().to_string())
+            .env("LOG_FORMAT", "text")
+            .env("LOG_LEVEL", "info")
+            .env("DISABLE_LEADER_ELECTION", (!self.leader_election).to_string())
+            .env("SYSTEM_NAMESPACE", "kube-system")
+            .env("POD_NAME", format!("tenon-{i}"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log);
+        for (k, v) in &self.controller_env {
+            cmd.env(k, v);
+        }
+        self.controllers[i] = Some(cmd.spawn().expect("tenon controller starts"));
+    }
+
+    /// SIGKILL replica 0: no shutdown path runs, as when a node dies under the controller.
+    pub fn kill_controller(&mut self) {
+        self.kill_replica(0);
+    }
+
+    pub fn kill_replica(&mut self, i: usize) {
+        if let Some(mut c) = self.controllers.get_mut(i).and_then(Option::take) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Fails the test if a started replica has exited.
+    pub fn assert_controller_running(&mut self) {
+        for (i, c) in self.controllers.iter_mut().enumerate() {
+            if let Some(Ok(Some(status))) = c.as_mut().map(Child::try_wait) {
+                let log = std::fs::read_to_string(self.dir.join(format!("controller-{i}.log"))).unwrap_or_default();
+                panic!("controller replica {i} exited with {status}:\n{log}");
+            }
+        }
+    }
+
+    fn replica_log_path(&self, i: usize) -> PathBuf {
+        self.dir.join(format!("controller-{i}.log"))
+    }
+
+    pub fn replica_log(&self, i: usize) -> String {
+        std::fs::read_to_string(self.replica_log_path(i)).unwrap_or_default()
+    }
+
+    pub fn controller_log(&self) -> String {
+        self.replica_log(0)
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    pub async fn nodeclaims(&self) -> Vec<NodeClaim> {
+        Api::<NodeClaim>::all(self.client.clone())
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+    }
+
+    pub async fn pods(&self, namespace: &str) -> Vec<Pod> {
+        Api::<Pod>::namespaced(self.client.clone(), namespace)
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+    }
+
+    /// Events about the object named `name` (core/v1 Events).
+    pub async fn events_for(&self, name: &str) -> Vec<Event> {
+        Api::<Event>::all(self.client.clone())
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(name))
+            .collect()
+    }
+
+    /// Live (pending or running) instances tagged as owned by the cluster.
+    pub async fn instances(&self) -> Vec<Instance> {
+        self.aws.list().await.expect("DescribeInstances on moto")
+    }
+
+    /// A sample of the controller's `/metrics` (`name` with labels, exactly as exposed).
+    pub async fn metric(&self, name: &str) -> Option<f64> {
+        let body = tokio::task::block_in_place(|| http_get(&format!("127.0.0.1:{}", self.metrics_port), "/metrics"))?;
+        body.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..self.controllers.len() {
+            self.kill_replica(i);
+        }
+        for t in &self.standins {
+            t.abort();
+        }
+        if std::thread::panicking() {
+            for i in 0..self.controllers.len() {
+                let log = self.replica_log(i);
+                let tail: Vec<&str> = log.lines().rev().take(80).collect();
+                eprintln!(
+                    "--- controller replica {i} log (last {} lines; all in {}) ---\n{}",
+                    tail.len(),
+                    self.dir.display(),
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                );
+            }
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Polls `probe` every 100 ms until it returns `Some`, or fails the test after `timeout`
+/// naming `what`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub fn has_condition(nc: &NodeClaim, type_: &str) -> bool {
+    nc.status.as_ref().is_some_and(|s| s.conditions.iter().any(|c| c.type_ == type_ && c.status == "True"))
+}
+
+pub fn label<'a>(labels: &'a Option<BTreeMap<String, String>>, key: &str) -> Option<&'a str> {
+    labels.as_ref().and_then(|l| l.get(key)).map(String::as_str)
+}
+
+/// A plain HTTP/1.0 GET (the metrics endpoint; no client library needed).
+fn http_get(addr: &str, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    out.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
+}

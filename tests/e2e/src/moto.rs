@@ -1,0 +1,50 @@
+//! moto holding a cluster's AWS account (moto_account.py), one per test, on 127.0.0.1.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Moto {
+    child: Child,
+    pub url: String,
+}
+
+impl Moto {
+    /// Starts moto with subnets, security groups and node roles for `clusters` and the EKS
+    /// AL2023 image parameters. Its log goes to `log` (never to a pipe nobody reads: a full
+    /// pipe would stall the server).
+    pub fn start(clusters: &[&str], log: &Path) -> Moto {
+        let port = super::free_port();
+        let ready = log.with_extension("ready");
+        let _ = std::fs::remove_file(&ready);
+        let out = std::fs::File::create(log).expect("moto log file");
+        let err = out.try_clone().expect("moto log file");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("moto_account.py");
+        let mut child = Command::new("python3")
+            .arg(&script)
+            .arg(port.to_string())
+            .arg(&ready)
+            .arg(clusters.join(","))
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .expect("python3 with moto (scripts/setup-tools installs it; the test command puts its venv on PATH)");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !ready.exists() {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("moto_account.py exited with {status}:\n{}", std::fs::read_to_string(log).unwrap_or_default());
+            }
+            assert!(Instant::now() < deadline, "moto did not come up within 60 s; log: {}", log.display());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Moto { child, url: format!("http://127.0.0.1:{port}") }
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

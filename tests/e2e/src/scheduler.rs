@@ -1,0 +1,163 @@
+//! The scheduler stand-in: binds pending pods to Ready nodes they fit, select and tolerate;
+//! marks the others `PodScheduled=False/Unschedulable` (what Karpenter and Tenon act on).
+
+use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, Pod, Taint, Toleration};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::json;
+use std::collections::BTreeMap;
+use tenon_core::resources::Resources;
+
+pub async fn run(client: Client) {
+    let pods_api: Api<Pod> = Api::all(client.clone());
+    let nodes_api: Api<Node> = Api::all(client.clone());
+    loop {
+        tokio::time::sleep(super::STANDIN_PERIOD).await;
+        let (Ok(pods), Ok(nodes)) =
+            (pods_api.list(&ListParams::default()).await, nodes_api.list(&ListParams::default()).await)
+        else {
+            continue;
+        };
+        let mut used: BTreeMap<String, Resources> = BTreeMap::new();
+        for p in &pods.items {
+            if let Some(n) = p.spec.as_ref().and_then(|s| s.node_name.clone())
+                && !terminal(p)
+            {
+                used.entry(n).or_default().add(&requests(p));
+            }
+        }
+        let mut pending: Vec<&Pod> = pods
+            .items
+            .iter()
+            .filter(|p| {
+                p.spec.as_ref().is_some_and(|s| s.node_name.is_none())
+                    && p.metadata.deletion_timestamp.is_none()
+                    && !terminal(p)
+            })
+            .collect();
+        pending.sort_by_key(|p| (p.metadata.creation_timestamp.clone().map(|t| t.0), p.metadata.name.clone()));
+        for pod in pending {
+            let req = requests(pod);
+            let chosen = nodes.items.iter().find(|n| {
+                let name = n.metadata.name.clone().unwrap_or_default();
+                let free = allocatable(n);
+                schedulable(n)
+                    && fits_selectors(pod, n)
+                    && tolerates(pod, n)
+                    && req.sum_fits_in(used.get(&name).unwrap_or(&Resources::default()), &free)
+            });
+            let ns = pod.metadata.namespace.clone().unwrap_or_default();
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+            match chosen {
+                Some(node) => {
+                    let node_name = node.metadata.name.clone().unwrap_or_default();
+                    let binding = json!({
+                        "apiVersion": "v1", "kind": "Binding",
+                        "metadata": {"name": name, "namespace": ns},
+                        "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+                    });
+                    let bound: Result<serde_json::Value, _> =
+                        api.create_subresource("binding", &name, &PostParams::default(), &binding).await;
+                    if bound.is_ok() {
+                        used.entry(node_name).or_default().add(&req);
+                    }
+                }
+                None if !marked_unschedulable(pod) => {
+                    let status = json!({"status": {"conditions": [{
+                        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                        "message": "0/0 nodes are available: no node fits the pod (scheduler stand-in)",
+                    }]}});
+                    let _ = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await;
+                }
+                None => {}
+            }
+        }
+    }
+}
+
+fn terminal(p: &Pod) -> bool {
+    matches!(p.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"))
+}
+
+fn marked_unschedulable(p: &Pod) -> bool {
+    p.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
+    })
+}
+
+pub fn requests(p: &Pod) -> Resources {
+    let mut total = Resources::new(0, 0, 1);
+    for c in p.spec.iter().flat_map(|s| &s.containers) {
+        let list = c.resources.as_ref().and_then(|r| r.requests.as_ref());
+        let q = list.into_iter().flatten().map(|(k, v)| (k.as_str(), v.0.as_str()));
+        if let Ok(r) = Resources::from_quantities(q) {
+            total.add(&r);
+        }
+    }
+    total
+}
+
+fn allocatable(n: &Node) -> Resources {
+    let list = n.status.as_ref().and_then(|s| s.allocatable.as_ref());
+    Resources::from_quantities(list.into_iter().flatten().map(|(k, v)| (k.as_str(), v.0.as_str()))).unwrap_or_default()
+}
+
+fn schedulable(n: &Node) -> bool {
+    let ready = n
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    ready && n.metadata.deletion_timestamp.is_none() && !n.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false)
+}
+
+fn tolerates(p: &Pod, n: &Node) -> bool {
+    let tolerations: &[Toleration] = p.spec.as_ref().and_then(|s| s.tolerations.as_deref()).unwrap_or(&[]);
+    let taints: &[Taint] = n.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or(&[]);
+    taints.iter().filter(|t| t.effect != "PreferNoSchedule").all(|t| {
+        tolerations.iter().any(|tol| {
+            let key = tol.key.as_deref().unwrap_or("");
+            let effect_ok = tol.effect.as_deref().is_none_or(|e| e.is_empty() || e == t.effect);
+            let key_ok = key.is_empty() || key == t.key;
+            let value_ok = match tol.operator.as_deref() {
+                Some("Exists") => true,
+                _ => tol.value.as_deref().unwrap_or("") == t.value.as_deref().unwrap_or(""),
+            };
+            effect_ok && key_ok && value_ok
+        })
+    })
+}
+
+fn fits_selectors(p: &Pod, n: &Node) -> bool {
+    let empty = BTreeMap::new();
+    let labels = n.metadata.labels.as_ref().unwrap_or(&empty);
+    let spec = p.spec.as_ref();
+    let selector_ok =
+        spec.and_then(|s| s.node_selector.as_ref()).is_none_or(|sel| sel.iter().all(|(k, v)| labels.get(k) == Some(v)));
+    let terms = spec
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref())
+        .map(|r| &r.node_selector_terms);
+    let affinity_ok = terms.is_none_or(|terms| {
+        terms.iter().any(|t| t.match_expressions.iter().flatten().all(|e| matches_expression(e, labels)))
+    });
+    selector_ok && affinity_ok
+}
+
+fn matches_expression(e: &NodeSelectorRequirement, labels: &BTreeMap<String, String>) -> bool {
+    let value = labels.get(&e.key);
+    let values = e.values.as_deref().unwrap_or(&[]);
+    let number = |v: Option<&String>| v.and_then(|v| v.parse::<i64>().ok());
+    match e.operator.as_str() {
+        "In" => value.is_some_and(|v| values.contains(v)),
+        "NotIn" => value.is_none_or(|v| !values.contains(v)),
+        "Exists" => value.is_some(),
+        "DoesNotExist" => value.is_none(),
+        "Gt" => matches!((number(value), number(values.first())), (Some(a), Some(b)) if a > b),
+        "Lt" => matches!((number(value), number(values.first())), (Some(a), Some(b)) if a < b),
+        _ => false,
+    }
+}

@@ -1,0 +1,181 @@
+//! NodeClaims end to end beyond the happy path: NodePool deletion, and a controller killed
+//! between CreateFleet and writing the NodeClaim's status.
+
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+use kube::api::ListParams;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+use tenon_e2e::scenario::{
+    INFLATE_NS, all_bound, apply_lab_general, lab_general_running, nodeclass_ready, scale_inflate,
+};
+use tenon_e2e::{Cluster, eventually, has_condition};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_the_nodepool_drains_then_terminates_then_releases_its_nodeclaims() {
+    let mut c = Cluster::start("delete-nodepool").await;
+    lab_general_running(&mut c, 8).await;
+    let claims = c.nodeclaims().await;
+    // NodeClaim → (node, providerID)
+    let owned: BTreeMap<String, (String, String)> = claims
+        .iter()
+        .map(|nc| {
+            let st = nc.status.as_ref().unwrap();
+            (nc.metadata.name.clone().unwrap(), (st.node_name.clone().unwrap(), st.provider_id.clone().unwrap()))
+        })
+        .collect();
+    assert!(!owned.is_empty());
+
+    // A PDB that allows no eviction holds the drain: what happens while it holds shows the
+    // order (nothing is terminated under running pods).
+    c.apply_yaml(
+        "pdb",
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: inflate, namespace: karpenter-lab}\nspec:\n  maxUnavailable: 0\n  selector: {matchLabels: {app: inflate}}\n",
+    );
+    c.kubectl(&["delete", "nodepool", "lab-general", "--wait=false"]);
+    eventually(Duration::from_secs(30), "the NodeClaims to be deleting", || async {
+        let current = c.nodeclaims().await;
+        (current.len() == owned.len() && current.iter().all(|nc| nc.metadata.deletion_timestamp.is_some()))
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let nodes: Vec<Node> = Api::<Node>::all(c.client.clone()).list(&ListParams::default()).await.unwrap().items;
+    let live: BTreeSet<String> = c.instances().await.into_iter().map(|i| i.provider_id).collect();
+    let pods = c.pods(INFLATE_NS).await;
+    for (name, (node, pid)) in &owned {
+        let n = nodes.iter().find(|n| n.metadata.name.as_deref() == Some(node)).expect("the node is kept while held");
+        let taints = n.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
+        assert!(taints.iter().any(|t| t.key == "karpenter.sh/disrupted" && t.effect == "NoSchedule"), "{node} tainted");
+        assert!(live.contains(pid), "{name}: instance terminated while the PDB holds its pods");
+        assert!(
+            pods.iter().any(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node)),
+            "{name}: pods evicted despite the PDB"
+        );
+    }
+    c.kubectl(&["delete", "pdb", "inflate", "-n", INFLATE_NS]);
+    let deleted = Instant::now();
+    // First moment each NodeClaim was seen deleting, its node empty, its instance gone, and
+    // the NodeClaim itself gone.
+    let mut deleting: BTreeMap<String, Instant> = BTreeMap::new();
+    let mut drained: BTreeMap<String, Instant> = BTreeMap::new();
+    let mut terminated: BTreeMap<String, Instant> = BTreeMap::new();
+    let mut released: BTreeMap<String, Instant> = BTreeMap::new();
+    while released.len() < owned.len() {
+        assert!(deleted.elapsed() < Duration::from_secs(90), "NodeClaims still present after 90 s: {released:?}");
+        let now = Instant::now();
+        let current = c.nodeclaims().await;
+        let pods = c.pods(INFLATE_NS).await;
+        let live: BTreeSet<String> = c.instances().await.into_iter().map(|i| i.provider_id).collect();
+        for (name, (node, pid)) in &owned {
+            match current.iter().find(|nc| nc.metadata.name.as_deref() == Some(name)) {
+                Some(nc) if nc.metadata.deletion_timestamp.is_some() => {
+                    deleting.entry(name.clone()).or_insert(now);
+                }
+                Some(_) => {}
+                None => {
+                    released.entry(name.clone()).or_insert(now);
+                }
+            }
+            let on_node = pods.iter().any(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node));
+            if !on_node {
+                drained.entry(name.clone()).or_insert(now);
+            }
+            if !live.contains(pid) {
+                terminated.entry(name.clone()).or_insert(now);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    c.assert_controller_running();
+    for name in owned.keys() {
+        let (d, t, r) = (drained[name], terminated[name], released[name]);
+        assert!(deleting.get(name).is_none_or(|x| *x <= d), "{name}: drained before it was being deleted");
+        assert!(d <= t, "{name}: instance terminated before its node was drained");
+        assert!(t <= r, "{name}: NodeClaim released before its instance was terminated");
+    }
+    assert!(c.instances().await.is_empty(), "no instance left behind");
+    eprintln!(
+        "e2e timing (delete NodePool): {} NodeClaim(s) released {:.2}s after the PDB holding the drain was removed",
+        owned.len(),
+        released.values().max().unwrap().duration_since(deleted).as_secs_f64()
+    );
+    // The pods the Deployment recreates have no NodePool now: nothing new is launched.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(c.nodeclaims().await.is_empty());
+    assert!(c.instances().await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_killed_after_create_fleet_leaks_no_instance() {
+    let mut c = Cluster::start("crash").await;
+    apply_lab_general(&c);
+    // Every NodeClaim status write fails: the controller launches but cannot record it.
+    c.emu.fail_next("patch", "nodeclaims/status", 500, 1_000_000);
+    c.start_controller();
+    nodeclass_ready(&c, "lab-general").await;
+    scale_inflate(&c, 8);
+    let first = eventually(Duration::from_secs(60), "an instance launched", || async {
+        c.instances().await.into_iter().next()
+    })
+    .await;
+    c.kill_controller();
+    assert!(
+        c.nodeclaims().await.iter().all(|nc| !has_condition(nc, "Launched")),
+        "the status write was supposed to fail"
+    );
+    c.emu.clear_faults();
+    c.start_controller();
+    all_bound(&c, INFLATE_NS, 8, Duration::from_secs(90)).await;
+    c.assert_controller_running();
+    let claims = c.nodeclaims().await;
+    let instances = c.instances().await;
+    let names: BTreeSet<String> = claims.iter().filter_map(|nc| nc.metadata.name.clone()).collect();
+    let tagged: Vec<&str> = instances.iter().filter_map(|i| i.nodeclaim()).collect();
+    assert_eq!(instances.len(), claims.len(), "exactly one instance per NodeClaim: {instances:#?}");
+    assert_eq!(tagged.iter().copied().collect::<BTreeSet<_>>().len(), tagged.len(), "no NodeClaim has two instances");
+    assert!(tagged.iter().all(|n| names.contains(*n)), "every instance belongs to a NodeClaim");
+    let adopted = claims
+        .iter()
+        .find(|nc| nc.status.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(first.provider_id.as_str()));
+    assert!(adopted.is_some(), "the instance launched before the crash was adopted, not replaced");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_one_leads_and_the_other_takes_over_when_it_dies() {
+    let mut c = Cluster::start("leader").await;
+    c.leader_election = true;
+    apply_lab_general(&c);
+    c.start_replica(0);
+    eventually(Duration::from_secs(60), "replica 0 to lead", || async {
+        c.replica_log(0).contains("acquired leadership").then_some(())
+    })
+    .await;
+    c.start_replica(1);
+    eventually(Duration::from_secs(60), "replica 1 to wait", || async {
+        c.replica_log(1).contains("another replica leads").then_some(())
+    })
+    .await;
+    nodeclass_ready(&c, "lab-general").await;
+    scale_inflate(&c, 8);
+    all_bound(&c, INFLATE_NS, 8, Duration::from_secs(90)).await;
+    assert_eq!(c.nodeclaims().await.len(), 1, "one actor: no NodeClaim twice");
+    assert_eq!(c.instances().await.len(), 1);
+    assert!(!c.replica_log(1).contains("created NodeClaim"), "the follower does not act");
+
+    c.kill_replica(0);
+    let killed = Instant::now();
+    eventually(Duration::from_secs(45), "replica 1 to take over", || async {
+        c.replica_log(1).contains("acquired leadership").then_some(())
+    })
+    .await;
+    let takeover = killed.elapsed();
+    scale_inflate(&c, 16);
+    all_bound(&c, INFLATE_NS, 16, Duration::from_secs(90)).await;
+    assert!(c.replica_log(1).contains("created NodeClaim"), "the new leader provisions");
+    c.assert_controller_running();
+    eprintln!(
+        "e2e timing (leader election): follower took over {:.1}s after the leader was killed (lease 15 s)",
+        takeover.as_secs_f64()
+    );
+}
