@@ -59,10 +59,45 @@ pub fn tenon_bin() -> PathBuf {
     let bin = exe.parent().and_then(Path::parent).map(|d| d.join("tenon")).expect("target/debug");
     assert!(
         bin.exists(),
-        "{} is missing: run the suite with `cargo test --workspace` (which builds it) or `cargo build -p tenon` first",
+        "{} is missing: run the suites with `cargo test --workspace` (which builds it), or build it first with `cargo test --workspace --no-run`",
         bin.display()
     );
+    // `cargo test --test NAME` rebuilds only that test, not the binary it runs: a stale
+    // binary would test old code.
+    let built = std::fs::metadata(&bin).and_then(|m| m.modified()).ok();
+    if let (Some(built), Some((newest, path))) = (built, newest_source(&repo().join("host"))) {
+        assert!(
+            newest <= built,
+            "{} is older than {}: rebuild it with `cargo test --workspace --no-run` (cargo test --test NAME does not)",
+            bin.display(),
+            path.display()
+        );
+    }
     bin
+}
+
+/// The most recently modified source of the binary under `dir`: `.rs` files in `src/`
+/// directories and `Cargo.toml`s (a crate's tests and benches do not go into the binary).
+fn newest_source(dir: &Path) -> Option<(std::time::SystemTime, PathBuf)> {
+    let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).ok()?.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            if path.is_dir() {
+                if !["target", "tests", "benches", "examples"].iter().any(|n| name == *n) {
+                    stack.push(path);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") || name == "Cargo.toml" {
+                let modified = entry.metadata().and_then(|m| m.modified()).ok()?;
+                if newest.as_ref().is_none_or(|(t, _)| modified > *t) {
+                    newest = Some((modified, path));
+                }
+            }
+        }
+    }
+    newest
 }
 
 pub struct Cluster {

@@ -115,4 +115,14 @@ async fn bad_nodepools_are_reported_and_the_good_one_provisions_through_its_wasm
     }
     let (status, _, _) = condition(&c, "bad-budget", "Ready").await;
     assert_eq!(status, "False", "an invalid NodePool is not Ready");
+
+    // Fixing the annotation reloads the NodePool's policies.
+    c.kubectl(&["annotate", "--overwrite", "nodepool", "unknown-policy", "tenon.dev/scoring-policy=default-scoring"]);
+    let api: Api<NodePool> = Api::all(c.client.clone());
+    eventually(Duration::from_secs(30), "PolicyHealthy=True after the fix", || async {
+        let np = api.get("unknown-policy").await.ok()?;
+        np.status?.conditions.iter().any(|x| x.type_ == "PolicyHealthy" && x.status == "True").then_some(())
+    })
+    .await;
+    c.assert_controller_running();
 }

@@ -67,6 +67,11 @@ async fn lab_general_positive_inflate_gets_cmr_gen5_plus_on_demand_amd64_nodes()
         let taints = node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
         assert!(!taints.iter().any(|t| t.key == "karpenter.sh/unregistered"), "registration removed the taint");
     }
+    let pods = c.pods(INFLATE_NS).await;
+    let first = pods[0].metadata.name.clone().unwrap();
+    let nominated = c.events_for(&first).await.into_iter().find(|e| e.reason.as_deref() == Some("Nominated"));
+    let message = nominated.and_then(|e| e.message).unwrap_or_default();
+    assert!(message.starts_with("Pod should schedule on: nodeclaim/lab-general-"), "{first}: {message:?}");
     for i in &instances {
         let t = catalog.get(&i.instance_type).expect("a real instance type");
         let l = t.labels();

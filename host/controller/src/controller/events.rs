@@ -21,6 +21,29 @@ pub struct Involved {
     pub uid: Option<String>,
 }
 
+impl Involved {
+    /// A cluster-scoped object (NodePool, NodeClaim, EC2NodeClass).
+    pub fn cluster_scoped(api_version: &str, kind: &str, meta: &ObjectMeta) -> Involved {
+        Involved {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace: None,
+            name: meta.name.clone().unwrap_or_default(),
+            uid: meta.uid.clone(),
+        }
+    }
+
+    pub fn pod(p: &tenon_core::model::Pod) -> Involved {
+        Involved {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            namespace: Some(p.namespace.clone()),
+            name: p.name.clone(),
+            uid: Some(p.uid.clone()),
+        }
+    }
+}
+
 impl Recorder {
     pub async fn publish(&self, client: &Client, obj: &Involved, type_: &str, reason: &str, message: &str) {
         let key = (

@@ -10,6 +10,7 @@ pub mod lifecycle;
 pub mod nodepool_status;
 pub mod policies;
 pub mod provisioner;
+pub mod ratelimit;
 pub mod settings;
 pub mod state;
 pub mod termination;
@@ -76,7 +77,10 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     config.read_timeout = Some(Duration::from_secs(300));
     let server = config.cluster_url.to_string();
     let namespace = settings.system_namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
-    let client = Client::try_from(config)?;
+    let client = kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&ratelimit::RateLimitLayer { qps: settings.kube_client_qps, burst: settings.kube_client_burst })
+        .build();
+    log_feature_gates(&settings.feature_gates)?;
     let k8s_version = match &settings.kubernetes_version {
         Some(v) => v.clone(),
         None => {
@@ -169,6 +173,22 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     }
 }
 
+/// Karpenter's `FEATURE_GATES` (`Name=true,Other=false`): none changes Tenon's behaviour yet,
+/// but a malformed value is an error, as in Karpenter, rather than silently ignored.
+fn log_feature_gates(gates: &str) -> anyhow::Result<()> {
+    for gate in gates.split(',').map(str::trim).filter(|g| !g.is_empty()) {
+        match gate.split_once('=') {
+            Some((name, value)) if !name.is_empty() && matches!(value, "true" | "false") => {
+                tracing::info!(gate = name, enabled = value, "feature gate (accepted; no effect in Tenon)");
+            }
+            _ => anyhow::bail!(
+                "--feature-gates / FEATURE_GATES: {gate:?} is not NAME=true|false (e.g. SpotToSpotConsolidation=true)"
+            ),
+        }
+    }
+    Ok(())
+}
+
 /// This replica's name in the Lease: the pod name where there is one, made unique.
 fn identity() -> String {
     let host = std::env::var("POD_NAME").or_else(|_| std::env::var("HOSTNAME")).unwrap_or_else(|_| "tenon".into());
@@ -193,13 +213,7 @@ fn pool_of(nc: &NodeClaim) -> String {
 }
 
 fn involved_nodeclaim(nc: &NodeClaim) -> Involved {
-    Involved {
-        api_version: "karpenter.sh/v1".into(),
-        kind: "NodeClaim".into(),
-        namespace: None,
-        name: nc.metadata.name.clone().unwrap_or_default(),
-        uid: nc.metadata.uid.clone(),
-    }
+    Involved::cluster_scoped("karpenter.sh/v1", "NodeClaim", &nc.metadata)
 }
 
 impl Controller {
@@ -245,13 +259,7 @@ impl Controller {
                         continue;
                     }
                     for c in r.checks.iter().filter(|c| !c.ok) {
-                        let obj = Involved {
-                            api_version: "karpenter.k8s.aws/v1".into(),
-                            kind: "EC2NodeClass".into(),
-                            namespace: None,
-                            name: name.clone(),
-                            uid: nc.metadata.uid.clone(),
-                        };
+                        let obj = Involved::cluster_scoped("karpenter.k8s.aws/v1", "EC2NodeClass", &nc.metadata);
                         self.recorder.publish(&self.client, &obj, "Warning", c.reason.as_str(), &c.message).await;
                     }
                     self.resolved.insert(name, (gen_, Instant::now()));
@@ -291,13 +299,7 @@ impl Controller {
             if np.status.as_ref() == Some(&status) {
                 continue;
             }
-            let obj = Involved {
-                api_version: "karpenter.sh/v1".into(),
-                kind: "NodePool".into(),
-                namespace: None,
-                name: name.clone(),
-                uid: np.metadata.uid.clone(),
-            };
+            let obj = Involved::cluster_scoped("karpenter.sh/v1", "NodePool", &np.metadata);
             if let Some(v) =
                 status.conditions.iter().find(|c| c.type_ == condition::VALIDATION_SUCCEEDED && c.status == "False")
             {
@@ -420,19 +422,18 @@ impl Controller {
                         1.0,
                     );
                     tracing::info!(nodeclaim = %name, nodepool = %planned.nodepool_name, pods = planned.pods.len(), instance_types = planned.instance_types.len(), "created NodeClaim");
+                    // Karpenter's nomination Event: where each pod is expected to land.
+                    for &i in &planned.pods {
+                        let obj = Involved::pod(&snap.pods[i]);
+                        let message = format!("Pod should schedule on: nodeclaim/{name}");
+                        self.recorder.publish(&self.client, &obj, "Normal", "Nominated", &message).await;
+                    }
                 }
                 Err(e) => tracing::warn!(nodepool = %planned.nodepool_name, error = %e, "could not create NodeClaim"),
             }
         }
         for u in &plan.unschedulable {
-            let p = &snap.pods[u.pod];
-            let obj = Involved {
-                api_version: "v1".into(),
-                kind: "Pod".into(),
-                namespace: Some(p.namespace.clone()),
-                name: p.name.clone(),
-                uid: Some(p.uid.clone()),
-            };
+            let obj = Involved::pod(&snap.pods[u.pod]);
             self.recorder
                 .publish(
                     &self.client,
