@@ -21,7 +21,9 @@ from moto.ssm.models import Parameter, ssm_backends
 
 REGION = "us-east-1"
 K8S_VERSIONS = ["1.33"]
-AMI_VERSION = "v20260304"
+# Each image version gets its own images (a newer version means new AMIs, as in AWS): the
+# runbooks pin v20260304; the drift test moves to v20260401.
+AMI_VERSIONS = ["v20260304", "v20260401"]
 
 
 def main() -> None:
@@ -73,13 +75,18 @@ def main() -> None:
     for k8s in K8S_VERSIONS:
         for ssm_arch, arch in (("x86_64", "x86_64"), ("arm64", "arm64")):
             for variant_index, variant in enumerate(("standard", "nvidia")):
-                for name in (f"amazon-eks-node-al2023-{ssm_arch}-{variant}-{k8s}-{AMI_VERSION}", "recommended"):
+                names = [
+                    (f"amazon-eks-node-al2023-{ssm_arch}-{variant}-{k8s}-{version}", 2 * v + variant_index)
+                    for v, version in enumerate(AMI_VERSIONS)
+                ]
+                names.append(("recommended", 2 * (len(AMI_VERSIONS) - 1) + variant_index))
+                for name, image_index in names:
                     path = f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/{ssm_arch}/{variant}/{name}/image_id"
                     backend._parameters[path].append(
                         Parameter(
                             account_id=DEFAULT_ACCOUNT_ID,
                             name=path,
-                            value=by_arch[arch][variant_index],
+                            value=by_arch[arch][image_index],
                             parameter_type="String",
                             description=None,
                             allowed_pattern=None,

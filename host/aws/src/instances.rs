@@ -120,7 +120,9 @@ pub fn drift(instance: &Instance, nc: &EC2NodeClass) -> Option<String> {
             instance.subnet_id
         ));
     }
-    if !status.security_groups.is_empty() {
+    // Every VPC instance has at least one group: an instance reporting none tells nothing
+    // (moto's CreateFleet leaves the launch template's groups off its instances).
+    if !status.security_groups.is_empty() && !instance.security_groups.is_empty() {
         let mut want: Vec<&str> = status.security_groups.iter().map(|g| g.id.as_str()).collect();
         let mut have: Vec<&str> = instance.security_groups.iter().map(String::as_str).collect();
         want.sort();

@@ -205,6 +205,8 @@ status:
     assert!(tenon_aws::instances::drift(&old_ami, &nc).unwrap().starts_with("AMIDrift"));
     let moved = Instance { subnet_id: "subnet-z".into(), ..instance.clone() };
     assert!(tenon_aws::instances::drift(&moved, &nc).unwrap().starts_with("SubnetDrift"));
-    let fewer = Instance { security_groups: vec!["sg-1".into()], ..instance };
+    let fewer = Instance { security_groups: vec!["sg-1".into()], ..instance.clone() };
     assert!(tenon_aws::instances::drift(&fewer, &nc).unwrap().starts_with("SecurityGroupDrift"));
+    let unreported = Instance { security_groups: vec![], ..instance };
+    assert_eq!(tenon_aws::instances::drift(&unreported, &nc), None, "no groups reported is not drift");
 }

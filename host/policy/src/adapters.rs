@@ -53,9 +53,17 @@ impl Bound {
         self.last_failure.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn run<T>(&self, hook: &str, call: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
+    fn run<T: Send>(&self, hook: &str, call: impl FnOnce() -> Result<T, Failure> + Send) -> Result<T, Failure> {
         let start = Instant::now();
-        let out = call();
+        let out = if tokio::runtime::Handle::try_current().is_ok() {
+            // wasmtime-wasi's synchronous bindings drive their futures with `block_on`, which
+            // panics on a thread already running a tokio runtime (a guest writing its panic
+            // message to stderr is enough): from such a thread the call runs on a plain one.
+            std::thread::scope(|s| s.spawn(call).join())
+                .unwrap_or_else(|_| Err(Failure::new(FailureKind::Trap, "the policy call's host thread panicked")))
+        } else {
+            call()
+        };
         self.metrics.observe(&self.policy.name, hook, start.elapsed(), out.as_ref().err().map(|f| f.kind));
         *self.last_failure.lock().unwrap_or_else(|e| e.into_inner()) = out.as_ref().err().cloned();
         out

@@ -94,6 +94,16 @@ fn a_panic_is_a_trap() {
 }
 
 #[test]
+fn a_panic_inside_a_tokio_runtime_is_a_trap_not_a_host_panic() {
+    // The controller calls policies from its tokio runtime; a guest's panic message goes to
+    // stderr through wasmtime-wasi's blocking bindings, which must not block_on there.
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap();
+    let (ranking, kind, _) = rt.block_on(async { score(&engine(1000), "panic") });
+    assert_eq!(kind, Some(FailureKind::Trap));
+    assert_eq!(ranking, price_order());
+}
+
+#[test]
 fn answers_that_do_not_fit_are_invalid_output() {
     let e = engine(2000);
     for mode in ["nan", "short", "huge"] {

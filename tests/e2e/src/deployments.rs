@@ -1,5 +1,6 @@
 //! The Deployment stand-in: keeps `spec.replicas` pods of every Deployment (creating from the
-//! pod template, removing the newest first), owned the way a ReplicaSet's pods are.
+//! pod template; scaling down in the ReplicaSet controller's order), owned the way a
+//! ReplicaSet's pods are.
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
@@ -45,10 +46,32 @@ pub async fn run(client: Client) {
                     let _ = pods.create(&PostParams::default(), &pod).await;
                 }
             } else {
-                for p in live.iter().skip(want).rev() {
+                for p in scale_down_order(&live).into_iter().take(live.len() - want) {
                     let _ = pods.delete(p.metadata.name.as_deref().unwrap_or_default(), &DeleteParams::default()).await;
                 }
             }
         }
     }
+}
+
+/// Which pods a scale-down removes first, as the ReplicaSet controller ranks them: unbound
+/// before bound, then those sharing their node with more replicas, then the newest.
+pub fn scale_down_order(pods: &[Pod]) -> Vec<&Pod> {
+    let node = |p: &Pod| p.spec.as_ref().and_then(|s| s.node_name.clone());
+    let mut per_node: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for n in pods.iter().filter_map(node) {
+        *per_node.entry(n).or_default() += 1;
+    }
+    let mut order: Vec<&Pod> = pods.iter().collect();
+    order.sort_by_key(|p| {
+        let n = node(p);
+        let colocated = n.as_ref().and_then(|n| per_node.get(n)).copied().unwrap_or(0);
+        (
+            n.is_some(),
+            std::cmp::Reverse(colocated),
+            std::cmp::Reverse(p.metadata.creation_timestamp.clone().map(|t| t.0)),
+            std::cmp::Reverse(p.metadata.name.clone()),
+        )
+    });
+    order
 }

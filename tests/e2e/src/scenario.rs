@@ -56,3 +56,42 @@ pub async fn lab_general_running(c: &mut Cluster, replicas: u32) {
     scale_inflate(c, replicas);
     all_bound(c, INFLATE_NS, replicas as usize, Duration::from_secs(90)).await;
 }
+
+/// A JSON merge patch (or, with `json`, a JSON patch) of NodePool `name`.
+pub fn patch_nodepool(c: &Cluster, name: &str, patch: &str, json: bool) {
+    let kind = if json { "json" } else { "merge" };
+    c.kubectl(&["patch", "nodepool", name, "--type", kind, "-p", patch]);
+}
+
+/// lab-general narrowed to 4-vCPU types (three 1-CPU inflate pods per node) and
+/// consolidating after 5 s: several small nodes in seconds.
+pub fn small_nodes_quick_consolidation(c: &Cluster) {
+    patch_nodepool(
+        c,
+        "lab-general",
+        r#"[{"op":"add","path":"/spec/template/spec/requirements/-","value":{"key":"karpenter.k8s.aws/instance-cpu","operator":"In","values":["4"]}}]"#,
+        true,
+    );
+    patch_nodepool(c, "lab-general", r#"{"spec":{"disruption":{"consolidateAfter":"5s"}}}"#, false);
+}
+
+/// NodeClaims being disrupted now: deleting, or their node tainted `karpenter.sh/disrupted`.
+pub async fn disrupting(c: &Cluster) -> usize {
+    use k8s_openapi::api::core::v1::Node;
+    let nodes: Vec<Node> =
+        Api::<Node>::all(c.client.clone()).list(&Default::default()).await.map(|l| l.items).unwrap_or_default();
+    c.nodeclaims()
+        .await
+        .iter()
+        .filter(|nc| {
+            let node = nc.status.as_ref().and_then(|s| s.node_name.as_deref());
+            let tainted = nodes.iter().filter(|n| n.metadata.name.as_deref() == node).any(|n| {
+                n.spec
+                    .as_ref()
+                    .and_then(|s| s.taints.as_ref())
+                    .is_some_and(|ts| ts.iter().any(|t| t.key == "karpenter.sh/disrupted"))
+            });
+            nc.metadata.deletion_timestamp.is_some() || tainted
+        })
+        .count()
+}

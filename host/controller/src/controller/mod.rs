@@ -3,8 +3,11 @@
 //! provisions for pending pods, and moves NodeClaims through Launched → Registered →
 //! Initialized. Decisions are the core's pure functions over a snapshot of the stores.
 
+pub mod disruption;
 pub mod events;
+pub mod garbage;
 pub mod health;
+pub mod interruption;
 pub mod leader;
 pub mod lifecycle;
 pub mod nodepool_status;
@@ -57,6 +60,12 @@ struct Controller {
     invalid: BTreeSet<String>,
     /// NodePool → the last registration outcome of its NodeClaims (healthy, message).
     registration: BTreeMap<String, (bool, String)>,
+    /// The disruption under way (one at a time).
+    command: Option<disruption::Command>,
+    last_round: Option<Instant>,
+    /// NodeClaim → the pods on its node at the last look (for `lastPodEventTime`).
+    pods_on: BTreeMap<String, BTreeSet<String>>,
+    last_gc: Option<Instant>,
 }
 
 /// How long a created NodeClaim may stay out of the cache before decisions stop waiting for
@@ -156,7 +165,21 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         policies,
         invalid: BTreeSet::new(),
         registration: BTreeMap::new(),
+        command: None,
+        last_round: None,
+        pods_on: BTreeMap::new(),
+        last_gc: None,
     };
+    if let Some(queue) = c.settings.interruption_queue.clone() {
+        let handler = interruption::Interruption {
+            client: c.client.clone(),
+            stores: c.stores.clone(),
+            provider: c.provider.clone(),
+            recorder: c.recorder.clone(),
+            metrics: c.metrics.clone(),
+        };
+        tokio::spawn(handler.run(queue));
+    }
     let changed = c.stores.changed.clone();
     loop {
         if let Err(e) = c.reconcile().await {
@@ -207,6 +230,19 @@ fn init_logging(s: &Settings) {
     }
 }
 
+/// A NodeClaim on its way to becoming capacity: launched but not Initialized, or launching
+/// for less than a minute (one failing to launch for longer must not hold everything up).
+fn in_flight(nc: &NodeClaim) -> bool {
+    if nc.metadata.deletion_timestamp.is_some() || lifecycle::has_condition(nc, condition::INITIALIZED) {
+        return false;
+    }
+    if lifecycle::has_condition(nc, condition::LAUNCHED) {
+        return true;
+    }
+    let created = nc.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second());
+    unix_now() - created < 60
+}
+
 /// The NodePool a NodeClaim belongs to (its `karpenter.sh/nodepool` label).
 fn pool_of(nc: &NodeClaim) -> String {
     nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)).cloned().unwrap_or_default()
@@ -223,8 +259,10 @@ impl Controller {
         self.nodepools().await;
         let objects = self.stores.objects();
         self.orphans(&objects).await;
-        let closed = self.batch_closed(&objects);
-        let decide = (closed || self.decision_due) && self.cache_has_created(&objects);
+        let pending_view = provisioner::with_displaced_pods(&objects);
+        let closed = self.batch_closed(&pending_view);
+        let observed = self.cache_has_created(&objects);
+        let decide = (closed || self.decision_due) && observed;
         self.decision_due = (closed || self.decision_due) && !decide;
         let launches = objects
             .nodeclaims
@@ -232,12 +270,27 @@ impl Controller {
             .any(|nc| nc.metadata.deletion_timestamp.is_none() && !lifecycle::has_condition(nc, condition::LAUNCHED));
         // Shaping the catalog into instance types is the costly part of a pass: done only
         // when a decision or a launch needs it, not on every tick.
-        let catalogs = if decide || launches { self.catalogs().await } else { BTreeMap::new() };
+        let disrupt = self.disruption_due();
+        let catalogs = if decide || launches || disrupt { self.catalogs().await } else { BTreeMap::new() };
         if decide {
-            self.provision(&objects, &catalogs).await;
+            self.provision(&pending_view, &catalogs).await;
         }
         self.lifecycle(&catalogs).await;
+        self.pod_events(&objects).await;
+        // A round right after a provisioning decision would not see its NodeClaims yet.
+        // Disruption decides over a settled cluster (Karpenter's rule: a simulation must not
+        // count on capacity that is not there yet): nothing pending, every NodeClaim
+        // Initialized, every created NodeClaim seen. A command under way still advances.
+        let settled = !decide
+            && observed
+            && !self.batcher.open()
+            && !pending_view.pods.iter().any(tenon_core::convert::is_provisionable)
+            && !objects.nodeclaims.iter().any(in_flight);
+        if settled || self.command.is_some() {
+            self.disruption(&objects, &catalogs).await;
+        }
         self.terminate(&objects).await;
+        self.garbage(&objects).await;
         Ok(())
     }
 
@@ -402,34 +455,13 @@ impl Controller {
         let plan = tenon_core::schedule(&snap, &self.policies.active);
         self.metrics.add("tenon_provisioning_decisions_total", 1.0);
         self.metrics.set("tenon_provisioning_decision_seconds", started.elapsed().as_secs_f64());
-        let api: Api<NodeClaim> = Api::all(self.client.clone());
         for planned in &plan.nodeclaims {
-            let Some(np) =
-                objects.nodepools.iter().find(|np| np.metadata.name.as_deref() == Some(planned.nodepool_name.as_str()))
-            else {
-                continue;
-            };
-            let nc = provisioner::nodeclaim(planned, np, &planned.instance_type_names(&snap));
-            match api.create(&PostParams::default(), &nc).await {
-                Ok(created) => {
-                    let name = created.metadata.name.clone().unwrap_or_default();
-                    self.unobserved.insert(name.clone(), Instant::now());
-                    self.metrics.add(
-                        &format!(
-                            "karpenter_nodeclaims_created_total{{nodepool=\"{}\",reason=\"provisioning\"}}",
-                            planned.nodepool_name
-                        ),
-                        1.0,
-                    );
-                    tracing::info!(nodeclaim = %name, nodepool = %planned.nodepool_name, pods = planned.pods.len(), instance_types = planned.instance_types.len(), "created NodeClaim");
-                    // Karpenter's nomination Event: where each pod is expected to land.
-                    for &i in &planned.pods {
-                        let obj = Involved::pod(&snap.pods[i]);
-                        let message = format!("Pod should schedule on: nodeclaim/{name}");
-                        self.recorder.publish(&self.client, &obj, "Normal", "Nominated", &message).await;
-                    }
-                }
-                Err(e) => tracing::warn!(nodepool = %planned.nodepool_name, error = %e, "could not create NodeClaim"),
+            let Some(name) = self.create_nodeclaim(planned, &snap, objects, "provisioning").await else { continue };
+            // Karpenter's nomination Event: where each pod is expected to land.
+            for &i in &planned.pods {
+                let obj = Involved::pod(&snap.pods[i]);
+                let message = format!("Pod should schedule on: nodeclaim/{name}");
+                self.recorder.publish(&self.client, &obj, "Normal", "Nominated", &message).await;
             }
         }
         for u in &plan.unschedulable {
@@ -445,6 +477,40 @@ impl Controller {
                 .await;
         }
         self.batcher.forget();
+    }
+
+    /// Creates the NodeClaim object of a planned one (provisioning or a disruption's
+    /// replacement); its name, or `None` when the API refused it (logged).
+    async fn create_nodeclaim(
+        &mut self,
+        planned: &tenon_core::plan::NewNodeClaim,
+        snap: &tenon_core::ClusterSnapshot,
+        objects: &ClusterObjects,
+        reason: &str,
+    ) -> Option<String> {
+        let np =
+            objects.nodepools.iter().find(|np| np.metadata.name.as_deref() == Some(planned.nodepool_name.as_str()))?;
+        let nc = provisioner::nodeclaim(planned, np, &planned.instance_type_names(snap));
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        match api.create(&PostParams::default(), &nc).await {
+            Ok(created) => {
+                let name = created.metadata.name.clone().unwrap_or_default();
+                self.unobserved.insert(name.clone(), Instant::now());
+                self.metrics.add(
+                    &format!(
+                        "karpenter_nodeclaims_created_total{{nodepool=\"{}\",reason=\"{reason}\"}}",
+                        planned.nodepool_name
+                    ),
+                    1.0,
+                );
+                tracing::info!(nodeclaim = %name, nodepool = %planned.nodepool_name, pods = planned.pods.len(), instance_types = planned.instance_types.len(), %reason, "created NodeClaim");
+                Some(name)
+            }
+            Err(e) => {
+                tracing::warn!(nodepool = %planned.nodepool_name, error = %e, "could not create NodeClaim");
+                None
+            }
+        }
     }
 
     async fn lifecycle(&mut self, catalogs: &Catalogs) {

@@ -41,6 +41,11 @@ impl Batcher {
         false
     }
 
+    /// A batch is collecting pods.
+    pub fn open(&self) -> bool {
+        self.window.is_some()
+    }
+
     /// Pods still pending after a decision are tried again as if new at the next change.
     pub fn forget(&mut self) {
         self.seen.clear();
@@ -99,6 +104,42 @@ pub fn nodeclaim(plan: &NewNodeClaim, np: &NodePool, instance_types: &[&str]) ->
         controller: None,
     }]);
     nc
+}
+
+/// The cluster as provisioning sees it: pods on the nodes of NodeClaims being deleted count
+/// as pending (Karpenter's "reschedulable pods"), so their capacity is launched while the
+/// node drains instead of after. Only for provisioning: draining must see them where they are.
+pub fn with_displaced_pods(objects: &tenon_core::convert::ClusterObjects) -> tenon_core::convert::ClusterObjects {
+    let leaving: BTreeSet<&str> = objects
+        .nodeclaims
+        .iter()
+        .filter(|nc| nc.metadata.deletion_timestamp.is_some())
+        .filter_map(|nc| nc.status.as_ref().and_then(|s| s.node_name.as_deref()))
+        .collect();
+    let mut out = objects.clone();
+    if leaving.is_empty() {
+        return out;
+    }
+    for p in &mut out.pods {
+        let on_leaving = p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| leaving.contains(n));
+        let daemon = p.metadata.owner_references.iter().flatten().any(|o| o.kind == "DaemonSet");
+        let terminal = matches!(p.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"));
+        if !on_leaving || daemon || terminal || p.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        if let Some(spec) = p.spec.as_mut() {
+            spec.node_name = None;
+        }
+        let status = p.status.get_or_insert_with(Default::default);
+        status.phase = Some("Pending".into());
+        status.conditions.get_or_insert_with(Vec::new).push(k8s_openapi::api::core::v1::PodCondition {
+            type_: "PodScheduled".into(),
+            status: "False".into(),
+            reason: Some("Unschedulable".into()),
+            ..Default::default()
+        });
+    }
+    out
 }
 
 #[cfg(test)]
@@ -181,5 +222,38 @@ mod tests {
             }
         }
         assert_eq!(closed, Some(20), "closed at 10 s");
+    }
+
+    #[test]
+    fn pods_of_a_deleting_nodeclaim_count_as_pending_for_provisioning_only() {
+        use tenon_core::convert::ClusterObjects;
+        let nc: NodeClaim = serde_yaml::from_str(
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: a, deletionTimestamp: \"2026-11-30T00:00:00Z\"}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: x}\n  requirements: []\nstatus: {nodeName: node-a}\n",
+        )
+        .unwrap();
+        let pod = |name: &str, node: &str, owner: &str| -> k8s_openapi::api::core::v1::Pod {
+            serde_yaml::from_str(&format!(
+                "metadata: {{name: {name}, namespace: d, ownerReferences: [{{apiVersion: apps/v1, kind: {owner}, name: o, uid: u}}]}}\nspec: {{nodeName: {node}, containers: [{{name: c}}]}}\nstatus: {{phase: Running}}\n"
+            ))
+            .unwrap()
+        };
+        let objects = ClusterObjects {
+            nodeclaims: vec![nc],
+            pods: vec![
+                pod("web", "node-a", "ReplicaSet"),
+                pod("agent", "node-a", "DaemonSet"),
+                pod("other", "node-b", "ReplicaSet"),
+            ],
+            ..Default::default()
+        };
+        let view = with_displaced_pods(&objects);
+        let pending: Vec<&str> = view
+            .pods
+            .iter()
+            .filter(|p| tenon_core::convert::is_provisionable(p))
+            .filter_map(|p| p.metadata.name.as_deref())
+            .collect();
+        assert_eq!(pending, vec!["web"], "DaemonSet pods stay; other nodes' pods stay");
+        assert!(objects.pods[0].spec.as_ref().unwrap().node_name.is_some(), "the original view is untouched");
     }
 }

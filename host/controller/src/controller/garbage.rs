@@ -1,0 +1,147 @@
+//! Garbage collection between the cluster and EC2: an instance the cluster owns that no
+//! NodeClaim accounts for (a crash between CreateFleet and the NodeClaim, a NodeClaim deleted
+//! by hand without its finalizer) is terminated once older than [`LEAK_GRACE_SECS`], with its
+//! Node; a launched NodeClaim whose instance is gone is deleted.
+
+use super::{Controller, involved_nodeclaim, unix_now};
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+use kube::api::DeleteParams;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+use tenon_api::NodeClaim;
+use tenon_core::cloud::{CloudError, CloudProvider, Instance};
+use tenon_core::convert::ClusterObjects;
+
+pub const GC_EVERY: Duration = Duration::from_secs(10);
+/// An instance without a NodeClaim may be one whose NodeClaim status is being written.
+pub const LEAK_GRACE_SECS: i64 = 30;
+
+/// Instances no NodeClaim accounts for (by providerID or by the NodeClaim tag), launched at
+/// least `LEAK_GRACE_SECS` before `now`.
+pub fn leaked<'a>(instances: &'a [Instance], claims: &[&NodeClaim], now: i64) -> Vec<&'a Instance> {
+    let names: BTreeSet<&str> = claims.iter().filter_map(|c| c.metadata.name.as_deref()).collect();
+    let ids: BTreeSet<&str> =
+        claims.iter().filter_map(|c| c.status.as_ref().and_then(|s| s.provider_id.as_deref())).collect();
+    instances
+        .iter()
+        .filter(|i| !ids.contains(i.provider_id.as_str()) && !i.nodeclaim().is_some_and(|n| names.contains(n)))
+        .filter(|i| i.launched_at.is_some_and(|t| now - t >= LEAK_GRACE_SECS))
+        .collect()
+}
+
+impl Controller {
+    pub(super) async fn garbage(&mut self, objects: &ClusterObjects) {
+        if self.last_gc.is_some_and(|t| t.elapsed() < GC_EVERY) {
+            return;
+        }
+        self.last_gc = Some(Instant::now());
+        let instances = match self.provider.list().await {
+            Ok(i) => i,
+            Err(e) => {
+                tracing::warn!(error = %e, "garbage collection: could not list instances");
+                return;
+            }
+        };
+        let claims: Vec<&NodeClaim> = objects.nodeclaims.iter().collect();
+        let leaks = leaked(&instances, &claims, unix_now());
+        if !leaks.is_empty() {
+            let ids: Vec<String> = leaks.iter().map(|i| i.id.clone()).collect();
+            match self.provider.delete(&ids).await {
+                Ok(()) => {
+                    tracing::warn!(instances = ?ids, "garbage collection: terminated instances no NodeClaim accounts for");
+                    self.metrics.add("tenon_garbage_collected_instances_total", ids.len() as f64);
+                    let nodes: Api<Node> = Api::all(self.client.clone());
+                    for n in &objects.nodes {
+                        let pid = n.spec.as_ref().and_then(|s| s.provider_id.as_deref());
+                        if leaks.iter().any(|i| Some(i.provider_id.as_str()) == pid) {
+                            let name = n.metadata.name.clone().unwrap_or_default();
+                            let _ = nodes.delete(&name, &DeleteParams::default()).await;
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "garbage collection: could not terminate leaked instances"),
+            }
+        }
+        let live: BTreeSet<&str> = instances.iter().map(|i| i.provider_id.as_str()).collect();
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        for nc in claims.iter().filter(|c| c.metadata.deletion_timestamp.is_none()) {
+            let Some(pid) = nc.status.as_ref().and_then(|s| s.provider_id.as_deref()) else { continue };
+            if live.contains(pid) {
+                continue;
+            }
+            let Some(id) = super::termination::instance_id(pid) else { continue };
+            // The list is eventually consistent: ask for this one before giving it up.
+            let gone = match self.provider.get(id).await {
+                Ok(i) => !i.state.is_live(),
+                Err(CloudError::NotFound(_)) => true,
+                Err(_) => false,
+            };
+            if gone {
+                let name = nc.metadata.name.clone().unwrap_or_default();
+                let message = format!("instance {id} no longer exists; deleting the NodeClaim");
+                self.recorder.publish(&self.client, &involved_nodeclaim(nc), "Warning", "InstanceGone", &message).await;
+                match api.delete(&name, &DeleteParams::default()).await {
+                    Ok(_) => {
+                        tracing::warn!(nodeclaim = %name, instance = %id, "garbage collection: instance gone; NodeClaim deleted")
+                    }
+                    Err(e) => {
+                        tracing::warn!(nodeclaim = %name, error = %e, "could not delete a NodeClaim whose instance is gone")
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use tenon_core::cloud::InstanceState;
+
+    fn instance(id: &str, nodeclaim: Option<&str>, launched: i64) -> Instance {
+        let mut tags = BTreeMap::new();
+        if let Some(n) = nodeclaim {
+            tags.insert(tenon_api::wellknown::TAG_NODECLAIM.to_string(), n.to_string());
+        }
+        Instance {
+            id: id.into(),
+            provider_id: format!("aws:///us-east-1a/{id}"),
+            instance_type: "m5.large".into(),
+            zone: "us-east-1a".into(),
+            capacity_type: "on-demand".into(),
+            image_id: "ami-1".into(),
+            subnet_id: "subnet-1".into(),
+            security_groups: vec![],
+            state: InstanceState::Running,
+            launched_at: Some(launched),
+            tags,
+        }
+    }
+
+    fn claim(name: &str, provider_id: Option<&str>) -> NodeClaim {
+        let status = provider_id.map(|p| format!("status: {{providerID: \"{p}\"}}\n")).unwrap_or_default();
+        serde_yaml::from_str(&format!(
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: {name}}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: x}}\n  requirements: []\n{status}"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn only_old_instances_no_nodeclaim_accounts_for_are_leaked() {
+        let now = 1_000;
+        let instances = vec![
+            instance("i-owned", Some("a"), 0),
+            instance("i-tagged", Some("b"), 0),
+            instance("i-orphan", Some("gone"), 0),
+            instance("i-untagged", None, 0),
+            instance("i-young", None, now - 5),
+        ];
+        let a = claim("a", Some("aws:///us-east-1a/i-owned"));
+        // b's status was never written (crash after CreateFleet): the tag accounts for it.
+        let b = claim("b", None);
+        let leaks: Vec<&str> = leaked(&instances, &[&a, &b], now).into_iter().map(|i| i.id.as_str()).collect();
+        assert_eq!(leaks, vec!["i-orphan", "i-untagged"]);
+    }
+}

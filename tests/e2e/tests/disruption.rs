@@ -1,0 +1,277 @@
+//! Voluntary disruption end to end: emptiness within consolidateAfter and budgets,
+//! multi-node consolidation with the replacement Initialized before any drain, drift, and
+//! policies that veto.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tenon_e2e::scenario::{
+    INFLATE_NS, all_bound, apply_lab_general, disrupting, lab_general_running, nodeclass_ready, patch_nodepool,
+    scale_inflate, small_nodes_quick_consolidation,
+};
+use tenon_e2e::{Cluster, eventually, has_condition};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scale_to_zero_removes_nodes_after_consolidate_after_within_the_budget() {
+    let mut c = Cluster::start("scale-to-zero").await;
+    apply_lab_general(&c);
+    small_nodes_quick_consolidation(&c);
+    c.start_controller();
+    nodeclass_ready(&c, "lab-general").await;
+    scale_inflate(&c, 8);
+    all_bound(&c, INFLATE_NS, 8, Duration::from_secs(90)).await;
+    let nodes = c.nodeclaims().await.len();
+    assert!(nodes >= 3, "three pods per 4-vCPU node: {nodes} NodeClaims");
+
+    scale_inflate(&c, 0);
+    let emptied = eventually(Duration::from_secs(20), "the inflate pods gone", || async {
+        c.pods(INFLATE_NS).await.is_empty().then(Instant::now)
+    })
+    .await;
+    // The seed's budget is nodes: "10%" of 3 nodes: one at a time (Karpenter rounds up).
+    let mut most = 0;
+    let mut first_disruption: Option<Instant> = None;
+    while !c.nodeclaims().await.is_empty() {
+        assert!(emptied.elapsed() < Duration::from_secs(150), "empty nodes still there after 150 s");
+        let now = disrupting(&c).await;
+        if now > 0 {
+            first_disruption.get_or_insert_with(Instant::now);
+        }
+        most = most.max(now);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    c.assert_controller_running();
+    let waited = first_disruption.expect("a disruption was seen").duration_since(emptied);
+    assert!(
+        waited >= Duration::from_secs(5),
+        "disrupted {waited:?} after the node emptied, before consolidateAfter (5s)"
+    );
+    assert!(most <= 1, "at most one node disrupting at a time (budget 10% of {nodes}), saw {most}");
+    assert!(c.instances().await.is_empty(), "every instance terminated");
+    eprintln!(
+        "e2e disruption (scale to 0): {nodes} nodes removed in {:.1}s; first disruption {:.1}s after empty (consolidateAfter 5s); most disrupting at once {most} (budget allows 1)",
+        emptied.elapsed().as_secs_f64(),
+        waited.as_secs_f64()
+    );
+}
+
+/// Three nodes each left running one small pod: big pods (3 CPU, 12 GiB: one per 4-vCPU
+/// 16 GiB node) arrive one at a time, a small Deployment (0.5 CPU) fills one leftover slot
+/// per node, then the big pods go. Replacing all three with one small node is cheaper.
+async fn three_underused_nodes(c: &mut Cluster) -> BTreeSet<String> {
+    apply_lab_general(c);
+    patch_nodepool(c, "lab-general", r#"{"spec":{"disruption":{"consolidateAfter":"5s"}}}"#, false);
+    c.kubectl(&["set", "resources", "deployment", "inflate", "-n", INFLATE_NS, "--requests=cpu=3,memory=12Gi"]);
+    c.start_controller();
+    nodeclass_ready(c, "lab-general").await;
+    for n in 1..=3 {
+        scale_inflate(c, n);
+        all_bound(c, INFLATE_NS, n as usize, Duration::from_secs(60)).await;
+        eventually(Duration::from_secs(30), "one NodeClaim per big pod", || async {
+            (c.nodeclaims().await.len() == n as usize).then_some(())
+        })
+        .await;
+    }
+    c.apply_yaml(
+        "small",
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {name: small, namespace: karpenter-lab}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: small}}
+  template:
+    metadata: {labels: {app: small}}
+    spec:
+      nodeSelector: {capacity.example.io/pool: lab-general}
+      terminationGracePeriodSeconds: 0
+      containers:
+        - name: pause
+          image: public.ecr.aws/eks-distro/kubernetes/pause:3.10
+          resources: {requests: {cpu: 500m, memory: 256Mi}}
+"#,
+    );
+    all_bound(c, INFLATE_NS, 6, Duration::from_secs(60)).await;
+    // The seed's 10% of 3 nodes allows one at a time: no multi-node plan fits in that. A
+    // budget of all nodes lets the three be replaced together.
+    patch_nodepool(c, "lab-general", r#"{"spec":{"disruption":{"budgets":[{"nodes":"100%"}]}}}"#, false);
+    scale_inflate(c, 0);
+    all_bound(c, INFLATE_NS, 3, Duration::from_secs(60)).await;
+    let claims = c.nodeclaims().await;
+    assert_eq!(claims.len(), 3, "no new node for the small pods");
+    claims.into_iter().filter_map(|nc| nc.metadata.name).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_underused_nodes_become_one_cheaper_node_replacement_first() {
+    let mut c = Cluster::start("multi-node").await;
+    let originals = three_underused_nodes(&mut c).await;
+    let start = Instant::now();
+    let mut replacement: Option<String> = None;
+    let mut initialized: Option<Instant> = None;
+    let mut first_deleting: Option<Instant> = None;
+    loop {
+        assert!(start.elapsed() < Duration::from_secs(150), "no consolidation within 150 s");
+        let claims = c.nodeclaims().await;
+        let now = Instant::now();
+        for nc in &claims {
+            let name = nc.metadata.name.clone().unwrap_or_default();
+            if originals.contains(&name) {
+                if nc.metadata.deletion_timestamp.is_some() {
+                    first_deleting.get_or_insert(now);
+                }
+            } else {
+                replacement.get_or_insert(name);
+                if has_condition(nc, "Initialized") {
+                    initialized.get_or_insert(now);
+                }
+            }
+        }
+        let left = claims.iter().filter(|nc| originals.contains(nc.metadata.name.as_deref().unwrap_or(""))).count();
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    all_bound(&c, INFLATE_NS, 3, Duration::from_secs(60)).await;
+    c.assert_controller_running();
+    let claims = c.nodeclaims().await;
+    assert_eq!(claims.len(), 1, "one node for the three small pods");
+    assert_eq!(claims[0].metadata.name, replacement, "the replacement");
+    let (init, deleting) = (initialized.expect("replacement Initialized"), first_deleting.expect("candidates deleted"));
+    assert!(init <= deleting, "a candidate was deleted before its replacement was Initialized");
+    assert_eq!(c.instances().await.len(), 1);
+    let log = c.controller_log();
+    assert!(log.contains("multi-node-consolidation"), "decided as multi-node consolidation");
+    eprintln!(
+        "e2e disruption (multi-node): 3 -> 1 ({}); candidates deleted {:.1}s after the replacement was Initialized",
+        claims[0]
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("node.kubernetes.io/instance-type"))
+            .cloned()
+            .unwrap_or_default(),
+        deleting.duration_since(init).as_secs_f64()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changing_the_nodepool_template_replaces_drifted_nodes() {
+    let mut c = Cluster::start("drift").await;
+    lab_general_running(&mut c, 8).await;
+    let before: BTreeSet<String> = c.nodeclaims().await.into_iter().filter_map(|nc| nc.metadata.name).collect();
+    patch_nodepool(&c, "lab-general", r#"{"spec":{"template":{"metadata":{"labels":{"team":"platform"}}}}}"#, false);
+    let reason = eventually(Duration::from_secs(60), "Drifted on the old NodeClaim", || async {
+        c.nodeclaims().await.into_iter().find_map(|nc| {
+            let cond = nc.status?.conditions.into_iter().find(|x| x.type_ == "Drifted" && x.status == "True")?;
+            Some(cond.reason)
+        })
+    })
+    .await;
+    assert_eq!(reason, "NodePoolDrifted");
+    eventually(Duration::from_secs(120), "the drifted nodes replaced", || async {
+        let claims = c.nodeclaims().await;
+        let fresh = claims.iter().all(|nc| !before.contains(nc.metadata.name.as_deref().unwrap_or("")));
+        let labelled = claims.iter().all(|nc| tenon_e2e::label(&nc.metadata.labels, "team") == Some("platform"));
+        (!claims.is_empty() && fresh && labelled).then_some(())
+    })
+    .await;
+    all_bound(&c, INFLATE_NS, 8, Duration::from_secs(60)).await;
+    assert_eq!(c.instances().await.len(), c.nodeclaims().await.len());
+
+    // A new image version in the EC2NodeClass: the instances run the old AMI.
+    c.kubectl(&[
+        "patch",
+        "ec2nodeclass",
+        "lab-general",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"amiSelectorTerms":[{"alias":"al2023@v20260401"}]}}"#,
+    ]);
+    let reason = eventually(Duration::from_secs(60), "AMI drift on the NodeClaim", || async {
+        c.nodeclaims().await.into_iter().find_map(|nc| {
+            let cond = nc.status?.conditions.into_iter().find(|x| x.type_ == "Drifted" && x.status == "True")?;
+            Some(cond.reason)
+        })
+    })
+    .await;
+    assert!(reason.contains("AMI"), "drift reason names the AMI: {reason}");
+    c.assert_controller_running();
+}
+
+fn store_with(c: &Cluster, files: &[(&str, &str)]) -> PathBuf {
+    let built = PathBuf::from(std::env::var_os("TENON_POLICY_DIR").expect(
+        "TENON_POLICY_DIR: the built policies, hostile guests included (the test command builds them and sets it)",
+    ));
+    let store = c.dir.join("policies");
+    std::fs::create_dir_all(&store).unwrap();
+    for (from, to) in files {
+        std::fs::copy(built.join(from), store.join(to))
+            .unwrap_or_else(|e| panic!("{from} in {}: {e}", built.display()));
+    }
+    store
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejecting_consolidation_policy_and_a_trapping_budget_policy_stop_disruption() {
+    let mut c = Cluster::start("policy-veto").await;
+    let store = store_with(
+        &c,
+        &[("hostile_consolidator.wasm", "reject-all.wasm"), ("hostile_budget.wasm", "trapping-budget.wasm")],
+    );
+    c.controller_env.push(("TENON_POLICY_DIR".into(), store.display().to_string()));
+    apply_lab_general(&c);
+    patch_nodepool(&c, "lab-general", r#"{"spec":{"disruption":{"consolidateAfter":"2s"}}}"#, false);
+    c.kubectl(&[
+        "annotate",
+        "nodepool",
+        "lab-general",
+        "tenon.dev/consolidation-policy=reject-all",
+        r#"tenon.dev/policy-config={"mode":"reject"}"#,
+    ]);
+    c.start_controller();
+    nodeclass_ready(&c, "lab-general").await;
+    scale_inflate(&c, 8);
+    all_bound(&c, INFLATE_NS, 8, Duration::from_secs(90)).await;
+    let node = c.nodeclaims().await[0].metadata.name.clone().unwrap();
+    scale_inflate(&c, 0);
+    let event = eventually(Duration::from_secs(60), "ConsolidationRejected", || async {
+        c.events_for(&node).await.into_iter().find(|e| e.reason.as_deref() == Some("ConsolidationRejected"))
+    })
+    .await;
+    assert!(event.message.unwrap_or_default().contains("not today"), "the policy's reason is in the Event");
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert_eq!(disrupting(&c).await, 0, "a rejected plan disrupts nothing");
+
+    // A budget policy that traps: zero disruptions (fail closed) and PolicyHealthy=False.
+    c.kubectl(&["annotate", "nodepool", "lab-general", "tenon.dev/consolidation-policy-"]);
+    c.kubectl(&[
+        "annotate",
+        "--overwrite",
+        "nodepool",
+        "lab-general",
+        "tenon.dev/disruption-policy=trapping-budget",
+        r#"tenon.dev/policy-config={"mode":"trap"}"#,
+    ]);
+    let api: kube::Api<tenon_api::NodePool> = kube::Api::all(c.client.clone());
+    let message = eventually(Duration::from_secs(60), "PolicyHealthy=False", || async {
+        let np = api.get("lab-general").await.ok()?;
+        let cond = np.status?.conditions.into_iter().find(|x| x.type_ == "PolicyHealthy" && x.status == "False")?;
+        Some(cond.message)
+    })
+    .await;
+    assert!(message.contains("trapping-budget"), "{message}");
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert_eq!(disrupting(&c).await, 0, "a trapping budget allows nothing");
+    assert_eq!(c.nodeclaims().await.len(), 1);
+
+    // Without the policies the empty node goes: the vetoes above were the policies'.
+    c.kubectl(&["annotate", "nodepool", "lab-general", "tenon.dev/disruption-policy-", "tenon.dev/policy-config-"]);
+    eventually(Duration::from_secs(60), "the empty node removed", || async {
+        c.nodeclaims().await.is_empty().then_some(())
+    })
+    .await;
+    c.assert_controller_running();
+}
