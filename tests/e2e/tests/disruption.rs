@@ -2,7 +2,7 @@
 //! multi-node consolidation with the replacement Initialized before any drain, drift, and
 //! policies that veto.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tenon_e2e::scenario::{
@@ -110,10 +110,22 @@ async fn three_underused_nodes_become_one_cheaper_node_replacement_first() {
     let mut replacement: Option<String> = None;
     let mut initialized: Option<Instant> = None;
     let mut first_deleting: Option<Instant> = None;
+    // How long each pod waited for a node while its node was consolidated away.
+    let mut unbound_since: BTreeMap<String, Instant> = BTreeMap::new();
+    let mut longest_pending = Duration::ZERO;
     loop {
         assert!(start.elapsed() < Duration::from_secs(150), "no consolidation within 150 s");
         let claims = c.nodeclaims().await;
         let now = Instant::now();
+        for p in c.pods(INFLATE_NS).await {
+            let name = p.metadata.name.clone().unwrap_or_default();
+            if p.spec.as_ref().is_some_and(|s| s.node_name.is_none()) {
+                let since = *unbound_since.entry(name).or_insert(now);
+                longest_pending = longest_pending.max(now.duration_since(since));
+            } else {
+                unbound_since.remove(&name);
+            }
+        }
         for nc in &claims {
             let name = nc.metadata.name.clone().unwrap_or_default();
             if originals.contains(&name) {
@@ -140,11 +152,15 @@ async fn three_underused_nodes_become_one_cheaper_node_replacement_first() {
     assert_eq!(claims[0].metadata.name, replacement, "the replacement");
     let (init, deleting) = (initialized.expect("replacement Initialized"), first_deleting.expect("candidates deleted"));
     assert!(init <= deleting, "a candidate was deleted before its replacement was Initialized");
+    // The replacement was ready before the drain: a moved pod waits for the Deployment and
+    // the scheduler stand-ins only, never for a launch (join + ready + a batch window).
+    let bound = tenon_e2e::JOIN_DELAY + tenon_e2e::READY_DELAY + Duration::from_secs(1);
+    assert!(longest_pending < bound, "a pod waited {longest_pending:?} for capacity during consolidation");
     assert_eq!(c.instances().await.len(), 1);
     let log = c.controller_log();
     assert!(log.contains("multi-node-consolidation"), "decided as multi-node consolidation");
     eprintln!(
-        "e2e disruption (multi-node): 3 -> 1 ({}); candidates deleted {:.1}s after the replacement was Initialized",
+        "e2e disruption (multi-node): 3 -> 1 ({}); candidates deleted {:.1}s after the replacement was Initialized; longest a pod waited for a node {:.1}s",
         claims[0]
             .metadata
             .labels
@@ -152,7 +168,8 @@ async fn three_underused_nodes_become_one_cheaper_node_replacement_first() {
             .and_then(|l| l.get("node.kubernetes.io/instance-type"))
             .cloned()
             .unwrap_or_default(),
-        deleting.duration_since(init).as_secs_f64()
+        deleting.duration_since(init).as_secs_f64(),
+        longest_pending.as_secs_f64()
     );
 }
 
@@ -270,6 +287,92 @@ async fn a_rejecting_consolidation_policy_and_a_trapping_budget_policy_stop_disr
     // Without the policies the empty node goes: the vetoes above were the policies'.
     c.kubectl(&["annotate", "nodepool", "lab-general", "tenon.dev/disruption-policy-", "tenon.dev/policy-config-"]);
     eventually(Duration::from_secs(60), "the empty node removed", || async {
+        c.nodeclaims().await.is_empty().then_some(())
+    })
+    .await;
+    c.assert_controller_running();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pdbs_and_do_not_disrupt_pods_block_consolidation_until_lifted() {
+    let mut c = Cluster::start("blocked").await;
+    apply_lab_general(&c);
+    patch_nodepool(&c, "lab-general", r#"{"spec":{"disruption":{"consolidateAfter":"5s"}}}"#, false);
+    c.start_controller();
+    nodeclass_ready(&c, "lab-general").await;
+    scale_inflate(&c, 8);
+    all_bound(&c, INFLATE_NS, 8, Duration::from_secs(90)).await;
+    let node = c.nodeclaims().await[0].metadata.name.clone().unwrap();
+    c.apply_yaml(
+        "pdb",
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: inflate, namespace: karpenter-lab}\nspec:\n  maxUnavailable: 0\n  selector: {matchLabels: {app: inflate}}\n",
+    );
+    // Two 1-CPU pods on a 16-vCPU node: a cheaper node would do.
+    scale_inflate(&c, 2);
+    all_bound(&c, INFLATE_NS, 2, Duration::from_secs(30)).await;
+    let blocked = eventually(Duration::from_secs(40), "DisruptionBlocked by the PDB", || async {
+        c.events_for(&node).await.into_iter().find(|e| {
+            e.reason.as_deref() == Some("DisruptionBlocked") && e.message.as_deref().unwrap_or("").contains("inflate")
+        })
+    })
+    .await;
+    eprintln!("blocked: {:?}", blocked.message);
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert_eq!(disrupting(&c).await, 0, "the PDB holds");
+    assert_eq!(c.nodeclaims().await.len(), 1);
+
+    // The PDB goes; a pod asks not to be disrupted.
+    c.kubectl(&["delete", "pdb", "inflate", "-n", INFLATE_NS]);
+    let pod = c.pods(INFLATE_NS).await[0].metadata.name.clone().unwrap();
+    c.kubectl(&["annotate", "pod", &pod, "-n", INFLATE_NS, "karpenter.sh/do-not-disrupt=true"]);
+    eventually(Duration::from_secs(40), "DisruptionBlocked by do-not-disrupt", || async {
+        c.events_for(&node).await.into_iter().find(|e| {
+            e.reason.as_deref() == Some("DisruptionBlocked")
+                && e.message.as_deref().unwrap_or("").contains("karpenter.sh/do-not-disrupt")
+        })
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert_eq!(disrupting(&c).await, 0, "do-not-disrupt holds");
+    assert_eq!(c.nodeclaims().await.len(), 1);
+
+    // Lifted: the node is replaced by a cheaper one.
+    c.kubectl(&["annotate", "pod", &pod, "-n", INFLATE_NS, "karpenter.sh/do-not-disrupt-"]);
+    eventually(Duration::from_secs(90), "the node consolidated", || async {
+        let claims = c.nodeclaims().await;
+        (claims.len() == 1 && claims[0].metadata.name.as_deref() != Some(node.as_str())).then_some(())
+    })
+    .await;
+    all_bound(&c, INFLATE_NS, 2, Duration::from_secs(30)).await;
+    c.assert_controller_running();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_window_with_zero_nodes_blocks_disruption_only_inside_it() {
+    let mut c = Cluster::start("budget-window").await;
+    apply_lab_general(&c);
+    patch_nodepool(
+        &c,
+        "lab-general",
+        r#"{"spec":{"disruption":{"consolidateAfter":"5s","budgets":[{"nodes":"0","schedule":"* * * * *","duration":"1h"}]}}}"#,
+        false,
+    );
+    c.start_controller();
+    nodeclass_ready(&c, "lab-general").await;
+    scale_inflate(&c, 8);
+    all_bound(&c, INFLATE_NS, 8, Duration::from_secs(90)).await;
+    scale_inflate(&c, 0);
+    all_bound(&c, INFLATE_NS, 0, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(25)).await;
+    assert_eq!(disrupting(&c).await, 0, "inside the window nothing is disrupted");
+    assert_eq!(c.nodeclaims().await.len(), 1);
+    // A window twelve hours away: now is outside it.
+    let hour = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() / 3600 + 12) % 24;
+    let patch = format!(
+        r#"{{"spec":{{"disruption":{{"budgets":[{{"nodes":"0","schedule":"0 {hour} * * *","duration":"1h"}}]}}}}}}"#
+    );
+    patch_nodepool(&c, "lab-general", &patch, false);
+    eventually(Duration::from_secs(60), "the empty node removed outside the window", || async {
         c.nodeclaims().await.is_empty().then_some(())
     })
     .await;

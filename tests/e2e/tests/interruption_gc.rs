@@ -1,0 +1,123 @@
+//! What happens to capacity from outside: interruption messages on the SQS queue, and
+//! instances no NodeClaim accounts for.
+
+use aws_sdk_ec2::types::{InstanceType, ResourceType, Tag, TagSpecification};
+use kube::Api;
+use std::time::{Duration, Instant};
+use tenon_api::EC2NodeClass;
+use tenon_e2e::scenario::{INFLATE_NS, all_bound, lab_general_running};
+use tenon_e2e::{CLUSTER, Cluster, eventually};
+
+fn message(detail_type: &str, detail: serde_json::Value) -> String {
+    serde_json::json!({
+        "version": "0", "id": "6f2d3c1b", "detail-type": detail_type, "source": "aws.ec2",
+        "account": "123456789012", "time": "2026-11-30T10:00:00Z", "region": "us-east-1",
+        "resources": [], "detail": detail,
+    })
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spot_interruption_replaces_the_node_and_a_rebalance_is_only_an_event() {
+    let mut c = Cluster::start("interruption").await;
+    let queue = c.aws.clients.sqs.create_queue().queue_name("tenon-interruption").send().await.unwrap();
+    let url = queue.queue_url().unwrap().to_string();
+    c.controller_env.push(("INTERRUPTION_QUEUE".into(), "tenon-interruption".into()));
+    lab_general_running(&mut c, 8).await;
+    let old = c.nodeclaims().await.remove(0);
+    let old_name = old.metadata.name.clone().unwrap();
+    let pid = old.status.as_ref().and_then(|s| s.provider_id.clone()).unwrap();
+    let id = pid.rsplit('/').next().unwrap().to_string();
+
+    let send = |body: String| {
+        let sqs = c.aws.clients.sqs.clone();
+        let url = url.clone();
+        async move { sqs.send_message().queue_url(url).message_body(body).send().await.unwrap() }
+    };
+    send(message("EC2 Instance Rebalance Recommendation", serde_json::json!({"instance-id": id}))).await;
+    eventually(Duration::from_secs(60), "a RebalanceRecommendation Event", || async {
+        c.events_for(&old_name)
+            .await
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("RebalanceRecommendation"))
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let still = c.nodeclaims().await;
+    assert!(
+        still.iter().all(|nc| nc.metadata.deletion_timestamp.is_none()),
+        "a rebalance recommendation disrupts nothing"
+    );
+
+    let sent = Instant::now();
+    send(message(
+        "EC2 Spot Instance Interruption Warning",
+        serde_json::json!({"instance-id": id, "instance-action": "terminate"}),
+    ))
+    .await;
+    eventually(Duration::from_secs(60), "the interrupted NodeClaim gone", || async {
+        c.nodeclaims().await.iter().all(|nc| nc.metadata.name.as_deref() != Some(old_name.as_str())).then_some(())
+    })
+    .await;
+    all_bound(&c, INFLATE_NS, 8, Duration::from_secs(60)).await;
+    let took = sent.elapsed();
+    c.assert_controller_running();
+    let events = c.events_for(&old_name).await;
+    assert!(events.iter().any(|e| e.reason.as_deref() == Some("SpotInterrupted")), "{events:#?}");
+    let claims = c.nodeclaims().await;
+    assert_eq!(claims.len(), 1, "one replacement");
+    let live = c.instances().await;
+    assert!(live.iter().all(|i| i.provider_id != pid), "the interrupted instance is terminated");
+    assert_eq!(live.len(), 1);
+    eprintln!("e2e interruption: 8 pods running on a replacement {:.1}s after the spot warning", took.as_secs_f64());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_with_the_clusters_tags_but_no_nodeclaim_is_terminated() {
+    let mut c = Cluster::start("gc").await;
+    lab_general_running(&mut c, 8).await;
+    let nc: EC2NodeClass = Api::all(c.client.clone()).get("lab-general").await.unwrap();
+    let st = nc.status.unwrap();
+    let tag = |k: &str, v: &str| Tag::builder().key(k).value(v).build();
+    let out = c
+        .aws
+        .clients
+        .ec2
+        .run_instances()
+        .image_id(&st.amis[0].id)
+        .instance_type(InstanceType::M5Large)
+        .subnet_id(&st.subnets[0].id)
+        .min_count(1)
+        .max_count(1)
+        .tag_specifications(
+            TagSpecification::builder()
+                .resource_type(ResourceType::Instance)
+                .tags(tag(&format!("kubernetes.io/cluster/{CLUSTER}"), "owned"))
+                .tags(tag("karpenter.sh/nodepool", "lab-general"))
+                .tags(tag("karpenter.sh/nodeclaim", "lab-general-ghost"))
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let stray = out.instances()[0].instance_id().unwrap().to_string();
+    let launched = Instant::now();
+    let legit: Vec<String> =
+        c.nodeclaims().await.iter().filter_map(|n| n.status.as_ref()?.provider_id.clone()).collect();
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    assert!(c.instances().await.iter().any(|i| i.id == stray), "not collected within its first 30 s");
+    eventually(Duration::from_secs(60), "the stray instance terminated", || async {
+        (!c.instances().await.iter().any(|i| i.id == stray)).then_some(())
+    })
+    .await;
+    let after = launched.elapsed();
+    assert!(after >= Duration::from_secs(30), "collected {after:?} after launch, inside the 30 s grace");
+    let live: Vec<String> = c.instances().await.into_iter().map(|i| i.provider_id).collect();
+    assert_eq!(live, legit, "the NodeClaims' instances are untouched");
+    c.assert_controller_running();
+    eprintln!(
+        "e2e garbage collection: stray instance terminated {:.1}s after launch (grace 30 s, period 10 s)",
+        after.as_secs_f64()
+    );
+}
