@@ -116,6 +116,8 @@ pub const TAINT_DISRUPTED: &str = "karpenter.sh/disrupted";
 
 // Finalizers.
 pub const FINALIZER_TERMINATION: &str = "karpenter.sh/termination";
+/// On EC2NodeClasses: their instance profile and launch templates go before they do.
+pub const FINALIZER_NODECLASS_TERMINATION: &str = "karpenter.k8s.aws/termination";
 
 // Capacity types and architectures.
 pub const CAPACITY_TYPE_ON_DEMAND: &str = "on-demand";

@@ -207,6 +207,28 @@ pub(crate) async fn ensure(ec2: &aws_sdk_ec2::Client, spec: &LaunchTemplateSpec)
     }
 }
 
+/// The NodeClasses the cluster has launch templates for (by their tag).
+pub(crate) async fn nodeclasses_with_templates(
+    ec2: &aws_sdk_ec2::Client,
+    cluster: &str,
+) -> Result<std::collections::BTreeSet<String>, CloudError> {
+    let mut out = std::collections::BTreeSet::new();
+    let mut pages = ec2
+        .describe_launch_templates()
+        .filters(Filter::builder().name(format!("tag:{}", crate::TAG_CLUSTER)).values(cluster).build())
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| api("DescribeLaunchTemplates", e))?;
+        for t in page.launch_templates() {
+            if let Some(v) = t.tags().iter().find(|g| g.key() == Some(crate::TAG_NODECLASS)).and_then(|g| g.value()) {
+                out.insert(v.to_string());
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Deletes the cluster's launch templates of a NodeClass (on NodeClass deletion).
 pub(crate) async fn delete_for(ec2: &aws_sdk_ec2::Client, cluster: &str, nodeclass: &str) -> Result<usize, CloudError> {
     let found = ec2

@@ -134,6 +134,21 @@ impl AwsProvider {
         profile::delete(&self.clients.iam, &self.settings.cluster.name, &self.settings.region, nc).await
     }
 
+    /// Deletes this cluster's launch templates and managed instance profiles whose
+    /// EC2NodeClass is not in `nodeclasses` (deleted while the controller was down, or
+    /// without its finalizer). Returns how many resources were deleted.
+    pub async fn collect_orphans(&self, nodeclasses: &std::collections::BTreeSet<String>) -> Result<usize, CloudError> {
+        let cluster = &self.settings.cluster.name;
+        let mut n = 0;
+        for name in launch_template::nodeclasses_with_templates(&self.clients.ec2, cluster).await? {
+            if !nodeclasses.contains(&name) {
+                n += launch_template::delete_for(&self.clients.ec2, cluster, &name).await?;
+            }
+        }
+        n += profile::delete_unless(&self.clients.iam, cluster, &self.settings.region, nodeclasses).await?;
+        Ok(n)
+    }
+
     pub(crate) async fn find_by_nodeclaim(&self, nodeclaim: &str) -> Result<Option<Instance>, CloudError> {
         fleet::find_by_nodeclaim(&self.clients.ec2, &self.settings.cluster.name, nodeclaim).await
     }

@@ -116,6 +116,54 @@ pub(crate) async fn ensure(
     Ok((Some(name), Check::ok(condition::INSTANCE_PROFILE_READY)))
 }
 
+/// Deletes the cluster's managed profiles (under its path) that belong to none of
+/// `nodeclasses`; returns how many.
+pub(crate) async fn delete_unless(
+    iam: &aws_sdk_iam::Client,
+    cluster: &str,
+    region: &str,
+    nodeclasses: &std::collections::BTreeSet<String>,
+) -> Result<usize, CloudError> {
+    let keep: std::collections::BTreeSet<String> =
+        nodeclasses.iter().map(|n| managed_name(cluster, region, n)).collect();
+    let mut n = 0;
+    let mut pages = iam.list_instance_profiles().path_prefix(profile_path(cluster, region)).into_paginator().send();
+    let mut orphans = Vec::new();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| api("ListInstanceProfiles", e))?;
+        for p in page.instance_profiles() {
+            if !keep.contains(p.instance_profile_name()) {
+                orphans.push((
+                    p.instance_profile_name().to_string(),
+                    p.roles().iter().map(|r| r.role_name().to_string()).collect::<Vec<_>>(),
+                ));
+            }
+        }
+    }
+    for (name, roles) in orphans {
+        remove(iam, &name, &roles).await?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Detaches `roles` from profile `name` and deletes it; one already gone is not an error.
+async fn remove(iam: &aws_sdk_iam::Client, name: &str, roles: &[String]) -> Result<(), CloudError> {
+    for r in roles {
+        iam.remove_role_from_instance_profile()
+            .instance_profile_name(name)
+            .role_name(r)
+            .send()
+            .await
+            .map_err(|e| api("RemoveRoleFromInstanceProfile", e))?;
+    }
+    match iam.delete_instance_profile().instance_profile_name(name).send().await {
+        Ok(_) => Ok(()),
+        Err(e) if code(&e).as_deref() == Some("NoSuchEntity") => Ok(()),
+        Err(e) => Err(api("DeleteInstanceProfile", e)),
+    }
+}
+
 /// Deletes the managed profile of a NodeClass being deleted. A profile the user named in
 /// `spec.instanceProfile` is never touched; one already gone is not an error.
 pub(crate) async fn delete(
@@ -133,17 +181,6 @@ pub(crate) async fn delete(
         Err(e) if code(&e).as_deref() == Some("NoSuchEntity") => return Ok(()),
         Err(e) => return Err(api("GetInstanceProfile", e)),
     };
-    for r in profile.iter().flat_map(|p| p.roles()) {
-        iam.remove_role_from_instance_profile()
-            .instance_profile_name(&name)
-            .role_name(r.role_name())
-            .send()
-            .await
-            .map_err(|e| api("RemoveRoleFromInstanceProfile", e))?;
-    }
-    match iam.delete_instance_profile().instance_profile_name(&name).send().await {
-        Ok(_) => Ok(()),
-        Err(e) if code(&e).as_deref() == Some("NoSuchEntity") => Ok(()),
-        Err(e) => Err(api("DeleteInstanceProfile", e)),
-    }
+    let roles: Vec<String> = profile.iter().flat_map(|p| p.roles()).map(|r| r.role_name().to_string()).collect();
+    remove(iam, &name, &roles).await
 }

@@ -491,6 +491,38 @@ async fn launch_templates_of_a_deleted_nodeclass_are_removed() {
 }
 
 #[tokio::test]
+async fn templates_and_profiles_of_nodeclasses_that_are_gone_are_collected() {
+    let moto = Moto::start();
+    let p = moto.provider("orphans").await;
+    lab(&p, "orphans").await;
+    let kept = resolved(&p, lab_nodeclass("orphans")).await;
+    let mut gone = lab_nodeclass("orphans");
+    gone.metadata.name = Some("gone".into());
+    let gone = resolved(&p, gone).await;
+    p.create(&request("keep-a", &kept, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap();
+    p.create(&request("gone-a", &gone, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap();
+    let profiles = |p: &tenon_aws::AwsProvider| {
+        let iam = p.clients.iam.clone();
+        async move {
+            let out = iam.list_instance_profiles().send().await.unwrap();
+            out.instance_profiles().iter().map(|x| x.instance_profile_name().to_string()).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(p.clients.ec2.describe_launch_templates().send().await.unwrap().launch_templates().len(), 2);
+    assert_eq!(profiles(&p).await.len(), 2);
+    let existing: std::collections::BTreeSet<String> = [kept.metadata.name.clone().unwrap()].into();
+    assert_eq!(p.collect_orphans(&existing).await.unwrap(), 2, "one template and one profile");
+    let templates = p.clients.ec2.describe_launch_templates().send().await.unwrap();
+    assert_eq!(templates.launch_templates().len(), 1);
+    let left = profiles(&p).await;
+    assert_eq!(
+        left,
+        vec![tenon_aws::profile::managed_name("orphans", "us-east-1", kept.metadata.name.as_deref().unwrap())]
+    );
+    assert_eq!(p.collect_orphans(&existing).await.unwrap(), 0, "nothing more to collect");
+}
+
+#[tokio::test]
 async fn interruption_queue_round_trip() {
     use tenon_aws::interruption::InterruptionQueue;
     let moto = Moto::start();

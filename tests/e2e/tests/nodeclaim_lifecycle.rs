@@ -104,6 +104,21 @@ async fn deleting_the_nodepool_drains_then_terminates_then_releases_its_nodeclai
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(c.nodeclaims().await.is_empty());
     assert!(c.instances().await.is_empty());
+
+    // The EC2NodeClass goes last, taking its launch templates and instance profile along.
+    let classes: Api<tenon_api::EC2NodeClass> = Api::all(c.client.clone());
+    let fins = classes.get("lab-general").await.unwrap().metadata.finalizers.unwrap_or_default();
+    assert!(fins.contains(&"karpenter.k8s.aws/termination".to_string()), "{fins:?}");
+    assert!(!c.aws.clients.ec2.describe_launch_templates().send().await.unwrap().launch_templates().is_empty());
+    c.kubectl(&["delete", "ec2nodeclass", "lab-general", "--wait=false"]);
+    eventually(Duration::from_secs(30), "the EC2NodeClass released", || async {
+        classes.get_opt("lab-general").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    assert!(c.aws.clients.ec2.describe_launch_templates().send().await.unwrap().launch_templates().is_empty());
+    let profiles = c.aws.clients.iam.list_instance_profiles().send().await.unwrap();
+    assert!(profiles.instance_profiles().is_empty(), "{:?}", profiles.instance_profiles());
+    c.assert_controller_running();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,6 +14,8 @@ use tenon_core::cloud::{CloudError, CloudProvider, Instance};
 use tenon_core::convert::ClusterObjects;
 
 pub const GC_EVERY: Duration = Duration::from_secs(10);
+/// Launch templates and instance profiles need IAM and EC2 listings: less often.
+pub const ORPHANS_EVERY: Duration = Duration::from_secs(300);
 /// An instance without a NodeClaim may be one whose NodeClaim status is being written.
 pub const LEAK_GRACE_SECS: i64 = 30;
 
@@ -61,6 +63,21 @@ impl Controller {
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, "garbage collection: could not terminate leaked instances"),
+            }
+        }
+        if self.last_orphans.is_none_or(|t| t.elapsed() >= ORPHANS_EVERY) {
+            self.last_orphans = Some(Instant::now());
+            let classes: BTreeSet<String> =
+                self.stores.nodeclasses.state().iter().filter_map(|n| n.metadata.name.clone()).collect();
+            match self.provider.collect_orphans(&classes).await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(
+                    deleted = n,
+                    "garbage collection: launch templates / instance profiles of EC2NodeClasses that no longer exist"
+                ),
+                Err(e) => {
+                    tracing::warn!(error = %e, "garbage collection: could not collect orphaned launch templates / instance profiles")
+                }
             }
         }
         let live: BTreeSet<&str> = instances.iter().map(|i| i.provider_id.as_str()).collect();

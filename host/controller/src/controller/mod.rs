@@ -66,6 +66,7 @@ struct Controller {
     /// NodeClaim → the pods on its node at the last look (for `lastPodEventTime`).
     pods_on: BTreeMap<String, BTreeSet<String>>,
     last_gc: Option<Instant>,
+    last_orphans: Option<Instant>,
 }
 
 /// How long a created NodeClaim may stay out of the cache before decisions stop waiting for
@@ -169,6 +170,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         last_round: None,
         pods_on: BTreeMap::new(),
         last_gc: None,
+        last_orphans: None,
     };
     if let Some(queue) = c.settings.interruption_queue.clone() {
         let handler = interruption::Interruption {
@@ -299,6 +301,19 @@ impl Controller {
         let api: Api<EC2NodeClass> = Api::all(self.client.clone());
         for nc in self.stores.nodeclasses.state() {
             let name = nc.metadata.name.clone().unwrap_or_default();
+            if nc.metadata.deletion_timestamp.is_some() {
+                self.finalize_nodeclass(&nc).await;
+                continue;
+            }
+            let fins = nc.metadata.finalizers.clone().unwrap_or_default();
+            if !fins.iter().any(|f| f == wk::FINALIZER_NODECLASS_TERMINATION) {
+                let mut with = fins;
+                with.push(wk::FINALIZER_NODECLASS_TERMINATION.into());
+                let patch = json!({"metadata": {"finalizers": with}});
+                if let Err(e) = api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                    tracing::warn!(nodeclass = %name, error = %e, "could not add the EC2NodeClass finalizer");
+                }
+            }
             let gen_ = nc.metadata.generation;
             if self.resolved.get(&name).is_some_and(|(g, at)| *g == gen_ && at.elapsed() < RESOLVE_EVERY) {
                 continue;
@@ -319,6 +334,43 @@ impl Controller {
                 }
                 Err(e) => tracing::warn!(nodeclass = %name, error = %e, "could not resolve EC2NodeClass"),
             }
+        }
+    }
+
+    /// An EC2NodeClass being deleted: once no NodeClaim uses it, its managed instance
+    /// profile and launch templates are deleted, then its finalizer released.
+    async fn finalize_nodeclass(&self, nc: &EC2NodeClass) {
+        let name = nc.metadata.name.clone().unwrap_or_default();
+        let fins = nc.metadata.finalizers.clone().unwrap_or_default();
+        if !fins.iter().any(|f| f == wk::FINALIZER_NODECLASS_TERMINATION) {
+            return;
+        }
+        let users: Vec<String> = self
+            .stores
+            .nodeclaims
+            .state()
+            .iter()
+            .filter(|c| c.spec.node_class_ref.as_ref().is_some_and(|r| r.name == name))
+            .filter_map(|c| c.metadata.name.clone())
+            .collect();
+        let obj = Involved::cluster_scoped("karpenter.k8s.aws/v1", "EC2NodeClass", &nc.metadata);
+        if !users.is_empty() {
+            let message = format!("waiting on NodeClaim termination for {}", users.join(", "));
+            self.recorder.publish(&self.client, &obj, "Normal", "WaitingOnNodeClaimTermination", &message).await;
+            return;
+        }
+        if let Err(e) = self.provider.finalize_nodeclass(nc).await {
+            tracing::warn!(nodeclass = %name, error = %e, "could not delete the EC2NodeClass' AWS resources; retrying");
+            return;
+        }
+        let rest: Vec<&String> = fins.iter().filter(|f| *f != wk::FINALIZER_NODECLASS_TERMINATION).collect();
+        let api: Api<EC2NodeClass> = Api::all(self.client.clone());
+        match api.patch(&name, &PatchParams::default(), &Patch::Merge(&json!({"metadata": {"finalizers": rest}}))).await
+        {
+            Ok(_) => {
+                tracing::info!(nodeclass = %name, "EC2NodeClass finalized: instance profile and launch templates deleted")
+            }
+            Err(e) => tracing::warn!(nodeclass = %name, error = %e, "could not release the EC2NodeClass finalizer"),
         }
     }
 
