@@ -147,6 +147,18 @@ fn parse_documents(
             tally.skipped += 1;
             continue;
         }
+        // Deployment material kept beside manifests (examples/eks/): not Kubernetes objects.
+        let no_kind = value.get("kind").is_none() && value.get("apiVersion").is_none();
+        let helm_values = std::path::Path::new(file)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("values") && (n.ends_with(".yaml") || n.ends_with(".yml")));
+        if no_kind && (value.get("AWSTemplateFormatVersion").is_some() || helm_values) {
+            let what = if helm_values { "Helm values" } else { "a CloudFormation template" };
+            writeln!(out, "{file}:{index}: skipped ({what})")?;
+            tally.skipped += 1;
+            continue;
+        }
         match serde_json::to_value(&value) {
             Ok(json) => docs.push(Doc { file: file.to_string(), index, decoded: decode_and_validate(json) }),
             Err(e) => {

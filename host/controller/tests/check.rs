@@ -46,6 +46,8 @@ fn seed_examples_are_valid() {
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(out.contains("lab-general-rollout.yaml:1: skipped (a tenon simulate scenario"), "{out}");
+    assert!(out.contains("examples/eks/cloudformation.yaml:1: skipped (a CloudFormation template)"), "{out}");
+    assert!(out.contains("examples/eks/values.yaml:1: skipped (Helm values)"), "{out}");
 }
 
 #[test]

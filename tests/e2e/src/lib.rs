@@ -39,6 +39,8 @@ pub const OTHER_CLUSTER: &str = "my-cluster";
 pub const JOIN_DELAY: Duration = Duration::from_secs(1);
 /// From the Node object to its Ready condition (kubelet and CNI starting).
 pub const READY_DELAY: Duration = Duration::from_secs(1);
+/// The controller's bearer token: the emulator records what each token calls (RBAC tests).
+pub const CONTROLLER_TOKEN: &str = "tenon-controller";
 /// How often the stand-ins look at the cluster.
 pub const STANDIN_PERIOD: Duration = Duration::from_millis(200);
 
@@ -109,6 +111,7 @@ pub struct Cluster {
     pub dir: PathBuf,
     pub metrics_port: u16,
     kubeconfig: PathBuf,
+    controller_kubeconfig: PathBuf,
     /// Controller replicas (index 0 is the one most tests run); `None` once killed.
     controllers: Vec<Option<Child>>,
     /// Extra environment for the controller.
@@ -131,6 +134,9 @@ impl Cluster {
         let emu = Emulator::start().expect("emulator listens");
         let kubeconfig = dir.join("kubeconfig");
         std::fs::write(&kubeconfig, emu.kubeconfig()).expect("kubeconfig");
+        let controller_kubeconfig = dir.join("controller.kubeconfig");
+        let with_token = emu.kubeconfig().replace("  user: {}", &format!("  user:\n    token: {CONTROLLER_TOKEN}"));
+        std::fs::write(&controller_kubeconfig, with_token).expect("kubeconfig");
         let moto = Moto::start(&[CLUSTER, OTHER_CLUSTER], &dir.join("moto.log"));
         let config = kube::Config::new(emu.url.parse().expect("emulator URL"));
         let client = Client::try_from(config).expect("kube client");
@@ -159,6 +165,7 @@ impl Cluster {
             dir,
             metrics_port: free_port(),
             kubeconfig,
+            controller_kubeconfig,
             controllers: Vec::new(),
             controller_env: Vec::new(),
             leader_election: false,
@@ -218,7 +225,7 @@ impl Cluster {
             .expect("controller log");
         let mut cmd = Command::new(tenon_bin());
         cmd.arg("controller")
-            .env("KUBECONFIG", &self.kubeconfig)
+            .env("KUBECONFIG", &self.controller_kubeconfig)
             .env("CLUSTER_NAME", CLUSTER)
             .env("AWS_ENDPOINT_URL", &self.moto.url)
             .env("AWS_REGION", "us-east-1")

@@ -55,6 +55,7 @@ impl Emulator {
             store: Mutex::new(Store::default()),
             changed,
             faults: Mutex::new(Vec::new()),
+            audit: Mutex::new(Default::default()),
             latency: Mutex::new(Duration::ZERO),
             watch_epoch,
             pod_grace_cap: opts.pod_grace_cap,
@@ -113,6 +114,18 @@ impl Emulator {
         if let Ok(mut s) = self.shared.store.lock() {
             s.compact();
         }
+    }
+
+    /// The (API group, resource, verb) of every resource request made with bearer token
+    /// `token` (the emulator authenticates nobody; the token only tells clients apart).
+    pub fn calls_by(&self, token: &str) -> std::collections::BTreeSet<(String, String, String)> {
+        self.shared
+            .audit
+            .lock()
+            .map(|a| {
+                a.iter().filter(|(t, ..)| t == token).map(|(_, g, r, v)| (g.clone(), r.clone(), v.clone())).collect()
+            })
+            .unwrap_or_default()
     }
 
     /// A handle that cuts watches (and compacts) from another task or thread.

@@ -32,6 +32,9 @@ pub struct Shared {
     pub store: Mutex<Store>,
     pub changed: broadcast::Sender<u64>,
     pub faults: Mutex<Vec<Fault>>,
+    /// Resource requests made with a bearer token: (token, API group, resource, verb) — what
+    /// RBAC would have to allow that identity.
+    pub audit: Mutex<std::collections::BTreeSet<(String, String, String, String)>>,
     pub latency: Mutex<Duration>,
     /// Bumped to cut every open watch.
     pub watch_epoch: watch::Sender<u64>,
@@ -213,6 +216,12 @@ pub async fn handle(
         Some(sub) => format!("{}/{sub}", target.t.plural),
         None => target.t.plural.clone(),
     };
+    if let Some(token) =
+        headers.get(header::AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(|h| h.strip_prefix("Bearer "))
+        && let Ok(mut audit) = s.audit.lock()
+    {
+        audit.insert((token.to_string(), target.t.group.clone(), resource.clone(), v.to_string()));
+    }
     if let Some(code) = take_fault(&s, v, &resource) {
         return error(injected(code));
     }

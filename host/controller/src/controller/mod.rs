@@ -281,13 +281,10 @@ impl Controller {
         self.pod_events(&objects).await;
         // A round right after a provisioning decision would not see its NodeClaims yet.
         // Disruption decides over a settled cluster (Karpenter's rule: a simulation must not
-        // count on capacity that is not there yet): nothing pending, every NodeClaim
-        // Initialized, every created NodeClaim seen. A command under way still advances.
-        let settled = !decide
-            && observed
-            && !self.batcher.open()
-            && !pending_view.pods.iter().any(tenon_core::convert::is_provisionable)
-            && !objects.nodeclaims.iter().any(in_flight);
+        // count on capacity that is not there yet): no batch collecting pods, every NodeClaim
+        // Initialized, every created NodeClaim seen. Pods no NodePool can serve do not hold
+        // it off. A command under way still advances.
+        let settled = !decide && observed && !self.batcher.open() && !objects.nodeclaims.iter().any(in_flight);
         if settled || self.command.is_some() {
             self.disruption(&objects, &catalogs).await;
         }
@@ -528,7 +525,7 @@ impl Controller {
                 )
                 .await;
         }
-        self.batcher.forget();
+        self.batcher.decided(Instant::now());
     }
 
     /// Creates the NodeClaim object of a planned one (provisioning or a disruption's

@@ -17,12 +17,23 @@ use tenon_core::resources::format_amount;
 pub struct Batcher {
     seen: BTreeSet<String>,
     window: Option<(Instant, Instant)>,
+    /// After a decision, pods it left pending count as new again from this time.
+    retry_at: Option<Instant>,
 }
+
+/// How long pods a decision could not place wait before they are tried again (sooner when
+/// new pods arrive). Without it a pod no NodePool can ever serve would keep a batch open
+/// all the time, which also holds disruption off.
+pub const RETRY_PENDING: Duration = Duration::from_secs(5);
 
 impl Batcher {
     /// Feeds the pending pods now; true when a batch closes and a decision is due.
     pub fn tick(&mut self, pending: &BTreeSet<String>, now: Instant, idle: Duration, max: Duration) -> bool {
-        let fresh = pending.iter().any(|p| !self.seen.contains(p));
+        let retry = self.retry_at.is_some_and(|t| now >= t);
+        let fresh = retry || pending.iter().any(|p| !self.seen.contains(p));
+        if fresh {
+            self.retry_at = None;
+        }
         self.seen = pending.clone();
         if pending.is_empty() {
             self.window = None;
@@ -46,9 +57,10 @@ impl Batcher {
         self.window.is_some()
     }
 
-    /// Pods still pending after a decision are tried again as if new at the next change.
-    pub fn forget(&mut self) {
-        self.seen.clear();
+    /// Pods still pending after the decision made `now` are tried again after
+    /// [`RETRY_PENDING`].
+    pub fn decided(&mut self, now: Instant) {
+        self.retry_at = Some(now + RETRY_PENDING);
     }
 }
 
@@ -222,6 +234,29 @@ mod tests {
             }
         }
         assert_eq!(closed, Some(20), "closed at 10 s");
+    }
+
+    #[test]
+    fn pods_a_decision_left_pending_are_retried_after_a_pause() {
+        let (idle, max) = (Duration::from_secs(1), Duration::from_secs(10));
+        let t0 = Instant::now();
+        let mut b = Batcher::default();
+        let one: BTreeSet<String> = ["impossible".to_string()].into();
+        b.tick(&one, t0, idle, max);
+        assert!(b.tick(&one, t0 + Duration::from_secs(1), idle, max));
+        b.decided(t0 + Duration::from_secs(1));
+        for ms in [1500, 3000, 5900] {
+            assert!(!b.tick(&one, t0 + Duration::from_millis(ms), idle, max));
+            assert!(!b.open(), "no batch held open by a pod already decided on ({ms} ms)");
+        }
+        assert!(!b.tick(&one, t0 + Duration::from_secs(6), idle, max), "retried: a new window opens");
+        assert!(b.open());
+        assert!(b.tick(&one, t0 + Duration::from_secs(7), idle, max));
+        // A new pod does not wait for the retry.
+        b.decided(t0 + Duration::from_secs(7));
+        let two: BTreeSet<String> = ["impossible".to_string(), "new".to_string()].into();
+        b.tick(&two, t0 + Duration::from_millis(7500), idle, max);
+        assert!(b.open());
     }
 
     #[test]
