@@ -1,0 +1,44 @@
+//! Add a fixed per-node cost — a security agent or monitoring licence billed per node — to
+//! every offering before comparing them (aws/karpenter-provider-aws#7572). Offerings are
+//! ranked by (price + licence) per allocatable vCPU: the licence is paid once per node, so
+//! larger nodes amortise it and win when that is cheaper overall; with no licence this is
+//! price per vCPU.
+//!
+//! `tenon.dev/policy-config`: `{"perNodeHourly": 0.05}` (USD per node-hour, required, ≥ 0).
+
+use serde::Deserialize;
+use tenon_policy_sdk::scorer::{Guest, ScoringInput};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Config {
+    per_node_hourly: f64,
+}
+
+struct LicenceOverhead;
+
+impl Guest for LicenceOverhead {
+    fn rank(input: ScoringInput) -> Result<Vec<f64>, String> {
+        let cfg: Config = tenon_policy_sdk::config(&input.nodepool.config)?;
+        if !cfg.per_node_hourly.is_finite() || cfg.per_node_hourly < 0.0 {
+            return Err(format!(
+                "tenon.dev/policy-config: perNodeHourly must be a non-negative number of USD, got {}",
+                cfg.per_node_hourly
+            ));
+        }
+        input
+            .offerings
+            .iter()
+            .map(|o| {
+                let it = input.instance_types.get(o.instance_type as usize).ok_or_else(|| {
+                    format!("offering refers to instance type {} of {}", o.instance_type, input.instance_types.len())
+                })?;
+                let vcpus = it.allocatable.cpu_millis as f64 / 1000.0;
+                let cost = o.price + cfg.per_node_hourly;
+                Ok(if vcpus > 0.0 { cost / vcpus } else { f64::MAX / 2.0 + cost })
+            })
+            .collect()
+    }
+}
+
+tenon_policy_sdk::export_scorer!(LicenceOverhead);

@@ -1,0 +1,96 @@
+//! The policy gallery (examples/policies): every policy has a README, fixtures that pass under
+//! `tenon policy test`, stays small, and its comparison scenario runs on both sides with its
+//! expectations held and the effect the gallery claims.
+
+mod support;
+
+use std::path::PathBuf;
+use support::{repo, tenon};
+
+/// Whether side B's report shows the claimed effect against side A's.
+type Effect = fn(&serde_json::Value, &serde_json::Value) -> bool;
+
+/// Each gallery policy and what its comparison must show against the default.
+fn claims() -> Vec<(&'static str, Effect, &'static str)> {
+    let fewer = |a: &serde_json::Value, b: &serde_json::Value| {
+        b["nodeclaimsCreated"].as_u64() < a["nodeclaimsCreated"].as_u64()
+    };
+    vec![
+        ("price-per-vcpu", fewer, "fewer NodeClaims than price order"),
+        ("licence-overhead", fewer, "fewer (licensed) nodes than price order"),
+    ]
+}
+
+fn built() -> PathBuf {
+    PathBuf::from(std::env::var_os("TENON_POLICY_DIR").expect(
+        "TENON_POLICY_DIR: the built policies, gallery included (scripts/test builds examples/policies into it)",
+    ))
+}
+
+#[test]
+fn every_gallery_policy_is_documented_small_and_passes_its_fixtures() {
+    let dir = repo().join("examples/policies");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("Cargo.toml").is_file())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .collect();
+    names.sort();
+    let claimed: Vec<&str> = claims().iter().map(|c| c.0).collect();
+    assert_eq!(
+        names,
+        {
+            let mut c = claimed.clone();
+            c.sort();
+            c
+        },
+        "every gallery policy has a comparison claim"
+    );
+    for name in &names {
+        let root = dir.join(name);
+        assert!(root.join("README.md").is_file(), "{name}: README.md");
+        let lines = std::fs::read_to_string(root.join("src/lib.rs")).unwrap().lines().count();
+        assert!(lines <= 150, "{name}: {lines} lines of Rust (a gallery policy stays ~150)");
+        let wasm = built().join(format!("{}.wasm", name.replace('-', "_")));
+        let fixtures = root.join("fixtures");
+        let o = tenon(&["policy", "test", wasm.to_str().unwrap(), fixtures.to_str().unwrap()]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{name}: fixtures failed:\n{out}{}", String::from_utf8_lossy(&o.stderr));
+        assert!(out.contains("0 failed") && !out.contains(" 0 passed"), "{out}");
+        let text = std::fs::read_to_string(fixtures.join("cases.yaml")).unwrap();
+        for edge in ["error:", "order: []"] {
+            assert!(text.contains(edge), "{name}: fixtures cover {edge:?} (bad config, empty input)");
+        }
+    }
+}
+
+#[test]
+fn every_gallery_scenario_shows_its_effect() {
+    for (name, effect, what) in claims() {
+        let scenario = repo().join(format!("examples/scenarios/gallery/{name}.yaml"));
+        let dir = built();
+        let o = tenon(&[
+            "simulate",
+            "--policy-dir",
+            dir.to_str().unwrap(),
+            "--compare",
+            "default",
+            name,
+            "--json",
+            scenario.to_str().unwrap(),
+        ]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{name}: expectations failed:\n{out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let (a, b) = (&v["a"]["report"], &v["b"]["report"]);
+        let summary =
+            |r: &serde_json::Value| format!("{} NodeClaims, ${} total", r["nodeclaimsCreated"], r["totalCost"]);
+        assert!(effect(a, b), "{name}: expected {what}; default {}, {name} {}", summary(a), summary(b));
+    }
+}
