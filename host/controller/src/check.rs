@@ -153,8 +153,15 @@ fn parse_documents(
             .file_name()
             .and_then(|n| n.to_str())
             .is_some_and(|n| n.starts_with("values") && (n.ends_with(".yaml") || n.ends_with(".yml")));
-        if no_kind && (value.get("AWSTemplateFormatVersion").is_some() || helm_values) {
-            let what = if helm_values { "Helm values" } else { "a CloudFormation template" };
+        let fixtures = value.get("cases").is_some_and(|c| c.is_sequence());
+        if no_kind && (value.get("AWSTemplateFormatVersion").is_some() || helm_values || fixtures) {
+            let what = if fixtures {
+                "policy fixtures; run them with `tenon policy test POLICY.wasm FILE`"
+            } else if helm_values {
+                "Helm values"
+            } else {
+                "a CloudFormation template"
+            };
             writeln!(out, "{file}:{index}: skipped ({what})")?;
             tally.skipped += 1;
             continue;

@@ -48,6 +48,7 @@ fn seed_examples_are_valid() {
     assert!(out.contains("lab-general-rollout.yaml:1: skipped (a tenon simulate scenario"), "{out}");
     assert!(out.contains("examples/eks/cloudformation.yaml:1: skipped (a CloudFormation template)"), "{out}");
     assert!(out.contains("examples/eks/values.yaml:1: skipped (Helm values)"), "{out}");
+    assert!(out.contains("examples/policies/price-per-vcpu/fixtures/cases.yaml:1: skipped (policy fixtures"), "{out}");
 }
 
 #[test]

@@ -15,10 +15,33 @@ fn claims() -> Vec<(&'static str, Effect, &'static str)> {
     let fewer = |a: &serde_json::Value, b: &serde_json::Value| {
         b["nodeclaimsCreated"].as_u64() < a["nodeclaimsCreated"].as_u64()
     };
+    let newer = |a: &serde_json::Value, b: &serde_json::Value| newest_generation(b) > newest_generation(a);
     vec![
         ("price-per-vcpu", fewer, "fewer NodeClaims than price order"),
         ("licence-overhead", fewer, "fewer (licensed) nodes than price order"),
+        ("prefer-generation", newer, "a newer generation launched than price order's"),
     ]
+}
+
+/// The newest generation among the instance types a run launched (`c7a.4xlarge` → 7).
+fn newest_generation(report: &serde_json::Value) -> u32 {
+    report["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["reason"] == "Launched")
+        .filter_map(|e| {
+            let family = e["message"].as_str()?.split('.').next()?;
+            family
+                .chars()
+                .skip_while(|c| !c.is_ascii_digit())
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .ok()
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 fn built() -> PathBuf {

@@ -44,8 +44,16 @@ pub const CONTROLLER_TOKEN: &str = "tenon-controller";
 /// How often the stand-ins look at the cluster.
 pub const STANDIN_PERIOD: Duration = Duration::from_millis(200);
 
+/// This crate's directory, read when the test runs (cargo sets it): a path compiled in would
+/// point at whichever clone last built the shared target directory.
+pub fn crate_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
 pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    crate_dir().join("../..")
 }
 
 pub fn free_port() -> u16 {

@@ -19,7 +19,7 @@ impl Moto {
         let _ = std::fs::remove_file(&ready);
         let out = std::fs::File::create(log).expect("moto log file");
         let err = out.try_clone().expect("moto log file");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("moto_account.py");
+        let script = super::crate_dir().join("moto_account.py");
         let mut child = Command::new("python3")
             .arg(&script)
             .arg(port.to_string())
