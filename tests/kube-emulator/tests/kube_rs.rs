@@ -101,12 +101,15 @@ async fn watcher_and_reflector_see_each_change_once_across_drops_and_410() {
     api.create(&PostParams::default(), &cm("d", "1")).await.unwrap();
     let store = reader.clone();
     eventually("d", || store.state().len() == 3).await;
-    // The first re-watch fails (the watcher backs off), so e and the compaction both happen
-    // before it resumes from d's resourceVersion.
-    emu.fail_next("watch", "configmaps", 500, 1);
+    // Re-watches fail until e exists and the log is compacted, so the watcher resumes from d's
+    // resourceVersion only then: 410, and a re-list that brings e. (With a single failing
+    // re-watch, a fast retry under load could resume before the compaction and see e as a
+    // plain change.)
+    emu.fail_next("watch", "configmaps", 500, 1_000);
     emu.cut_watches();
     api.create(&PostParams::default(), &cm("e", "1")).await.unwrap();
     emu.compact();
+    emu.clear_faults();
     let store = reader.clone();
     eventually("e after the 410", || store.state().len() == 4).await;
     let mut names: Vec<String> = reader.state().iter().filter_map(|o| o.metadata.name.clone()).collect();
