@@ -11,6 +11,11 @@ pub const INFLATE_NS: &str = "karpenter-lab";
 
 /// The lab-general EC2NodeClass and NodePool and the (scaled-to-zero) inflate Deployment.
 pub fn apply_lab_general(c: &Cluster) {
+    apply_lab(c, "karpenter-positive.yaml");
+}
+
+/// The lab-general EC2NodeClass and NodePool and one of the runbook's workload files.
+pub fn apply_lab(c: &Cluster, workload: &str) {
     c.kubectl(&[
         "apply",
         "-f",
@@ -18,7 +23,7 @@ pub fn apply_lab_general(c: &Cluster) {
         "-f",
         &format!("{LAB}/nodepool-lab-general.yaml"),
         "-f",
-        &format!("{LAB}/karpenter-positive.yaml"),
+        &format!("{LAB}/{workload}"),
     ]);
 }
 

@@ -7,7 +7,7 @@ use kube::api::ListParams;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tenon_api::NodeClaim;
-use tenon_e2e::scenario::{INFLATE_NS, LAB, all_bound, apply_lab_general, nodeclass_ready, scale_inflate};
+use tenon_e2e::scenario::{INFLATE_NS, all_bound, apply_lab, apply_lab_general, nodeclass_ready, scale_inflate};
 use tenon_e2e::{Cluster, eventually, has_condition, kubelet, label};
 
 fn unschedulable(pods: &[Pod]) -> usize {
@@ -103,15 +103,7 @@ async fn lab_general_negative_impossible_arch_stays_pending_with_the_reason() {
     let mut c = Cluster::start("negative").await;
     // (`kubectl create namespace` sends protobuf, which the emulator does not speak.)
     c.apply_yaml("namespace", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: karpenter-lab\n");
-    c.kubectl(&[
-        "apply",
-        "-f",
-        &format!("{LAB}/ec2nodeclass-lab-general.yaml"),
-        "-f",
-        &format!("{LAB}/nodepool-lab-general.yaml"),
-        "-f",
-        &format!("{LAB}/karpenter-negative.yaml"),
-    ]);
+    apply_lab(&c, "karpenter-negative.yaml");
     c.start_controller();
     let event = eventually(Duration::from_secs(60), "a FailedScheduling Event on impossible-arch", || async {
         c.events_for("impossible-arch").await.into_iter().find(|e| e.reason.as_deref() == Some("FailedScheduling"))

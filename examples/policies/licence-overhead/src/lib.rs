@@ -30,9 +30,8 @@ impl Guest for LicenceOverhead {
             .offerings
             .iter()
             .map(|o| {
-                let it = input.instance_types.get(o.instance_type as usize).ok_or_else(|| {
-                    format!("offering refers to instance type {} of {}", o.instance_type, input.instance_types.len())
-                })?;
+                let it =
+                    input.instance_type(o).ok_or("an offering refers to an instance type the input does not have")?;
                 let vcpus = it.allocatable.cpu_millis as f64 / 1000.0;
                 let cost = o.price + cfg.per_node_hourly;
                 Ok(if vcpus > 0.0 { cost / vcpus } else { f64::MAX / 2.0 + cost })

@@ -33,9 +33,8 @@ impl Guest for PricePerUnit {
             .offerings
             .iter()
             .map(|o| {
-                let it = input.instance_types.get(o.instance_type as usize).ok_or_else(|| {
-                    format!("offering refers to instance type {} of {}", o.instance_type, input.instance_types.len())
-                })?;
+                let it =
+                    input.instance_type(o).ok_or("an offering refers to an instance type the input does not have")?;
                 let units = match cfg.per {
                     Per::Cpu => it.allocatable.cpu_millis as f64 / 1000.0,
                     Per::Memory => it.allocatable.memory_bytes as f64 / GIB,

@@ -12,7 +12,7 @@ use super::{Catalogs, Controller, involved_nodeclaim, snapshot, termination};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 use tenon_api::NodeClaim;
@@ -379,14 +379,7 @@ impl Controller {
         let claims: Api<NodeClaim> = Api::all(self.client.clone());
         for (nc, node) in &cmd.candidates {
             if let Ok(n) = nodes.get(node).await {
-                let taints: Vec<Value> = n
-                    .spec
-                    .and_then(|s| s.taints)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|t| t.key != wk::TAINT_DISRUPTED)
-                    .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
-                    .collect();
+                let taints = termination::taints_without(&n, wk::TAINT_DISRUPTED);
                 if let Err(e) = nodes
                     .patch(node, &PatchParams::default(), &Patch::Merge(&json!({"spec": {"taints": taints}})))
                     .await
@@ -395,14 +388,7 @@ impl Controller {
                 }
             }
             if let Some(obj) = find(objects, nc) {
-                let conds: Vec<_> = obj
-                    .status
-                    .as_ref()
-                    .map(|s| s.conditions.clone())
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|c| c.type_ != condition::DISRUPTION_REASON)
-                    .collect();
+                let conds = lifecycle::without_condition(obj, condition::DISRUPTION_REASON);
                 let _ = claims
                     .patch_status(nc, &PatchParams::default(), &Patch::Merge(&json!({"status": {"conditions": conds}})))
                     .await;
@@ -466,9 +452,9 @@ impl Controller {
 impl Controller {
     /// NodeClaim → why its instance no longer matches its EC2NodeClass (AMI, subnet,
     /// security groups), per the cloud provider.
-    async fn cloud_drift(&self, objects: &ClusterObjects) -> BTreeMap<String, String> {
+    async fn cloud_drift(&mut self, objects: &ClusterObjects) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
-        let instances = match self.provider.list().await {
+        let instances = match self.live_instances().await {
             Ok(i) => i,
             Err(e) => {
                 tracing::warn!(error = %e, "drift: could not list instances");

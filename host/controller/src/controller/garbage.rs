@@ -32,13 +32,28 @@ pub fn leaked<'a>(instances: &'a [Instance], claims: &[&NodeClaim], now: i64) ->
         .collect()
 }
 
+/// One DescribeInstances serves garbage collection and the drift check of the same pass.
+const INSTANCES_FRESH_FOR: Duration = Duration::from_secs(2);
+
 impl Controller {
+    /// The cluster's live instances, listed at most once per [`INSTANCES_FRESH_FOR`].
+    pub(super) async fn live_instances(&mut self) -> Result<std::sync::Arc<Vec<Instance>>, CloudError> {
+        if let Some((at, list)) = &self.instances
+            && at.elapsed() < INSTANCES_FRESH_FOR
+        {
+            return Ok(list.clone());
+        }
+        let list = std::sync::Arc::new(self.provider.list().await?);
+        self.instances = Some((Instant::now(), list.clone()));
+        Ok(list)
+    }
+
     pub(super) async fn garbage(&mut self, objects: &ClusterObjects) {
         if self.last_gc.is_some_and(|t| t.elapsed() < GC_EVERY) {
             return;
         }
         self.last_gc = Some(Instant::now());
-        let instances = match self.provider.list().await {
+        let instances = match self.live_instances().await {
             Ok(i) => i,
             Err(e) => {
                 tracing::warn!(error = %e, "garbage collection: could not list instances");

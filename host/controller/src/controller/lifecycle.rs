@@ -73,6 +73,12 @@ pub fn set_condition(
 }
 
 /// The NodeClaim's conditions with `t` set.
+/// `nc`'s conditions without those of type `t`.
+pub fn without_condition(nc: &NodeClaim, t: &str) -> Vec<Condition> {
+    let conds = nc.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
+    conds.iter().filter(|c| c.type_ != t).cloned().collect()
+}
+
 pub fn with_condition(nc: &NodeClaim, t: &str, ok: bool, reason: &str, message: &str) -> Vec<Condition> {
     let mut conds = nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
     set_condition(&mut conds, t, ok, reason, message, nc.metadata.generation);
@@ -179,15 +185,7 @@ pub fn launched_status(nc: &NodeClaim, instance: &Instance, it: Option<&Instance
 pub fn registration_patch(nc: &NodeClaim, node: &Node) -> Value {
     let mut labels = node.metadata.labels.clone().unwrap_or_default();
     labels.extend(nc.metadata.labels.clone().unwrap_or_default());
-    let mut taints: Vec<Value> = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.taints.clone())
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|t| t.key != wk::TAINT_UNREGISTERED)
-        .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
-        .collect();
+    let mut taints = super::termination::taints_without(node, wk::TAINT_UNREGISTERED);
     for t in nc.spec.taints.iter().chain(&nc.spec.startup_taints) {
         let v = json!({"key": t.key, "value": t.value, "effect": t.effect});
         if !taints.iter().any(|x| x["key"] == v["key"] && x["effect"] == v["effect"]) {

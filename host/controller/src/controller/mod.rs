@@ -67,6 +67,8 @@ struct Controller {
     pods_on: BTreeMap<String, BTreeSet<String>>,
     last_gc: Option<Instant>,
     last_orphans: Option<Instant>,
+    /// The last instance listing, shared by the drift check and garbage collection.
+    instances: Option<(Instant, Arc<Vec<tenon_core::cloud::Instance>>)>,
 }
 
 /// How long a created NodeClaim may stay out of the cache before decisions stop waiting for
@@ -171,6 +173,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         pods_on: BTreeMap::new(),
         last_gc: None,
         last_orphans: None,
+        instances: None,
     };
     if let Some(queue) = c.settings.interruption_queue.clone() {
         let handler = interruption::Interruption {

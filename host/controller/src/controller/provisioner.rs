@@ -121,17 +121,21 @@ pub fn nodeclaim(plan: &NewNodeClaim, np: &NodePool, instance_types: &[&str]) ->
 /// The cluster as provisioning sees it: pods on the nodes of NodeClaims being deleted count
 /// as pending (Karpenter's "reschedulable pods"), so their capacity is launched while the
 /// node drains instead of after. Only for provisioning: draining must see them where they are.
-pub fn with_displaced_pods(objects: &tenon_core::convert::ClusterObjects) -> tenon_core::convert::ClusterObjects {
+/// Borrows the cluster unchanged when nothing is leaving (every pass): only a drain pays for
+/// the copy.
+pub fn with_displaced_pods(
+    objects: &tenon_core::convert::ClusterObjects,
+) -> std::borrow::Cow<'_, tenon_core::convert::ClusterObjects> {
     let leaving: BTreeSet<&str> = objects
         .nodeclaims
         .iter()
         .filter(|nc| nc.metadata.deletion_timestamp.is_some())
         .filter_map(|nc| nc.status.as_ref().and_then(|s| s.node_name.as_deref()))
         .collect();
-    let mut out = objects.clone();
     if leaving.is_empty() {
-        return out;
+        return std::borrow::Cow::Borrowed(objects);
     }
+    let mut out = objects.clone();
     for p in &mut out.pods {
         let on_leaving = p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| leaving.contains(n));
         let daemon = p.metadata.owner_references.iter().flatten().any(|o| o.kind == "DaemonSet");
@@ -151,7 +155,7 @@ pub fn with_displaced_pods(objects: &tenon_core::convert::ClusterObjects) -> ten
             ..Default::default()
         });
     }
-    out
+    std::borrow::Cow::Owned(out)
 }
 
 #[cfg(test)]

@@ -25,13 +25,25 @@ pub fn release_patch(finalizers: Option<&Vec<String>>) -> Value {
     json!({"metadata": {"finalizers": rest}})
 }
 
+/// The node's taints as JSON (a merge patch replaces the whole list), without those keyed `key`.
+pub fn taints_without(node: &Node, key: &str) -> Vec<Value> {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|t| t.key != key)
+        .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
+        .collect()
+}
+
 /// The node's taints with `karpenter.sh/disrupted:NoSchedule` added, or `None` when present.
 pub fn disrupted_taints(node: &Node) -> Option<Value> {
-    let taints = node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
-    if taints.iter().any(|t| t.key == wk::TAINT_DISRUPTED) {
+    let tainted = node.spec.as_ref().and_then(|s| s.taints.as_ref()).into_iter().flatten();
+    if tainted.into_iter().any(|t| t.key == wk::TAINT_DISRUPTED) {
         return None;
     }
-    let mut list: Vec<Value> = taints.into_iter().map(|t| serde_json::to_value(t).unwrap_or(Value::Null)).collect();
+    let mut list = taints_without(node, wk::TAINT_DISRUPTED);
     list.push(json!({"key": wk::TAINT_DISRUPTED, "effect": "NoSchedule"}));
     Some(json!({"spec": {"taints": list}}))
 }
