@@ -241,6 +241,8 @@ impl Controller {
         let mut all_initialized = true;
         for r in &cmd.replacements {
             match find(objects, r) {
+                // Created moments ago: the cache has not shown it yet.
+                None if self.unobserved.contains_key(r) => all_initialized = false,
                 None => {
                     self.abandon(&cmd, objects, &format!("replacement {r} is gone")).await;
                     return None;
