@@ -91,7 +91,7 @@ fn run_once(scenario: &Scenario, set: Option<&ClusterPolicies>, live: bool) -> a
             }
         }
         printed = w.events.len();
-        let pct = 100 * w.now / scenario.duration.max(1);
+        let pct = 100 * w.elapsed() / scenario.duration.max(1);
         if progress && pct != last {
             last = pct;
             eprint!("\r{pct:>3}% {} pods pending, {} running, ${:.2}/h", w.pending(), w.running(), w.cost_per_hour());

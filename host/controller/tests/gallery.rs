@@ -16,22 +16,73 @@ fn claims() -> Vec<(&'static str, Effect, &'static str)> {
         b["nodeclaimsCreated"].as_u64() < a["nodeclaimsCreated"].as_u64()
     };
     let newer = |a: &serde_json::Value, b: &serde_json::Value| newest_generation(b) > newest_generation(a);
+    let more_amd = |a: &serde_json::Value, b: &serde_json::Value| {
+        let amd = |r| launched(r).filter(|t| family_suffix(t).starts_with('a')).count();
+        amd(b) > amd(a) && launched(b).count() > amd(b)
+    };
+    // The scenario's NodePool holds a Savings Plan for m6a.
+    let committed = |a: &serde_json::Value, b: &serde_json::Value| {
+        let m6a = |r| launched(r).filter(|t| t.starts_with("m6a.")).count();
+        m6a(b) > 0 && m6a(a) == 0
+    };
+    let calmer = |a: &serde_json::Value, b: &serde_json::Value| b["disruptions"].as_u64() < a["disruptions"].as_u64();
+    // The scenario starts Monday 16:30 in Shanghai: the office closes at 5400 s, night at 19800 s.
+    let after_hours = |a: &serde_json::Value, b: &serde_json::Value| {
+        let (close, night) = (5400, 19800);
+        let (a_moves, b_moves) = (disruptions(a, "consolidation"), disruptions(b, "consolidation"));
+        let (a_drift, b_drift) = (disruptions(a, "drift"), disruptions(b, "drift"));
+        a_moves.iter().any(|t| *t < close)
+            && !b_moves.is_empty()
+            && b_moves.iter().all(|t| *t >= close)
+            && a_drift.iter().any(|t| *t < night)
+            && !b_drift.is_empty()
+            && b_drift.iter().all(|t| *t >= night)
+    };
     vec![
         ("price-per-vcpu", fewer, "fewer NodeClaims than price order"),
         ("licence-overhead", fewer, "fewer (licensed) nodes than price order"),
         ("prefer-generation", newer, "a newer generation launched than price order's"),
+        ("committed-capacity", committed, "the committed family launched where price order launched another"),
+        ("utilisation-threshold", calmer, "fewer disruptions than Karpenter's consolidation"),
+        ("business-hours", after_hours, "consolidation after office hours and drift at night only, not at once"),
+        ("amd-first", more_amd, "more AMD launches than price order, and Intel once AMD ran out"),
     ]
 }
 
-/// The newest generation among the instance types a run launched (`c7a.4xlarge` → 7).
-fn newest_generation(report: &serde_json::Value) -> u32 {
+/// When a run started disrupting nodes by a method (`drift`, `consolidation`), seconds.
+fn disruptions(report: &serde_json::Value, method: &str) -> Vec<i64> {
+    report["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["reason"] == "DisruptionTerminating")
+        .filter(|e| e["message"].as_str().and_then(|m| m.split(',').next()).is_some_and(|m| m.contains(method)))
+        .filter_map(|e| e["t"].as_i64())
+        .collect()
+}
+
+/// The instance types a run launched, in order (`c7a.4xlarge`).
+fn launched(report: &serde_json::Value) -> impl Iterator<Item = &str> {
     report["events"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|e| e["reason"] == "Launched")
-        .filter_map(|e| {
-            let family = e["message"].as_str()?.split('.').next()?;
+        .filter_map(|e| e["message"].as_str()?.split(' ').next())
+}
+
+/// What follows the generation in a type's family: `c7a.4xlarge` → `a`, `c7i-flex.large` → `i-flex`.
+fn family_suffix(instance_type: &str) -> &str {
+    let family = instance_type.split('.').next().unwrap_or_default();
+    let digits = family.find(|c: char| c.is_ascii_digit()).unwrap_or(family.len());
+    family[digits..].trim_start_matches(|c: char| c.is_ascii_digit())
+}
+
+/// The newest generation among the instance types a run launched (`c7a.4xlarge` → 7).
+fn newest_generation(report: &serde_json::Value) -> u32 {
+    launched(report)
+        .filter_map(|t| {
+            let family = t.split('.').next()?;
             family
                 .chars()
                 .skip_while(|c| !c.is_ascii_digit())
@@ -74,6 +125,7 @@ fn every_gallery_policy_is_documented_small_and_passes_its_fixtures() {
         let root = dir.join(name);
         assert!(root.join("README.md").is_file(), "{name}: README.md");
         let lines = std::fs::read_to_string(root.join("src/lib.rs")).unwrap().lines().count();
+        assert!(root.join("fixtures/cases.yaml").is_file(), "{name}: fixtures/cases.yaml");
         assert!(lines <= 150, "{name}: {lines} lines of Rust (a gallery policy stays ~150)");
         let wasm = built().join(format!("{}.wasm", name.replace('-', "_")));
         let fixtures = root.join("fixtures");
@@ -82,7 +134,16 @@ fn every_gallery_policy_is_documented_small_and_passes_its_fixtures() {
         assert_eq!(o.status.code(), Some(0), "{name}: fixtures failed:\n{out}{}", String::from_utf8_lossy(&o.stderr));
         assert!(out.contains("0 failed") && !out.contains(" 0 passed"), "{out}");
         let text = std::fs::read_to_string(fixtures.join("cases.yaml")).unwrap();
-        for edge in ["error:", "order: []"] {
+        let source = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+        // The empty input of each decision: no offerings, no plans, no nodes.
+        let empty = if source.contains("export_scorer!") {
+            "order: []"
+        } else if source.contains("export_consolidator!") {
+            "plans: []"
+        } else {
+            "totalNodes: 0"
+        };
+        for edge in ["error:", empty] {
             assert!(text.contains(edge), "{name}: fixtures cover {edge:?} (bad config, empty input)");
         }
     }

@@ -52,6 +52,15 @@ fn a_wrong_expectation_fails_with_exit_1() {
     let o = tenon(&["policy", "test", &wasm("default_scoring"), fixture.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
     assert!(out(&o).contains("FAIL") && out(&o).contains("expected b.large first"), "{}", out(&o));
+    // `order: []` asks for an empty ranking, so it fails on a non-empty one.
+    std::fs::write(
+        &fixture,
+        "cases:\n  - name: expects nothing ranked\n    instanceTypes:\n      - {name: a.large, capacity: {cpu: \"2\"}}\n    offerings:\n      - {instanceType: a.large, price: 0.05}\n    expect: {order: []}\n",
+    )
+    .unwrap();
+    let o = tenon(&["policy", "test", &wasm("default_scoring"), fixture.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(out(&o).contains("expected an empty ranking"), "{}", out(&o));
     // With fuel instead of a deadline: the same verdicts, deterministically.
     let o =
         tenon(&["policy", "test", "--fuel", "50000000", &wasm("default_scoring"), "policies/default-scoring/fixtures"]);

@@ -193,3 +193,30 @@ fn compare_runs_a_scenario_under_two_policy_sets() {
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
     assert!(out(&o).contains("no-such-policy"), "{}", out(&o));
 }
+
+#[test]
+fn the_start_time_moves_the_wall_clock_and_nothing_else() {
+    // consolidate-replace has no schedule and default policies: starting it on a Monday
+    // morning instead of at the epoch must not change a single event, time or cost.
+    let original = repo().join("examples/scenarios/consolidate-replace.yaml");
+    let seeds = format!("{}/", repo().join("examples/seeds").display());
+    let text = std::fs::read_to_string(&original).unwrap().replace("../seeds/", &seeds);
+    let started = format!("settings: {{start: \"2026-11-30T08:30:00Z\"}}\n{text}");
+    let dir = scratch("start-time", &[("started.yaml", &started)]);
+    let report = |p: &Path| -> serde_json::Value {
+        let o = tenon(&["simulate", "--json", p.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+        let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v.as_object_mut().unwrap().remove("scenario");
+        v
+    };
+    let (a, b) = (report(&original), report(&dir.join("started.yaml")));
+    assert!(a["disruptions"].as_u64() > Some(0), "the scenario disrupts: {}", a["disruptions"]);
+    assert_eq!(a, b, "a start time changed the outcome of a scenario without a clock-dependent decision");
+    // A start that is not a timestamp is named.
+    let bad = format!("settings: {{start: \"Monday 8:30\"}}\n{text}");
+    let dir = scratch("start-time-bad", &[("bad.yaml", &bad)]);
+    let o = tenon(&["simulate", dir.join("bad.yaml").to_str().unwrap()]);
+    assert_ne!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(out(&o).contains("start"), "the error names the field: {}", out(&o));
+}

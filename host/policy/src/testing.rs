@@ -14,7 +14,7 @@
 //!     offerings:
 //!       - {instanceType: m6a.large, price: 0.0864}
 //!       - {instanceType: m6i.large, price: 0.096}
-//!     expect: {first: m6a.large}            # or order: [...], or error: "substring"
+//!     expect: {first: m6a.large}            # or order: [...] (a prefix; [] is empty), or error: "substring"
 //! ```
 //!
 //! Consolidator cases give `plans` and expect `approved`/`rejected` plan indices; budget cases
@@ -306,6 +306,9 @@ impl Harness {
         let e = &c.expect;
         Ok(if let Some(first) = e.first.as_ref().filter(|f| order.first() != Some(*f)) {
             Err(format!("expected {first} first, got order {order:?}"))
+        } else if let Some(want) = e.order.as_ref().filter(|w| w.is_empty() && !order.is_empty()) {
+            // `order: []` is how a case says "an empty ranking", not "any order".
+            Err(format!("expected an empty ranking {want:?}, got {order:?}"))
         } else if let Some(want) = e.order.as_ref().filter(|w| !order.starts_with(w)) {
             Err(format!("expected order to start {want:?}, got {order:?}"))
         } else {

@@ -115,9 +115,9 @@ pub fn run(
     let mut expect = expect.into_iter().peekable();
     let mut failures = Vec::new();
     let mut checked = 0;
-    while w.now <= scenario.duration {
+    while w.elapsed() <= scenario.duration {
         while let Some((step, docs)) = steps.peek() {
-            if step.at.0 > w.now {
+            if step.at.0 > w.elapsed() {
                 break;
             }
             w.step(step, docs)?;
@@ -125,7 +125,7 @@ pub fn run(
         }
         w.tick(scorer);
         while let Some(e) = expect.peek() {
-            if e.at.0 >= w.now {
+            if e.at.0 >= w.elapsed() {
                 break;
             }
             failures.extend(check(&w, e));

@@ -5,6 +5,7 @@
 //! name: lab-general rollout
 //! manifests: [../seeds/lab-general/]          # files or directories, relative to this file
 //! duration: 15m
+//! settings: {start: "2026-11-30T08:30:00Z"}   # optional: the wall clock at 0s
 //! timeline:
 //!   - at: 0s
 //!     scale: {deployment: karpenter-lab/inflate, replicas: 8}
@@ -14,6 +15,7 @@
 //!     nodeclaims: {lab-general: {min: 1}}
 //! ```
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -62,6 +64,9 @@ pub struct Settings {
     pub disruption_interval_seconds: i64,
     /// Spot is offered at this fraction of the on-demand price (a model, not data).
     pub spot_price_factor: f64,
+    /// The wall-clock time the scenario starts at (RFC 3339, `2026-11-30T08:30:00Z`): what
+    /// cron budgets and policies see as now. Default: the Unix epoch.
+    pub start: Option<Time>,
 }
 
 impl Default for Settings {
@@ -77,6 +82,7 @@ impl Default for Settings {
             batch_max_seconds: 10,
             disruption_interval_seconds: 10,
             spot_price_factor: tenon_core::catalog::SPOT_PRICE_MODEL_FACTOR,
+            start: None,
         }
     }
 }

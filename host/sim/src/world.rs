@@ -154,7 +154,11 @@ pub struct Sample {
 
 pub struct World<'p> {
     pub settings: Settings,
+    /// Unix time now: the clock decisions and policies see.
     pub now: i64,
+    /// Unix time at the scenario's 0s (`settings.start`); timeline, events and samples are
+    /// relative to it.
+    start: i64,
     catalog: Arc<Vec<InstanceType>>,
     nodepools: Vec<NodePoolTemplate>,
     /// NodePools whose NodeClass is missing: not Ready, nothing launched for them.
@@ -226,9 +230,11 @@ impl<'p> World<'p> {
                 o.price = od.get(&o.zone).copied().unwrap_or(o.price) * scenario.settings.spot_price_factor;
             }
         }
+        let start = scenario.settings.start.as_ref().map_or(0, |t| t.0.as_second());
         let mut w = World {
             settings: scenario.settings.clone(),
-            now: 0,
+            now: start,
+            start,
             catalog: Arc::new(catalog),
             nodepools: Vec::new(),
             not_ready: BTreeSet::new(),
@@ -247,21 +253,21 @@ impl<'p> World<'p> {
             disruptions: 0,
             cost: 0.0,
             batch: None,
-            last_provision: 0,
+            last_provision: start,
             seen_pending: BTreeSet::new(),
             explained: BTreeMap::new(),
             blocked: BTreeMap::new(),
             command: None,
-            next_disruption: scenario.settings.disruption_interval_seconds,
+            next_disruption: start + scenario.settings.disruption_interval_seconds,
             ordinal: 0,
             generation: 1,
             bind_seen: 0,
             provision_seen: 0,
             disruption_seen: 0,
             drain_seen: 0,
-            drain_wake: 0,
-            disruption_timer: 0,
-            last_round: 0,
+            drain_wake: start,
+            disruption_timer: start,
+            last_round: start,
             reconcile: true,
             counts: (0, 0, 0),
             policies,
@@ -270,8 +276,13 @@ impl<'p> World<'p> {
         Ok(w)
     }
 
+    /// Seconds since the scenario's 0s.
+    pub fn elapsed(&self) -> i64 {
+        self.now - self.start
+    }
+
     fn event(&mut self, reason: &str, object: String, message: String) {
-        self.events.push(Event { t: self.now, reason: reason.into(), object, message });
+        self.events.push(Event { t: self.elapsed(), reason: reason.into(), object, message });
     }
 
     /// Applies Kubernetes documents as `kubectl apply` would (create or replace).
@@ -410,7 +421,7 @@ impl<'p> World<'p> {
                 return Err(err(format!(
                     "no spot node of NodePool {} to interrupt at {}",
                     x.nodepool,
-                    duration_label(self.now)
+                    duration_label(self.elapsed())
                 )));
             }
             for i in spot.into_iter().take(x.count) {
@@ -573,7 +584,7 @@ impl<'p> World<'p> {
         }
         let (_, pending, running) = self.counts;
         let sample = Sample {
-            t: self.now,
+            t: self.elapsed(),
             pending_pods: pending,
             running_pods: running,
             nodes: self.nodes.len(),
@@ -581,7 +592,7 @@ impl<'p> World<'p> {
         };
         if self.samples.last().is_none_or(|s| {
             (s.pending_pods, s.running_pods, s.nodes) != (pending, sample.running_pods, sample.nodes)
-                || self.now % 60 == 0
+                || self.elapsed() % 60 == 0
         }) {
             self.samples.push(sample);
         }

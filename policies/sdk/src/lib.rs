@@ -80,6 +80,144 @@ pub mod budget {
     });
     pub use self::exports::tenon::policy::budgets::{Allowance, Budget, BudgetInput, BudgetNodes, Guest, Reason};
     pub use self::tenon::policy::types::{Label, Nodepool};
+
+    /// Karpenter's answer for `input`: the most restrictive active budget that applies to the
+    /// reason, percentages rounded up, minus nodes already disrupting; anything invalid allows
+    /// nothing. A policy that narrows Karpenter's budgets starts from this.
+    pub fn karpenter(input: &BudgetInput) -> Allowance {
+        let mut allowed = u32::MAX;
+        let mut why = String::from("no budget applies");
+        for (i, b) in input.budgets.iter().enumerate() {
+            if b.reasons.as_ref().is_some_and(|rs| !rs.contains(&input.reason)) {
+                continue;
+            }
+            if !b.valid {
+                return Allowance { allowed: 0, reason: format!("budget {i} is invalid: no disruption allowed") };
+            }
+            if !b.active {
+                continue;
+            }
+            let value = match b.nodes {
+                BudgetNodes::Count(n) => n,
+                BudgetNodes::Percent(p) => (u64::from(input.total_nodes) * u64::from(p)).div_ceil(100) as u32,
+                BudgetNodes::Invalid => {
+                    return Allowance {
+                        allowed: 0,
+                        reason: format!("budget {i} has an invalid nodes value: no disruption allowed"),
+                    };
+                }
+            };
+            if value < allowed {
+                allowed = value;
+                why = format!("budget {i} allows {value}");
+            }
+        }
+        if allowed == u32::MAX {
+            return Allowance { allowed, reason: why };
+        }
+        Allowance {
+            allowed: allowed.saturating_sub(input.disrupting),
+            reason: format!("{why}, {} already disrupting", input.disrupting),
+        }
+    }
+}
+
+/// Local time for policies. The sandbox has no tz database, so zones come from a small table
+/// with the EU and US daylight-saving rules, or as fixed offsets.
+pub mod time {
+    pub const DAY: i64 = 86_400;
+    /// Weekday names by [`weekday`] number.
+    pub const WEEKDAYS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
+
+    #[derive(Clone, Copy)]
+    enum Dst {
+        No,
+        Eu,
+        Us,
+    }
+
+    /// Minutes east of UTC in winter, and the daylight-saving rule.
+    const ZONES: &[(&str, i64, Dst)] = &[
+        ("UTC", 0, Dst::No),
+        ("Europe/London", 0, Dst::Eu),
+        ("Europe/Dublin", 0, Dst::Eu),
+        ("Europe/Berlin", 60, Dst::Eu),
+        ("Europe/Paris", 60, Dst::Eu),
+        ("Europe/Amsterdam", 60, Dst::Eu),
+        ("Europe/Madrid", 60, Dst::Eu),
+        ("Europe/Helsinki", 120, Dst::Eu),
+        ("America/New_York", -300, Dst::Us),
+        ("America/Chicago", -360, Dst::Us),
+        ("America/Denver", -420, Dst::Us),
+        ("America/Los_Angeles", -480, Dst::Us),
+        ("Asia/Kolkata", 330, Dst::No),
+        ("Asia/Shanghai", 480, Dst::No),
+        ("Asia/Singapore", 480, Dst::No),
+        ("Asia/Tokyo", 540, Dst::No),
+    ];
+
+    /// The zone names [`utc_offset`] knows.
+    pub fn zones() -> impl Iterator<Item = &'static str> {
+        ZONES.iter().map(|z| z.0)
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date.
+    pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+        let y = if m <= 2 { y - 1 } else { y };
+        let (era, yoe) = (y.div_euclid(400), y.rem_euclid(400));
+        let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+        era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
+    }
+
+    /// 0 = Sunday (1970-01-01 was a Thursday).
+    pub fn weekday(day: i64) -> usize {
+        (day + 4).rem_euclid(7) as usize
+    }
+
+    /// `YYYY-MM-DD` as days since 1970-01-01, if it is a real date.
+    pub fn parse_date(s: &str) -> Option<i64> {
+        let mut p = s.splitn(3, '-').map(|x| x.parse::<i64>().ok());
+        let (y, m, d) = (p.next()??, p.next()??, p.next()??);
+        let day = days_from_civil(y, m, d);
+        ((1..=12).contains(&m) && d >= 1 && day < days_from_civil(y + m / 12, m % 12 + 1, 1)).then_some(day)
+    }
+
+    /// `HH:MM` (24-hour) as minutes after midnight; `24:00` ends a day.
+    pub fn parse_hhmm(s: &str) -> Option<i64> {
+        let (h, m) = s.split_once(':').filter(|(h, m)| h.len() == 2 && m.len() == 2)?;
+        let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
+        ((0..24).contains(&h) && (0..60).contains(&m) || (h, m) == (24, 0)).then_some(h * 60 + m)
+    }
+
+    fn sunday_on_or_after(y: i64, m: i64, d: i64) -> i64 {
+        let day = days_from_civil(y, m, d);
+        day + (7 - weekday(day) as i64) % 7
+    }
+
+    /// Minutes east of UTC at Unix time `t` in `zone`: a name from [`zones`] or a fixed
+    /// offset (`+08:00`, `-05:30`). None when the zone is unknown.
+    pub fn utc_offset(zone: &str, t: i64) -> Option<i64> {
+        if let Some(rest) = zone.strip_prefix('+') {
+            return parse_hhmm(rest).filter(|m| *m <= 14 * 60);
+        }
+        if let Some(rest) = zone.strip_prefix('-') {
+            return parse_hhmm(rest).filter(|m| *m <= 12 * 60).map(|m| -m);
+        }
+        let &(_, std, dst) = ZONES.iter().find(|z| z.0 == zone)?;
+        let day = t.div_euclid(DAY);
+        let y = (1969 + day / 365..=1971 + day / 365).rev().find(|&y| days_from_civil(y, 1, 1) <= day)?;
+        let (from, to) = match dst {
+            Dst::No => return Some(std),
+            // Last Sundays of March and October, 01:00 UTC.
+            Dst::Eu => (sunday_on_or_after(y, 3, 25) * DAY + 3_600, sunday_on_or_after(y, 10, 25) * DAY + 3_600),
+            // Second Sunday of March 02:00 standard time; first Sunday of November 02:00 daylight time.
+            Dst::Us => (
+                sunday_on_or_after(y, 3, 8) * DAY + 7_200 - std * 60,
+                sunday_on_or_after(y, 11, 1) * DAY + 3_600 - std * 60,
+            ),
+        };
+        Some(if (from..to).contains(&t) { std + 60 } else { std })
+    }
 }
 
 /// Parses a NodePool's `tenon.dev/policy-config` into your settings type. An error names

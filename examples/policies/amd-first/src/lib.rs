@@ -1,0 +1,52 @@
+//! AMD first in one NodePool (the second runbook's intent without a weighted fallback pool):
+//! AMD instance types rank first unless none is offered or the cheapest AMD offering costs
+//! more than a set premium over the cheapest offering of any manufacturer. Within AMD, and
+//! within the rest, price order holds.
+//!
+//! `tenon.dev/policy-config`: `{"maxPremiumPercent": 10}` (required, ≥ 0; 0 prefers AMD only
+//! when it is at least as cheap). Types without `karpenter.k8s.aws/instance-cpu-manufacturer`
+//! are not AMD.
+
+use serde::Deserialize;
+use tenon_policy_sdk::scorer::{Guest, ScoringInput};
+
+const MANUFACTURER: &str = "karpenter.k8s.aws/instance-cpu-manufacturer";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Config {
+    max_premium_percent: f64,
+}
+
+struct AmdFirst;
+
+impl Guest for AmdFirst {
+    fn rank(input: ScoringInput) -> Result<Vec<f64>, String> {
+        let cfg: Config = tenon_policy_sdk::config(&input.nodepool.config)?;
+        if !cfg.max_premium_percent.is_finite() || cfg.max_premium_percent < 0.0 {
+            return Err(format!(
+                "tenon.dev/policy-config: maxPremiumPercent must be a non-negative percentage, got {}",
+                cfg.max_premium_percent
+            ));
+        }
+        let is_amd: Vec<bool> =
+            input.offerings.iter().map(|o| input.label(o.instance_type, MANUFACTURER) == Some("amd")).collect();
+        let cheapest = input.offerings.iter().map(|o| o.price).reduce(f64::min);
+        let cheapest_amd =
+            input.offerings.iter().zip(&is_amd).filter(|(_, a)| **a).map(|(o, _)| o.price).reduce(f64::min);
+        // AMD leads only when its cheapest offering is within the premium; then each AMD
+        // offering is lifted above every other (prices are below 1e6 $/h).
+        let amd_leads = match (cheapest, cheapest_amd) {
+            (Some(c), Some(a)) => a <= c * (1.0 + cfg.max_premium_percent / 100.0),
+            _ => false,
+        };
+        Ok(input
+            .offerings
+            .iter()
+            .zip(&is_amd)
+            .map(|(o, amd)| if amd_leads && !amd { 1e6 + o.price } else { o.price })
+            .collect())
+    }
+}
+
+tenon_policy_sdk::export_scorer!(AmdFirst);
