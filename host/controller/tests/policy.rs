@@ -44,23 +44,26 @@ fn the_default_bundle_passes_its_fixtures() {
 fn a_wrong_expectation_fails_with_exit_1() {
     let dir = tempdir("wrong");
     let fixture = dir.join("wrong.yaml");
-    std::fs::write(
-        &fixture,
-        "cases:\n  - name: expects the pricier type\n    instanceTypes:\n      - {name: a.large, capacity: {cpu: \"2\"}}\n      - {name: b.large, capacity: {cpu: \"2\"}}\n    offerings:\n      - {instanceType: a.large, price: 0.05}\n      - {instanceType: b.large, price: 0.10}\n    expect: {first: b.large}\n",
-    )
-    .unwrap();
-    let o = tenon(&["policy", "test", &wasm("default_scoring"), fixture.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
-    assert!(out(&o).contains("FAIL") && out(&o).contains("expected b.large first"), "{}", out(&o));
+    // One a.large at $0.05 (and b.large at $0.10 when `two`), expecting `expect`.
+    let fails = |two: bool, expect: &str, says: &str| {
+        let b = if two { "      - {name: b.large, capacity: {cpu: \"2\"}}\n" } else { "" };
+        let b_offer = if two { "      - {instanceType: b.large, price: 0.10}\n" } else { "" };
+        std::fs::write(
+            &fixture,
+            format!(
+                "cases:\n  - name: wrong\n    instanceTypes:\n      - {{name: a.large, capacity: {{cpu: \"2\"}}}}\n{b}    offerings:\n      - {{instanceType: a.large, price: 0.05}}\n{b_offer}    expect: {expect}\n"
+            ),
+        )
+        .unwrap();
+        let o = tenon(&["policy", "test", &wasm("default_scoring"), fixture.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+        assert!(out(&o).contains("FAIL") && out(&o).contains(says), "{}", out(&o));
+    };
+    fails(true, "{first: b.large}", "expected b.large first");
     // `order: []` asks for an empty ranking, so it fails on a non-empty one.
-    std::fs::write(
-        &fixture,
-        "cases:\n  - name: expects nothing ranked\n    instanceTypes:\n      - {name: a.large, capacity: {cpu: \"2\"}}\n    offerings:\n      - {instanceType: a.large, price: 0.05}\n    expect: {order: []}\n",
-    )
-    .unwrap();
-    let o = tenon(&["policy", "test", &wasm("default_scoring"), fixture.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
-    assert!(out(&o).contains("expected an empty ranking"), "{}", out(&o));
+    fails(false, "{order: []}", "expected an empty ranking");
+    // A case without an expectation is refused, not counted as passed.
+    fails(false, "{}", "the case expects nothing: give expect.first or order");
     // With fuel instead of a deadline: the same verdicts, deterministically.
     let o =
         tenon(&["policy", "test", "--fuel", "50000000", &wasm("default_scoring"), "policies/default-scoring/fixtures"]);

@@ -215,8 +215,13 @@ fn the_start_time_moves_the_wall_clock_and_nothing_else() {
     assert_eq!(a, b, "a start time changed the outcome of a scenario without a clock-dependent decision");
     // A start that is not a timestamp is named.
     let bad = format!("settings: {{start: \"Monday 8:30\"}}\n{text}");
-    let dir = scratch("start-time-bad", &[("bad.yaml", &bad)]);
+    let dir = scratch("clock-bad", &[("bad.yaml", &bad)]);
     let o = tenon(&["simulate", dir.join("bad.yaml").to_str().unwrap()]);
     assert_ne!(o.status.code(), Some(0), "{}", out(&o));
-    assert!(out(&o).contains("start"), "the error names the field: {}", out(&o));
+    assert!(
+        out(&o).contains("start must be an RFC 3339 time, got \"Monday 8:30\"")
+            && out(&o).contains("write e.g. \"2026-11-30T08:30:00Z\""),
+        "the error names the field and the fix: {}",
+        out(&o)
+    );
 }

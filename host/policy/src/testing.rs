@@ -226,6 +226,16 @@ impl Harness {
     }
 
     fn run_case(&self, c: &Case) -> Result<(), String> {
+        // A case that expects nothing cannot fail: refuse it rather than count it as passed.
+        let e = &c.expect;
+        let (expects, fields) = match self.policy.world {
+            World::Scorer => (e.first.is_some() || e.order.is_some(), "first or order"),
+            World::Consolidator => (e.approved.is_some() || e.rejected.is_some(), "approved or rejected"),
+            World::DisruptionBudget => (e.allowed.is_some(), "allowed"),
+        };
+        if !expects && e.error.is_none() {
+            return Err(format!("the case expects nothing: give expect.{fields} (or expect.error)"));
+        }
         let outcome = match self.policy.world {
             World::Scorer => self.score_case(c),
             World::Consolidator => self.consolidation_case(c),

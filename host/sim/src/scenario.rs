@@ -45,6 +45,15 @@ impl<'de> Deserialize<'de> for At {
     }
 }
 
+fn rfc3339<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Time>, D::Error> {
+    let s = String::deserialize(d)?;
+    serde_json::from_value(serde_json::Value::String(s.clone())).map(Some).map_err(|e| {
+        serde::de::Error::custom(format!(
+            "start must be an RFC 3339 time, got {s:?} ({e}); write e.g. \"2026-11-30T08:30:00Z\""
+        ))
+    })
+}
+
 /// Latencies of the simulated cloud and kubelet, seconds.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
@@ -66,6 +75,7 @@ pub struct Settings {
     pub spot_price_factor: f64,
     /// The wall-clock time the scenario starts at (RFC 3339, `2026-11-30T08:30:00Z`): what
     /// cron budgets and policies see as now. Default: the Unix epoch.
+    #[serde(deserialize_with = "rfc3339")]
     pub start: Option<Time>,
 }
 

@@ -39,7 +39,11 @@ fn bad(field: &str, want: &str, got: &str) -> String {
 /// A window's `[start, end)` in minutes after midnight; it may cross midnight.
 fn span(field: &str, w: &Window) -> Result<(i64, i64), String> {
     let at = |which: &str, s: &str| parse_hhmm(s).ok_or_else(|| bad(&format!("{field}.{which}"), "HH:MM (24-hour)", s));
-    Ok((at("start", &w.start)?, at("end", &w.end)?))
+    let (start, end) = (at("start", &w.start)?, at("end", &w.end)?);
+    if start == end {
+        return Err(format!("tenon.dev/policy-config: {field}.start and .end are both {}: an empty window", w.start));
+    }
+    Ok((start, end))
 }
 
 fn within((from, to): (i64, i64), minute: i64) -> bool {
