@@ -49,13 +49,14 @@ fn claims() -> Vec<(&'static str, Effect, &'static str)> {
     ]
 }
 
+/// A run's events of one reason.
+fn events<'a>(report: &'a serde_json::Value, reason: &'a str) -> impl Iterator<Item = &'a serde_json::Value> {
+    report["events"].as_array().into_iter().flatten().filter(move |e| e["reason"] == reason)
+}
+
 /// When a run started disrupting nodes by a method (`drift`, `consolidation`), seconds.
 fn disruptions(report: &serde_json::Value, method: &str) -> Vec<i64> {
-    report["events"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|e| e["reason"] == "DisruptionTerminating")
+    events(report, "DisruptionTerminating")
         .filter(|e| e["message"].as_str().and_then(|m| m.split(',').next()).is_some_and(|m| m.contains(method)))
         .filter_map(|e| e["t"].as_i64())
         .collect()
@@ -63,36 +64,25 @@ fn disruptions(report: &serde_json::Value, method: &str) -> Vec<i64> {
 
 /// The instance types a run launched, in order (`c7a.4xlarge`).
 fn launched(report: &serde_json::Value) -> impl Iterator<Item = &str> {
-    report["events"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|e| e["reason"] == "Launched")
-        .filter_map(|e| e["message"].as_str()?.split(' ').next())
+    events(report, "Launched").filter_map(|e| e["message"].as_str()?.split(' ').next())
 }
 
-/// What follows the generation in a type's family: `c7a.4xlarge` → `a`, `c7i-flex.large` → `i-flex`.
-fn family_suffix(instance_type: &str) -> &str {
+/// A type's generation and what follows it in the family: `c7a.4xlarge` → (7, `a`),
+/// `c7i-flex.large` → (7, `i-flex`).
+fn generation_and_suffix(instance_type: &str) -> (u32, &str) {
     let family = instance_type.split('.').next().unwrap_or_default();
-    let digits = family.find(|c: char| c.is_ascii_digit()).unwrap_or(family.len());
-    family[digits..].trim_start_matches(|c: char| c.is_ascii_digit())
+    let from = family.find(|c: char| c.is_ascii_digit()).unwrap_or(family.len());
+    let to = family[from..].find(|c: char| !c.is_ascii_digit()).map_or(family.len(), |n| from + n);
+    (family[from..to].parse().unwrap_or(0), &family[to..])
+}
+
+fn family_suffix(instance_type: &str) -> &str {
+    generation_and_suffix(instance_type).1
 }
 
 /// The newest generation among the instance types a run launched (`c7a.4xlarge` → 7).
 fn newest_generation(report: &serde_json::Value) -> u32 {
-    launched(report)
-        .filter_map(|t| {
-            let family = t.split('.').next()?;
-            family
-                .chars()
-                .skip_while(|c| !c.is_ascii_digit())
-                .take_while(char::is_ascii_digit)
-                .collect::<String>()
-                .parse()
-                .ok()
-        })
-        .max()
-        .unwrap_or(0)
+    launched(report).map(|t| generation_and_suffix(t).0).max().unwrap_or(0)
 }
 
 fn built() -> PathBuf {

@@ -180,8 +180,18 @@ pub fn is_provisionable(p: &core::Pod) -> bool {
     spec.is_some_and(|s| s.node_name.is_none() && s.scheduling_gates.as_ref().is_none_or(Vec::is_empty))
         && p.metadata.deletion_timestamp.is_none()
         && status.and_then(|s| s.phase.as_deref()).is_none_or(|ph| ph == "Pending")
-        && !p.metadata.owner_references.iter().flatten().any(|o| o.kind == "DaemonSet")
+        && !is_daemon(p)
         && unschedulable
+}
+
+/// Whether a DaemonSet owns the pod (it comes with every node; nothing provisions for it).
+pub fn is_daemon(p: &core::Pod) -> bool {
+    p.metadata.owner_references.iter().flatten().any(|o| o.kind == "DaemonSet")
+}
+
+/// `namespace/name`.
+pub fn pod_key(p: &core::Pod) -> String {
+    format!("{}/{}", p.metadata.namespace.as_deref().unwrap_or(""), p.metadata.name.as_deref().unwrap_or(""))
 }
 
 /// Whether a bound pod still uses its node's resources.

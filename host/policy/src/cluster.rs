@@ -88,22 +88,12 @@ impl ClusterPolicies {
         (out, problems)
     }
 
-    /// Per NodePool, the policies whose last call failed: (policy name, failure).
-    pub fn failures(&self) -> BTreeMap<String, Vec<(String, Failure)>> {
-        let mut out: BTreeMap<String, Vec<(String, Failure)>> = BTreeMap::new();
-        for (pool, p) in &self.pools {
-            let bound = [
-                p.scorer.as_ref().map(|s| &s.0),
-                p.consolidator.as_ref().map(|c| &c.0),
-                p.budget.as_ref().map(|b| &b.0),
-            ];
-            for b in bound.into_iter().flatten() {
-                if let Some(f) = b.last_failure() {
-                    out.entry(pool.clone()).or_default().push((b.policy.name.clone(), f));
-                }
-            }
-        }
-        out
+    /// The policies of `pool` whose last call failed: (policy name, failure).
+    pub fn failures(&self, pool: &str) -> Vec<(String, Failure)> {
+        let Some(p) = self.pools.get(pool) else { return Vec::new() };
+        let bound =
+            [p.scorer.as_ref().map(|s| &s.0), p.consolidator.as_ref().map(|c| &c.0), p.budget.as_ref().map(|b| &b.0)];
+        bound.into_iter().flatten().filter_map(|b| Some((b.policy.name.clone(), b.last_failure()?))).collect()
     }
 }
 

@@ -227,6 +227,16 @@ pub fn config<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, String> {
     serde_json::from_str(json).map_err(|e| format!("tenon.dev/policy-config: {e}"))
 }
 
+/// `value`, the config field `field`, when it is a finite number ≥ 0; else an error naming
+/// the field (`maxPremiumPercent must be a non-negative percentage, got -5`).
+pub fn non_negative(field: &str, value: f64, what: &str) -> Result<f64, String> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(value)
+    } else {
+        Err(format!("tenon.dev/policy-config: {field} must be a non-negative {what}, got {value}"))
+    }
+}
+
 /// The value of a NodePool label, if present.
 pub fn label<'a>(labels: &'a [scorer::Label], key: &str) -> Option<&'a str> {
     labels.iter().find(|l| l.key == key).map(|l| l.value.as_str())

@@ -60,6 +60,24 @@ pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
 }
 
+/// Runs a tool (`kubectl`, `helm`) from the repository root with `env` set; its stdout, or
+/// the test fails with its output.
+pub fn run_tool(tool: &str, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> String {
+    let out = Command::new(tool)
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(repo())
+        .output()
+        .unwrap_or_else(|e| panic!("{tool} on PATH (scripts/setup-tools installs it): {e}"));
+    assert!(
+        out.status.success(),
+        "{tool} {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The `tenon` binary `cargo test --workspace` built next to this test (or `$TENON_BIN`).
 pub fn tenon_bin() -> PathBuf {
     if let Some(p) = std::env::var_os("TENON_BIN") {
@@ -191,21 +209,7 @@ impl Cluster {
     /// Runs real kubectl against the emulator from the repository root; fails the test when
     /// kubectl fails.
     pub fn kubectl(&self, args: &[&str]) -> String {
-        let out = tokio::task::block_in_place(|| {
-            Command::new("kubectl")
-                .args(args)
-                .env("KUBECONFIG", &self.kubeconfig)
-                .current_dir(repo())
-                .output()
-                .expect("kubectl on PATH (scripts/setup-tools installs it)")
-        });
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        tokio::task::block_in_place(|| run_tool("kubectl", args, &[("KUBECONFIG", self.kubeconfig.as_os_str())]))
     }
 
     /// `kubectl apply` of an inline manifest.

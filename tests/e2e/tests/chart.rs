@@ -9,21 +9,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 use tenon_e2e::scenario::{INFLATE_NS, apply_lab_general, nodeclass_ready, patch_nodepool, scale_inflate};
-use tenon_e2e::{CONTROLLER_TOKEN, Cluster, eventually, repo, tenon_bin};
+use tenon_e2e::{CONTROLLER_TOKEN, Cluster, eventually, repo, run_tool, tenon_bin};
 
 fn run(cmd: &str, args: &[&str]) -> String {
-    let out = Command::new(cmd)
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .unwrap_or_else(|e| panic!("{cmd} on PATH (scripts/setup-tools installs it): {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd} {args:?} failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    run_tool(cmd, args, &[])
 }
 
 fn docs(yaml: &str) -> Vec<Value> {

@@ -8,6 +8,7 @@
 //! are not AMD.
 
 use serde::Deserialize;
+use tenon_policy_sdk::non_negative;
 use tenon_policy_sdk::scorer::{Guest, ScoringInput};
 
 const MANUFACTURER: &str = "karpenter.k8s.aws/instance-cpu-manufacturer";
@@ -23,12 +24,7 @@ struct AmdFirst;
 impl Guest for AmdFirst {
     fn rank(input: ScoringInput) -> Result<Vec<f64>, String> {
         let cfg: Config = tenon_policy_sdk::config(&input.nodepool.config)?;
-        if !cfg.max_premium_percent.is_finite() || cfg.max_premium_percent < 0.0 {
-            return Err(format!(
-                "tenon.dev/policy-config: maxPremiumPercent must be a non-negative percentage, got {}",
-                cfg.max_premium_percent
-            ));
-        }
+        non_negative("maxPremiumPercent", cfg.max_premium_percent, "percentage")?;
         let is_amd: Vec<bool> =
             input.offerings.iter().map(|o| input.label(o.instance_type, MANUFACTURER) == Some("amd")).collect();
         let cheapest = input.offerings.iter().map(|o| o.price).reduce(f64::min);

@@ -45,8 +45,9 @@ impl Commitment {
         match (self.discount_percent, self.effective_price) {
             (Some(d), None) if (0.0..=100.0).contains(&d) => Ok(Rate::Discount(1.0 - d / 100.0)),
             (Some(d), None) => Err(format!("{at}: discountPercent must be between 0 and 100, got {d}")),
-            (None, Some(p)) if p.is_finite() && p >= 0.0 => Ok(Rate::Fixed(p)),
-            (None, Some(p)) => Err(format!("{at}: effectivePrice must be a non-negative USD/h, got {p}")),
+            (None, Some(p)) => {
+                tenon_policy_sdk::non_negative(&format!("commitments[{i}].effectivePrice"), p, "USD/h").map(Rate::Fixed)
+            }
             _ => Err(format!("{at}: give exactly one of discountPercent or effectivePrice")),
         }
     }

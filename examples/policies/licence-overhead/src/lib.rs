@@ -20,12 +20,7 @@ struct LicenceOverhead;
 impl Guest for LicenceOverhead {
     fn rank(input: ScoringInput) -> Result<Vec<f64>, String> {
         let cfg: Config = tenon_policy_sdk::config(&input.nodepool.config)?;
-        if !cfg.per_node_hourly.is_finite() || cfg.per_node_hourly < 0.0 {
-            return Err(format!(
-                "tenon.dev/policy-config: perNodeHourly must be a non-negative number of USD, got {}",
-                cfg.per_node_hourly
-            ));
-        }
+        tenon_policy_sdk::non_negative("perNodeHourly", cfg.per_node_hourly, "number of USD")?;
         input
             .offerings
             .iter()

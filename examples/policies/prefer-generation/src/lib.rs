@@ -7,6 +7,7 @@
 //! without `karpenter.k8s.aws/instance-generation` count as generation 0.
 
 use serde::Deserialize;
+use tenon_policy_sdk::non_negative;
 use tenon_policy_sdk::scorer::{Guest, ScoringInput};
 
 const GENERATION: &str = "karpenter.k8s.aws/instance-generation";
@@ -22,12 +23,7 @@ struct PreferGeneration;
 impl Guest for PreferGeneration {
     fn rank(input: ScoringInput) -> Result<Vec<f64>, String> {
         let cfg: Config = tenon_policy_sdk::config(&input.nodepool.config)?;
-        if !cfg.max_premium_percent.is_finite() || cfg.max_premium_percent < 0.0 {
-            return Err(format!(
-                "tenon.dev/policy-config: maxPremiumPercent must be a non-negative percentage, got {}",
-                cfg.max_premium_percent
-            ));
-        }
+        non_negative("maxPremiumPercent", cfg.max_premium_percent, "percentage")?;
         let Some(cheapest) = input.offerings.iter().map(|o| o.price).reduce(f64::min) else {
             return Ok(Vec::new());
         };

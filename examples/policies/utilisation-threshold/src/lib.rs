@@ -27,12 +27,7 @@ impl Config {
                 self.max_utilisation_percent
             ));
         }
-        if !self.min_savings_per_hour.is_finite() || self.min_savings_per_hour < 0.0 {
-            return Err(format!(
-                "tenon.dev/policy-config: minSavingsPerHour must be a non-negative USD amount, got {}",
-                self.min_savings_per_hour
-            ));
-        }
+        tenon_policy_sdk::non_negative("minSavingsPerHour", self.min_savings_per_hour, "USD amount")?;
         Ok(self)
     }
 

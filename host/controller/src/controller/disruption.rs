@@ -19,8 +19,8 @@ use tenon_api::NodeClaim;
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_core::ClusterSnapshot;
 use tenon_core::cloud::CloudProvider;
-use tenon_core::convert::ClusterObjects;
-use tenon_core::disruption::candidates::candidates;
+use tenon_core::convert::{ClusterObjects, is_active, is_daemon, pod_key};
+use tenon_core::disruption::candidates::{Candidate, candidates};
 use tenon_core::disruption::{DisruptionPlan, Method, disrupt};
 
 /// Karpenter's disruption polling period.
@@ -82,8 +82,8 @@ impl Controller {
                 c.drift = cloud.get(&c.nodeclaim).cloned();
             }
         }
-        self.claim_conditions(objects, &snap).await;
         let decision = disrupt(&snap, &self.policies.active);
+        self.claim_conditions(objects, &snap, &decision.candidates).await;
         tracing::debug!(
             evaluated = decision.evaluated,
             blocked = decision.blocked.len(),
@@ -137,11 +137,10 @@ impl Controller {
         }
     }
 
-    /// `Consolidatable` and `Drifted` on every candidate NodeClaim, as the core sees it.
-    async fn claim_conditions(&self, objects: &ClusterObjects, snap: &ClusterSnapshot) {
-        let (cands, _) = candidates(snap);
+    /// `Consolidatable` and `Drifted` on every candidate NodeClaim, as the core saw it.
+    async fn claim_conditions(&self, objects: &ClusterObjects, snap: &ClusterSnapshot, cands: &[Candidate]) {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
-        for c in &cands {
+        for c in cands {
             let Some(claim) = snap.nodes[c.node].claim.as_ref() else { continue };
             let Some(nc) = find(objects, &claim.nodeclaim) else { continue };
             let mut conds = nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
@@ -413,14 +412,8 @@ impl Controller {
         let mut on_node: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
         for p in &objects.pods {
             let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.as_deref()) else { continue };
-            let daemon = p.metadata.owner_references.iter().flatten().any(|o| o.kind == "DaemonSet");
-            let terminal = matches!(p.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"));
-            if !daemon && !terminal {
-                on_node.entry(node).or_default().insert(format!(
-                    "{}/{}",
-                    p.metadata.namespace.as_deref().unwrap_or(""),
-                    p.metadata.name.as_deref().unwrap_or("")
-                ));
+            if !is_daemon(p) && is_active(p) {
+                on_node.entry(node).or_default().insert(pod_key(p));
             }
         }
         let api: Api<NodeClaim> = Api::all(self.client.clone());
@@ -434,13 +427,12 @@ impl Controller {
             };
             seen.insert(name.to_string());
             let pods = on_node.get(node).unwrap_or(&empty);
-            let changed = match self.pods_on.get(name) {
-                Some(before) => before != pods,
-                // First sight since start: nothing to compare with.
-                None => false,
-            };
-            self.pods_on.insert(name.to_string(), pods.clone());
-            if changed {
+            // First sight since start: nothing to compare with, only remembered.
+            let changed = self.pods_on.get(name).map(|before| before != pods);
+            if changed != Some(false) {
+                self.pods_on.insert(name.to_string(), pods.clone());
+            }
+            if changed == Some(true) {
                 let patch = json!({"status": {"lastPodEventTime": lifecycle::now_time()}});
                 if let Err(e) = api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
                     tracing::warn!(nodeclaim = %name, error = %e, "could not write lastPodEventTime");
@@ -464,9 +456,11 @@ impl Controller {
             }
         };
         let classes = self.stores.nodeclasses.state();
+        let by_id: BTreeMap<&str, &tenon_core::cloud::Instance> =
+            instances.iter().map(|i| (i.provider_id.as_str(), i)).collect();
         for nc in &objects.nodeclaims {
             let Some(pid) = nc.status.as_ref().and_then(|s| s.provider_id.as_deref()) else { continue };
-            let Some(instance) = instances.iter().find(|i| i.provider_id == pid) else { continue };
+            let Some(instance) = by_id.get(pid) else { continue };
             let class = nc.spec.node_class_ref.as_ref().map(|r| r.name.as_str());
             let Some(nodeclass) = classes.iter().find(|n| n.metadata.name.as_deref() == class) else { continue };
             if let Some(reason) = self.provider.is_drifted(instance, nodeclass) {

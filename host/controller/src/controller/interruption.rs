@@ -83,7 +83,7 @@ impl Interruption {
                 c.status
                     .as_ref()
                     .and_then(|s| s.provider_id.as_deref())
-                    .is_some_and(|p| p.rsplit('/').next() == Some(id))
+                    .is_some_and(|p| super::termination::instance_id(p) == Some(id.as_str()))
             }) else {
                 tracing::info!(instance = %id, kind = kind_name(kind), "interruption for an instance no NodeClaim owns; ignored");
                 continue;

@@ -72,13 +72,13 @@ pub fn set_condition(
     }
 }
 
-/// The NodeClaim's conditions with `t` set.
 /// `nc`'s conditions without those of type `t`.
 pub fn without_condition(nc: &NodeClaim, t: &str) -> Vec<Condition> {
     let conds = nc.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
     conds.iter().filter(|c| c.type_ != t).cloned().collect()
 }
 
+/// The NodeClaim's conditions with `t` set.
 pub fn with_condition(nc: &NodeClaim, t: &str, ok: bool, reason: &str, message: &str) -> Vec<Condition> {
     let mut conds = nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
     set_condition(&mut conds, t, ok, reason, message, nc.metadata.generation);

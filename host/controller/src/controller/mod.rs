@@ -248,6 +248,12 @@ fn in_flight(nc: &NodeClaim) -> bool {
     unix_now() - created < 60
 }
 
+/// The Node of a NodeClaim: the one with its providerID.
+fn node_of<'a>(nc: &NodeClaim, nodes: impl IntoIterator<Item = &'a Node>) -> Option<&'a Node> {
+    let id = nc.status.as_ref()?.provider_id.as_deref()?;
+    nodes.into_iter().find(|n| n.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(id))
+}
+
 /// The NodePool a NodeClaim belongs to (its `karpenter.sh/nodepool` label).
 fn pool_of(nc: &NodeClaim) -> String {
     nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)).cloned().unwrap_or_default()
@@ -261,8 +267,8 @@ impl Controller {
     async fn reconcile(&mut self) -> anyhow::Result<()> {
         self.nodeclasses().await;
         self.policies.refresh(&self.stores.nodepools.state());
-        self.nodepools().await;
         let objects = self.stores.objects();
+        self.nodepools(&objects).await;
         self.orphans(&objects).await;
         let pending_view = provisioner::with_displaced_pods(&objects);
         let closed = self.batch_closed(&pending_view);
@@ -376,11 +382,10 @@ impl Controller {
 
     /// NodePool status: resources, nodes and conditions; a validation failure is also an
     /// Event. Written only when it changes.
-    async fn nodepools(&mut self) {
+    async fn nodepools(&mut self, objects: &ClusterObjects) {
         let api: Api<NodePool> = Api::all(self.client.clone());
-        let claims: Vec<NodeClaim> = self.stores.nodeclaims.state().iter().map(|c| (**c).clone()).collect();
         let classes = self.stores.nodeclasses.state();
-        for np in self.stores.nodepools.state() {
+        for np in &objects.nodepools {
             let name = np.metadata.name.clone().unwrap_or_default();
             let class = np
                 .spec
@@ -393,10 +398,10 @@ impl Controller {
                 policy: self.policies.unhealthy(&name),
                 registration: self.registration.get(&name).cloned(),
             };
-            let status = nodepool_status::status(&np, &claims, class.map(|c| &**c), &observed);
-            let invalid =
-                status.conditions.iter().any(|c| c.type_ == condition::VALIDATION_SUCCEEDED && c.status == "False");
-            if invalid {
+            let status = nodepool_status::status(np, &objects.nodeclaims, class.map(|c| &**c), &observed);
+            let failed =
+                status.conditions.iter().find(|c| c.type_ == condition::VALIDATION_SUCCEEDED && c.status == "False");
+            if failed.is_some() {
                 self.invalid.insert(name.clone());
             } else {
                 self.invalid.remove(&name);
@@ -405,9 +410,7 @@ impl Controller {
                 continue;
             }
             let obj = Involved::cluster_scoped("karpenter.sh/v1", "NodePool", &np.metadata);
-            if let Some(v) =
-                status.conditions.iter().find(|c| c.type_ == condition::VALIDATION_SUCCEEDED && c.status == "False")
-            {
+            if let Some(v) = failed {
                 self.recorder.publish(&self.client, &obj, "Warning", "ValidationFailed", &v.message).await;
             }
             if let Some((reason, message)) = &observed.policy {
@@ -477,13 +480,7 @@ impl Controller {
             .pods
             .iter()
             .filter(|p| tenon_core::convert::is_provisionable(p))
-            .map(|p| {
-                format!(
-                    "{}/{}",
-                    p.metadata.namespace.as_deref().unwrap_or(""),
-                    p.metadata.name.as_deref().unwrap_or("")
-                )
-            })
+            .map(tenon_core::convert::pod_key)
             .collect();
         self.batcher.tick(&pending, Instant::now(), self.settings.batch_idle_duration, self.settings.batch_max_duration)
     }
@@ -578,11 +575,7 @@ impl Controller {
                 self.launch(&nc, catalogs);
                 continue;
             }
-            let provider_id = nc.status.as_ref().and_then(|s| s.provider_id.clone());
-            let node = all_nodes.iter().find(|n| {
-                n.spec.as_ref().and_then(|s| s.provider_id.as_ref()) == provider_id.as_ref() && provider_id.is_some()
-            });
-            let Some(node) = node else {
+            let Some(node) = node_of(&nc, all_nodes.iter().map(|n| &**n)) else {
                 if lifecycle::registration_expired(&nc, unix_now()) {
                     // Karpenter's liveness: a launched instance that never joined is given
                     // up; deleting the NodeClaim terminates the instance.
@@ -650,10 +643,7 @@ impl Controller {
         let (snap, _) = snapshot(objects, &Catalogs::new());
         for nc in deleting {
             let name = nc.metadata.name.clone().unwrap_or_default();
-            let provider_id = nc.status.as_ref().and_then(|s| s.provider_id.clone());
-            let node = objects.nodes.iter().find(|n| {
-                provider_id.is_some() && n.spec.as_ref().and_then(|s| s.provider_id.as_ref()) == provider_id.as_ref()
-            });
+            let node = node_of(nc, &objects.nodes);
             match termination::step(&self.client, self.provider.as_ref(), nc, node, &snap).await {
                 Ok(true) => {
                     self.metrics

@@ -82,30 +82,14 @@ pub fn status(
         },
     };
     set_condition(&mut conds, condition::NODE_CLASS_READY, class_ok, class_reason, &class_msg, generation);
-    match &observed.policy {
-        Some((reason, message)) => {
-            set_condition(&mut conds, condition::POLICY_HEALTHY, false, reason, message, generation)
-        }
-        None => set_condition(&mut conds, condition::POLICY_HEALTHY, true, "PolicyHealthy", "", generation),
-    }
-    match &observed.registration {
-        Some((true, _)) => set_condition(
-            &mut conds,
-            condition::NODE_REGISTRATION_HEALTHY,
-            true,
-            "NodeRegistrationHealthy",
-            "",
-            generation,
-        ),
-        Some((false, message)) => set_condition(
-            &mut conds,
-            condition::NODE_REGISTRATION_HEALTHY,
-            false,
-            "RegistrationFailed",
-            message,
-            generation,
-        ),
-        None => {}
+    let (policy_ok, policy_reason, policy_message) = match &observed.policy {
+        Some((reason, message)) => (false, *reason, message.as_str()),
+        None => (true, "PolicyHealthy", ""),
+    };
+    set_condition(&mut conds, condition::POLICY_HEALTHY, policy_ok, policy_reason, policy_message, generation);
+    if let Some((ok, message)) = &observed.registration {
+        let reason = if *ok { "NodeRegistrationHealthy" } else { "RegistrationFailed" };
+        set_condition(&mut conds, condition::NODE_REGISTRATION_HEALTHY, *ok, reason, message, generation);
     }
     let ready = valid && class_ok;
     let why: Vec<String> = conds

@@ -101,9 +101,11 @@ impl Policies {
         if let Some(p) = self.problems.get(pool) {
             return Some(("PolicyUnavailable", p.clone()));
         }
-        let failures = self.active.failures();
-        let list = failures.get(pool)?;
-        let text: Vec<String> = list.iter().map(|(name, f)| format!("policy {name}: {f}")).collect();
+        let failures = self.active.failures(pool);
+        if failures.is_empty() {
+            return None;
+        }
+        let text: Vec<String> = failures.iter().map(|(name, f)| format!("policy {name}: {f}")).collect();
         Some(("PolicyFailed", format!("{}; the built-in fallback decided instead", text.join("; "))))
     }
 }

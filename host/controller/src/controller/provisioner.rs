@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use tenon_api::nodeclaim::ResourceRequirements;
 use tenon_api::wellknown as wk;
 use tenon_api::{NodeClaim, NodeClaimSpec, NodePool};
+use tenon_core::convert::{ClusterObjects, is_active, is_daemon};
 use tenon_core::plan::NewNodeClaim;
 use tenon_core::resources::format_amount;
 
@@ -123,9 +124,7 @@ pub fn nodeclaim(plan: &NewNodeClaim, np: &NodePool, instance_types: &[&str]) ->
 /// node drains instead of after. Only for provisioning: draining must see them where they are.
 /// Borrows the cluster unchanged when nothing is leaving (every pass): only a drain pays for
 /// the copy.
-pub fn with_displaced_pods(
-    objects: &tenon_core::convert::ClusterObjects,
-) -> std::borrow::Cow<'_, tenon_core::convert::ClusterObjects> {
+pub fn with_displaced_pods(objects: &ClusterObjects) -> std::borrow::Cow<'_, ClusterObjects> {
     let leaving: BTreeSet<&str> = objects
         .nodeclaims
         .iter()
@@ -138,9 +137,7 @@ pub fn with_displaced_pods(
     let mut out = objects.clone();
     for p in &mut out.pods {
         let on_leaving = p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| leaving.contains(n));
-        let daemon = p.metadata.owner_references.iter().flatten().any(|o| o.kind == "DaemonSet");
-        let terminal = matches!(p.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"));
-        if !on_leaving || daemon || terminal || p.metadata.deletion_timestamp.is_some() {
+        if !on_leaving || is_daemon(p) || !is_active(p) || p.metadata.deletion_timestamp.is_some() {
             continue;
         }
         if let Some(spec) = p.spec.as_mut() {
@@ -265,7 +262,6 @@ mod tests {
 
     #[test]
     fn pods_of_a_deleting_nodeclaim_count_as_pending_for_provisioning_only() {
-        use tenon_core::convert::ClusterObjects;
         let nc: NodeClaim = serde_yaml::from_str(
             "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: a, deletionTimestamp: \"2026-11-30T00:00:00Z\"}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: x}\n  requirements: []\nstatus: {nodeName: node-a}\n",
         )

@@ -115,6 +115,8 @@ pub struct DisruptionDecision {
     pub allowed: BTreeMap<(String, DisruptionReason), Allowance>,
     /// Candidates whose removal was simulated.
     pub evaluated: usize,
+    /// Every node considered, as the round saw it (for the `Consolidatable`/`Drifted` record).
+    pub candidates: Vec<Candidate>,
 }
 
 struct Round<'a> {
@@ -126,7 +128,18 @@ struct Round<'a> {
 
 /// Decides this round's disruptions.
 pub fn disrupt(snap: &ClusterSnapshot, policies: &dyn PolicySet) -> DisruptionDecision {
-    let (all, mut blocked) = candidates::candidates(snap);
+    let (all, blocked) = candidates::candidates(snap);
+    let mut decision = decide(snap, policies, &all, blocked);
+    decision.candidates = all;
+    decision
+}
+
+fn decide(
+    snap: &ClusterSnapshot,
+    policies: &dyn PolicySet,
+    all: &[Candidate],
+    mut blocked: Vec<Blocked>,
+) -> DisruptionDecision {
     let mut decision = DisruptionDecision { allowed: allowances(snap, policies), ..Default::default() };
 
     for c in all.iter().filter(|c| c.expired) {
