@@ -10,6 +10,7 @@ pub mod disruption;
 pub mod instancetype;
 pub mod model;
 pub mod plan;
+pub mod policy_failure;
 pub mod requirements;
 pub mod resources;
 pub mod scheduler;

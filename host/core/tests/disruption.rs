@@ -308,3 +308,154 @@ fn drain_goes_tier_by_tier_and_honours_pdbs_until_the_deadline() {
     let plan = drain_order(&s, "n", None);
     assert_eq!(plan.tier, 1);
 }
+
+/// A consolidator that records the plans it was shown, and approves or rejects them all
+/// (preferring them in reverse order).
+struct Recording {
+    name: &'static str,
+    approve: bool,
+    seen: std::cell::RefCell<Vec<Vec<String>>>,
+}
+
+impl Recording {
+    fn new(name: &'static str, approve: bool) -> Self {
+        Recording { name, approve, seen: Default::default() }
+    }
+    /// The NodePools of the candidates of every plan it saw.
+    fn pools_seen(&self) -> Vec<Vec<String>> {
+        self.seen.borrow().clone()
+    }
+}
+
+impl Consolidator for Recording {
+    fn review(&self, plans: &[PlanView]) -> Review {
+        for p in plans {
+            self.seen.borrow_mut().push(p.candidates.iter().map(|c| c.nodepool.clone()).collect());
+        }
+        let verdict = if self.approve { Verdict::Approve } else { Verdict::Reject(format!("{} says no", self.name)) };
+        Review { order: (0..plans.len()).rev().collect(), verdicts: vec![verdict; plans.len()] }
+    }
+    fn name(&self) -> &str {
+        self.name
+    }
+}
+
+/// NodePool `a` decided by one consolidator, `b` by another.
+struct TwoPools {
+    a: Recording,
+    b: Recording,
+}
+
+impl PolicySet for TwoPools {
+    fn scorer(&self) -> &dyn tenon_core::scorer::Scorer {
+        &tenon_core::scorer::PriceScorer
+    }
+    fn consolidator(&self, pool: &str) -> &dyn Consolidator {
+        if pool == "a" { &self.a } else { &self.b }
+    }
+    fn budget_rule(&self, _: &str) -> &dyn BudgetRule {
+        &KarpenterBudgets
+    }
+}
+
+/// NodePools `a` and `b`, every budget 100%, consolidating at once.
+fn two_pools(now: i64) -> ClusterSnapshot {
+    let mut pools = Vec::new();
+    for name in ["a", "b"] {
+        let mut p = pool(name);
+        p.disruption.budgets = vec![Budget { nodes: BudgetNodes::Percent(100), reasons: None, window: None }];
+        p.disruption.consolidate_after = Some(0);
+        pools.push(p);
+    }
+    ClusterSnapshot { now, nodepools: pools, ..Default::default() }
+}
+
+#[test]
+fn each_nodepools_consolidator_sees_and_decides_only_its_own_empty_nodes() {
+    let mut s = two_pools(T0 + 60 * MIN);
+    s.nodes.push(managed("a-empty", "a", "gp.large", "zone-a", T0));
+    s.nodes.push(managed("b-empty", "b", "gp.large", "zone-a", T0));
+    let policies = TwoPools { a: Recording::new("a-policy", false), b: Recording::new("b-policy", true) };
+    let d = disrupt(&s, &policies);
+    let plan = d.plan.expect("b's empty node goes");
+    assert_eq!(plan.method, Method::Emptiness);
+    let names: Vec<&str> = plan.candidates.iter().map(|&n| s.nodes[n].name.as_str()).collect();
+    assert_eq!(names, ["b-empty"], "a's policy vetoes a's node only");
+    assert!(policies.a.pools_seen().iter().all(|p| p.iter().all(|x| x == "a")), "{:?}", policies.a.pools_seen());
+    assert!(policies.b.pools_seen().iter().all(|p| p.iter().all(|x| x == "b")), "{:?}", policies.b.pools_seen());
+    assert!(d.rejected.iter().all(|r| r.consolidator == "a-policy"));
+    // Both approving: one command removes both, as Karpenter's emptiness does.
+    let both = TwoPools { a: Recording::new("a-policy", true), b: Recording::new("b-policy", true) };
+    assert_eq!(disrupt(&s, &both).plan.unwrap().candidates.len(), 2);
+}
+
+#[test]
+fn a_plan_spanning_nodepools_goes_ahead_only_if_every_involved_policy_approves() {
+    // Three under-used nodes in a, three in b: multi-node consolidation spans both pools.
+    let mut s = two_pools(T0 + 60 * MIN);
+    for (pool, i) in [("a", 0), ("b", 1), ("a", 2), ("b", 3), ("a", 4), ("b", 5)] {
+        let n = format!("{pool}{i}");
+        s.nodes.push(managed(&n, pool, "gp.xlarge", "zone-a", T0));
+        s.pods.push(bound(&format!("p{i}"), &n, 1000, 1));
+    }
+    let agree = TwoPools { a: Recording::new("a-policy", true), b: Recording::new("b-policy", true) };
+    let plan = disrupt(&s, &agree).plan.expect("a plan");
+    let spanning = |plan: &tenon_core::disruption::DisruptionPlan| {
+        let pools: std::collections::BTreeSet<&str> =
+            plan.candidates.iter().filter_map(|&n| s.nodes[n].nodepool.as_deref()).collect();
+        pools.len() > 1
+    };
+    assert!(spanning(&plan), "with both approving, the multi-node plan spans both: {plan:?}");
+    assert!(agree.a.pools_seen().iter().any(|p| p.contains(&"b".to_string())), "a sees the plan that touches it");
+
+    let veto = TwoPools { a: Recording::new("a-policy", false), b: Recording::new("b-policy", true) };
+    let d = disrupt(&s, &veto);
+    let plan = d.plan.expect("b's own plans still go");
+    assert!(!spanning(&plan), "a's veto stops the spanning plan: {plan:?}");
+    assert!(plan.candidates.iter().all(|&n| s.nodes[n].nodepool.as_deref() == Some("b")));
+    assert!(veto.b.pools_seen().iter().all(|p| p.contains(&"b".to_string())), "b never sees a's own plans");
+}
+
+/// A budget rule answering `allowed` whatever the budgets say.
+struct Answers(usize);
+
+impl BudgetRule for Answers {
+    fn allowed(&self, _: &BudgetContext<'_>) -> tenon_core::disruption::budgets::Allowance {
+        tenon_core::disruption::budgets::Allowance { allowed: self.0, why: format!("answers {}", self.0) }
+    }
+    fn name(&self) -> &str {
+        "answers"
+    }
+}
+
+struct WithRule(Answers);
+
+impl PolicySet for WithRule {
+    fn scorer(&self) -> &dyn tenon_core::scorer::Scorer {
+        &tenon_core::scorer::PriceScorer
+    }
+    fn consolidator(&self, _: &str) -> &dyn Consolidator {
+        &tenon_core::disruption::consolidator::ApproveAll
+    }
+    fn budget_rule(&self, _: &str) -> &dyn BudgetRule {
+        &self.0
+    }
+}
+
+#[test]
+fn a_budget_rule_only_tightens_the_nodepools_budgets() {
+    let mut s = cluster(T0 + 60 * MIN);
+    s.nodes.push(managed("n", "general", "gp.large", "zone-a", T0));
+    s.nodepools[0].disruption.budgets = vec![Budget { nodes: BudgetNodes::Count(0), reasons: None, window: None }];
+    for answer in [usize::MAX, 4_000_000_000, u32::MAX as usize, 1] {
+        let d = disrupt(&s, &WithRule(Answers(answer)));
+        assert!(d.plan.is_none(), "{answer} cannot loosen nodes: \"0\"");
+        let a = &d.allowed[&("general".to_string(), DisruptionReason::Empty)];
+        assert_eq!(a.allowed, 0);
+        assert!(a.why.contains("answers allowed") && a.why.contains("only tighten"), "{}", a.why);
+    }
+    s.nodepools[0].disruption.budgets = vec![Budget { nodes: BudgetNodes::Percent(100), reasons: None, window: None }];
+    assert!(disrupt(&s, &WithRule(Answers(1))).plan.is_some());
+    assert!(disrupt(&s, &WithRule(Answers(0))).plan.is_none(), "a rule may tighten");
+}
+

@@ -23,9 +23,21 @@ pub struct Allowance {
     pub why: String,
 }
 
+/// A budget rule (a Wasm budget policy) only ever tightens the NodePool's own budgets: the
+/// allowance is the smaller of the two.
 pub trait BudgetRule {
     fn allowed(&self, ctx: &BudgetContext<'_>) -> Allowance;
     fn name(&self) -> &str;
+}
+
+/// `policy`'s answer, unless the NodePool's own budgets (`own`) allow fewer: a rule can
+/// only tighten them.
+pub fn tightened(policy: Allowance, own: Allowance, rule: &str) -> Allowance {
+    if policy.allowed <= own.allowed {
+        return policy;
+    }
+    let more = if policy.allowed == usize::MAX { "no limit".to_string() } else { policy.allowed.to_string() };
+    Allowance { allowed: own.allowed, why: format!("{} ({rule} allowed {more}; a policy can only tighten)", own.why) }
 }
 
 /// Karpenter's budgets: the most restrictive active budget that applies to the reason,

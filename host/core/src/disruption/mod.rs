@@ -74,6 +74,10 @@ pub trait PolicySet {
     fn scorer(&self) -> &dyn Scorer;
     fn consolidator(&self, nodepool: &str) -> &dyn Consolidator;
     fn budget_rule(&self, nodepool: &str) -> &dyn BudgetRule;
+    /// The failures of the set's policies since the last call (the defaults never fail).
+    fn take_failures(&self) -> Vec<crate::policy_failure::PolicyFailure> {
+        Vec::new()
+    }
 }
 
 /// Karpenter's behaviour throughout.
@@ -174,12 +178,12 @@ fn decide(
             .collect()
     };
 
-    // 1. Emptiness.
+    // 1. Emptiness: one plan per NodePool, so that each NodePool's consolidator judges only
+    // its own empty nodes; the approved ones go together, as Karpenter's one command.
     let empty: Vec<&Candidate> =
         live.iter().copied().filter(|c| c.empty && c.consolidatable && c.blocked.is_none()).collect();
-    if let Some(plan) = emptiness(&empty, budget(Method::Emptiness), snap)
-        && let Some(p) = round.review(vec![plan], &mut decision.rejected)
-    {
+    let plans = emptiness(&empty, budget(Method::Emptiness), snap);
+    if let Some(p) = round.review_all(plans, &mut decision.rejected) {
         decision.plan = Some(p);
         decision.evaluated = round.evaluated;
         return decision;
@@ -239,7 +243,9 @@ fn allowances(snap: &ClusterSnapshot, policies: &dyn PolicySet) -> BTreeMap<(Str
                 disrupting,
                 budgets: &tpl.disruption.budgets,
             };
-            out.insert((tpl.name.clone(), reason), policies.budget_rule(&tpl.name).allowed(&ctx));
+            let rule = policies.budget_rule(&tpl.name);
+            let own = KarpenterBudgets.allowed(&ctx);
+            out.insert((tpl.name.clone(), reason), budgets::tightened(rule.allowed(&ctx), own, rule.name()));
         }
     }
     out
@@ -261,23 +267,27 @@ fn within_budget<'c>(cands: &[&'c Candidate], mut left: BTreeMap<usize, usize>) 
         .collect()
 }
 
-fn emptiness(empty: &[&Candidate], left: BTreeMap<usize, usize>, snap: &ClusterSnapshot) -> Option<DisruptionPlan> {
+/// Empty candidates within budget, most expensive first, as one plan per NodePool.
+fn emptiness(empty: &[&Candidate], left: BTreeMap<usize, usize>, snap: &ClusterSnapshot) -> Vec<DisruptionPlan> {
     let mut sorted = empty.to_vec();
     sorted.sort_by(|a, b| b.price.total_cmp(&a.price).then(a.node.cmp(&b.node)));
     let chosen = within_budget(&sorted, left);
-    if chosen.is_empty() {
-        return None;
+    let mut by_pool: BTreeMap<usize, Vec<&Candidate>> = BTreeMap::new();
+    for c in chosen {
+        by_pool.entry(c.nodepool).or_default().push(c);
     }
-    let savings = chosen.iter().map(|c| c.price).sum();
     let after = |c: &Candidate| snap.nodepools[c.nodepool].disruption.consolidate_after.unwrap_or(0);
-    Some(DisruptionPlan {
-        method: Method::Emptiness,
-        reason: format!("empty for at least {}", humanize(chosen.iter().map(|c| after(c)).min().unwrap_or(0))),
-        candidates: chosen.iter().map(|c| c.node).collect(),
-        replacements: vec![],
-        pods: vec![],
-        savings_per_hour: savings,
-    })
+    by_pool
+        .into_values()
+        .map(|chosen| DisruptionPlan {
+            method: Method::Emptiness,
+            reason: format!("empty for at least {}", humanize(chosen.iter().map(|c| after(c)).min().unwrap_or(0))),
+            candidates: chosen.iter().map(|c| c.node).collect(),
+            replacements: vec![],
+            pods: vec![],
+            savings_per_hour: chosen.iter().map(|c| c.price).sum(),
+        })
+        .collect()
 }
 
 fn humanize(secs: i64) -> String {
@@ -380,9 +390,26 @@ impl<'a> Round<'a> {
         best.filter(|p| p.candidates.len() > 1)
     }
 
-    /// The first candidate that can be deleted or replaced by one cheaper node.
-    fn single_node(&mut self, cands: &[&Candidate]) -> Option<DisruptionPlan> {
-        cands.iter().find_map(|c| self.consolidate(std::slice::from_ref(c), Method::SingleNodeConsolidation))
+    /// Per NodePool, its first candidate that can be deleted or replaced by one cheaper node
+    /// (Karpenter's first valid candidate is the first of these): each NodePool's
+    /// consolidator then has a plan of its own to decide, whatever another vetoes.
+    fn single_node(&mut self, cands: &[&Candidate]) -> Vec<DisruptionPlan> {
+        let pools: std::collections::BTreeSet<usize> = cands.iter().map(|c| c.nodepool).collect();
+        let mut found: BTreeMap<usize, DisruptionPlan> = BTreeMap::new();
+        let mut order = Vec::new();
+        for c in cands {
+            if found.len() == pools.len() {
+                break;
+            }
+            if found.contains_key(&c.nodepool) {
+                continue;
+            }
+            if let Some(p) = self.consolidate(std::slice::from_ref(c), Method::SingleNodeConsolidation) {
+                order.push(c.nodepool);
+                found.insert(c.nodepool, p);
+            }
+        }
+        order.into_iter().filter_map(|pool| found.remove(&pool)).collect()
     }
 
     fn drift(&mut self, cands: &[&Candidate], left: BTreeMap<usize, usize>) -> Option<DisruptionPlan> {
@@ -423,28 +450,32 @@ impl<'a> Round<'a> {
         None
     }
 
-    /// Asks each involved NodePool's consolidator; the first plan, in the consolidators'
-    /// order, that every involved consolidator approves is the one carried out.
-    fn review(&mut self, plans: Vec<DisruptionPlan>, rejected: &mut Vec<Rejection>) -> Option<DisruptionPlan> {
-        if plans.is_empty() {
-            return None;
-        }
+    /// Asks each involved NodePool's consolidator about the plans that touch its NodePool,
+    /// and only those; a plan goes ahead only if every involved consolidator approves it.
+    /// The approved plans in order: Karpenter's, except that the plans touching one NodePool
+    /// only are reordered among their own places by that NodePool's consolidator.
+    fn approve(&mut self, plans: &[DisruptionPlan], rejected: &mut Vec<Rejection>) -> Vec<usize> {
         let snap = self.snap;
-        let views: Vec<PlanView> = plans.iter().map(|p| self.view(p)).collect();
-        let mut pools: Vec<&str> =
-            plans.iter().flat_map(|p| p.candidates.iter().filter_map(|&n| snap.nodes[n].nodepool.as_deref())).collect();
+        let pools_of = |p: &DisruptionPlan| -> Vec<&str> {
+            let mut v: Vec<&str> = p.candidates.iter().filter_map(|&n| snap.nodes[n].nodepool.as_deref()).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let involved: Vec<Vec<&str>> = plans.iter().map(pools_of).collect();
+        let mut pools: Vec<&str> = involved.iter().flatten().copied().collect();
         pools.sort();
         pools.dedup();
+        let views: Vec<PlanView> = plans.iter().map(|p| self.view(p)).collect();
         let mut approved = vec![true; plans.len()];
-        let mut order: Option<Vec<usize>> = None;
+        let mut order: Vec<usize> = (0..plans.len()).collect();
         for pool in pools {
             let consolidator = self.policies.consolidator(pool);
-            let involved: Vec<usize> = (0..plans.len())
-                .filter(|&i| plans[i].candidates.iter().any(|&n| snap.nodes[n].nodepool.as_deref() == Some(pool)))
-                .collect();
-            let review = consolidator.review(&views);
-            for &i in &involved {
-                if let Some(Verdict::Reject(why)) = review.verdicts.get(i) {
+            let mine: Vec<usize> = (0..plans.len()).filter(|&i| involved[i].contains(&pool)).collect();
+            let shown: Vec<PlanView> = mine.iter().map(|&i| views[i].clone()).collect();
+            let review = consolidator.review(&shown);
+            for (j, &i) in mine.iter().enumerate() {
+                if let Some(Verdict::Reject(why)) = review.verdicts.get(j) {
                     if approved[i] {
                         rejected.push(Rejection {
                             method: plans[i].method,
@@ -456,11 +487,45 @@ impl<'a> Round<'a> {
                     approved[i] = false;
                 }
             }
-            order.get_or_insert_with(|| crate::scorer::normalise_ranking(&review.order, plans.len()));
+            // This NodePool's own plans, in its preferred order, into the places they hold.
+            let own = |i: usize| involved[i].len() == 1;
+            let preferred: Vec<usize> = crate::scorer::normalise_ranking(&review.order, mine.len())
+                .into_iter()
+                .map(|j| mine[j])
+                .filter(|&i| own(i))
+                .collect();
+            let places: Vec<usize> =
+                (0..order.len()).filter(|&k| own(order[k]) && involved[order[k]][0] == pool).collect();
+            for (k, i) in places.into_iter().zip(preferred) {
+                order[k] = i;
+            }
         }
-        let order = order.unwrap_or_else(|| (0..plans.len()).collect());
-        let pick = order.into_iter().find(|&i| approved[i])?;
+        order.into_iter().filter(|&i| approved[i]).collect()
+    }
+
+    /// The first approved plan.
+    fn review(&mut self, plans: Vec<DisruptionPlan>, rejected: &mut Vec<Rejection>) -> Option<DisruptionPlan> {
+        let pick = *self.approve(&plans, rejected).first()?;
         plans.into_iter().nth(pick)
+    }
+
+    /// Every approved plan, as one (emptiness: nodes that can go independently).
+    fn review_all(&mut self, plans: Vec<DisruptionPlan>, rejected: &mut Vec<Rejection>) -> Option<DisruptionPlan> {
+        let approved = self.approve(&plans, rejected);
+        let mut plans: Vec<Option<DisruptionPlan>> = plans.into_iter().map(Some).collect();
+        let mut merged: Option<DisruptionPlan> = None;
+        for i in approved {
+            let Some(p) = plans[i].take() else { continue };
+            match &mut merged {
+                None => merged = Some(p),
+                Some(m) => {
+                    m.candidates.extend(p.candidates);
+                    m.pods.extend(p.pods);
+                    m.savings_per_hour += p.savings_per_hour;
+                }
+            }
+        }
+        merged
     }
 
     fn view(&self, p: &DisruptionPlan) -> PlanView {
