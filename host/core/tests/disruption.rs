@@ -459,3 +459,20 @@ fn a_budget_rule_only_tightens_the_nodepools_budgets() {
     assert!(disrupt(&s, &WithRule(Answers(0))).plan.is_none(), "a rule may tighten");
 }
 
+#[test]
+fn consolidation_does_not_take_the_room_a_pending_pod_needs() {
+    // Node `a` (old, under-used) runs a 6-CPU pod; node `b` came up moments ago, empty, for
+    // the pending 5-CPU pod. Deleting `a` would put its pod on `b` and leave the pending pod
+    // a new node as dear as `a`: Karpenter counts that NodeClaim too, so no plan.
+    let mut s = cluster(T0 + 60 * MIN);
+    // amd64 only: the cheaper arm64 large is no option.
+    s.nodepools[0].requirements.add(req("kubernetes.io/arch", tenon_core::requirements::Operator::In, &["amd64"]));
+    s.nodes.push(managed("a", "general", "gp.large", "zone-a", T0));
+    let mut fresh = managed("b", "general", "gp.large", "zone-a", T0 + 60 * MIN);
+    fresh.claim.as_mut().unwrap().last_pod_event = Some(T0 + 60 * MIN);
+    s.nodes.push(fresh);
+    s.pods.push(bound("on-a", "a", 6000, 1));
+    s.pods.push(pod("pending", 5000, 1));
+    let d = decide(&s);
+    assert!(d.plan.is_none(), "consolidation took the pending pod's room: {:?}", d.plan);
+}

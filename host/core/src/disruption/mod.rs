@@ -328,8 +328,9 @@ impl<'a> Round<'a> {
         if out.unschedulable.iter().any(|u| pods.contains(&u.pod)) {
             return None;
         }
-        let mut needed: Vec<NewNodeClaim> =
-            out.nodeclaims.into_iter().filter(|nc| nc.pods.iter().any(|p| pods.contains(p))).collect();
+        // Every new NodeClaim counts, pending pods' included (Karpenter's `NewNodeClaims`):
+        // a consolidation must not take the room a pending pod was about to get.
+        let mut needed: Vec<NewNodeClaim> = out.nodeclaims;
         if needed.len() > 1 {
             return None;
         }
