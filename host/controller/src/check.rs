@@ -30,7 +30,7 @@ struct Tally {
     files: usize,
 }
 
-pub fn run(paths: &[PathBuf], out: &mut impl Write) -> anyhow::Result<u8> {
+pub fn run(paths: &[PathBuf], policy_dir: Option<&Path>, out: &mut impl Write) -> anyhow::Result<u8> {
     let mut tally = Tally::default();
     let mut docs = Vec::new();
     for input in expand(paths, out, &mut tally)? {
@@ -46,6 +46,9 @@ pub fn run(paths: &[PathBuf], out: &mut impl Write) -> anyhow::Result<u8> {
         parse_documents(&label, &text, &mut docs, out, &mut tally)?;
     }
     cross_check(&mut docs);
+    if let Some(dir) = policy_dir {
+        check_policies(&mut docs, dir)?;
+    }
     for doc in &docs {
         report(doc, out, &mut tally)?;
     }
@@ -219,6 +222,46 @@ fn cross_check(docs: &mut [Doc]) {
             });
         }
     }
+}
+
+/// Each NodePool's policy annotations against the store in `dir`: the component must be
+/// there, match a pinned digest, load, and implement the world of the hook that names it.
+fn check_policies(docs: &mut [Doc], dir: &Path) -> anyhow::Result<()> {
+    use tenon_policy::adapters::Hook;
+    use tenon_policy::cluster::{annotation, wrong_world};
+    use tenon_policy::{PolicyEngine, PolicyError, PolicyStore};
+    let store = PolicyStore::new(dir, PolicyEngine::new(tenon_policy::Limits::default(), None)?);
+    for doc in docs.iter_mut() {
+        let Some(Object::NodePool(np)) = &doc.decoded.object else { continue };
+        let annotations = np.metadata.annotations.clone().unwrap_or_default();
+        let (parsed, _) = tenon_api::policy::NodePoolPolicies::from_annotations(&annotations);
+        for (hook, named) in [
+            (Hook::Scoring, parsed.scoring),
+            (Hook::Consolidation, parsed.consolidation),
+            (Hook::Budget, parsed.disruption),
+        ] {
+            let Some(r) = named else { continue };
+            let key = annotation(hook);
+            let problem = |severity, message: String, hint: &str| Problem {
+                severity,
+                path: format!("metadata.annotations.{key}"),
+                message,
+                hint: hint.to_string(),
+            };
+            let found = match store.resolve(&r) {
+                Ok(policy) => wrong_world(hook, &policy)
+                    .map(|m| problem(Severity::Error, m, "each annotation takes a policy of its own kind")),
+                Err(e @ PolicyError::NotFound { .. }) => Some(problem(
+                    Severity::Warning,
+                    e.to_string(),
+                    "until it is in the controller's policy store the NodePool reports PolicyUnavailable and fails safe",
+                )),
+                Err(e) => Some(problem(Severity::Error, e.to_string(), "build and pin the component you mean")),
+            };
+            doc.decoded.problems.extend(found);
+        }
+    }
+    Ok(())
 }
 
 fn report(doc: &Doc, out: &mut impl Write, tally: &mut Tally) -> anyhow::Result<()> {

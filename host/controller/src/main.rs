@@ -28,6 +28,10 @@ enum Command {
         /// Files, directories (searched for *.yaml and *.yml) or `-` for standard input.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        /// A policy store: NodePools' policy annotations are checked against the components
+        /// in it (each must exist, match its pinned digest and implement its hook's world).
+        #[arg(long)]
+        policy_dir: Option<PathBuf>,
     },
     /// Print the NodePool, NodeClaim and EC2NodeClass CustomResourceDefinitions as YAML.
     Crds,
@@ -71,7 +75,9 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Check { paths } => check::run(&paths, &mut std::io::stdout().lock()),
+        Command::Check { paths, policy_dir } => {
+            check::run(&paths, policy_dir.as_deref(), &mut std::io::stdout().lock())
+        }
         Command::Crds => print_crds(),
         Command::Bench { what } => bench::run(what),
         Command::Controller(settings) => controller::run(*settings),

@@ -8,6 +8,7 @@ use tenon_api::policy::PolicyRef;
 use tenon_core::disruption::{DefaultPolicies, PolicySet};
 use tenon_core::scorer::{PriceScorer, Scorer};
 use tenon_policy::cluster::{ClusterPolicies, NodePoolInfo};
+use tenon_policy::cache::PrecompileCache;
 use tenon_policy::{Limits, PolicyEngine, PolicyStore};
 use tenon_sim::world::World;
 use tenon_sim::{Report, Scenario, run};
@@ -66,7 +67,7 @@ fn policies(scenario: &Scenario, refs: Option<&str>, dir: &Path) -> anyhow::Resu
     if overrides.is_none() && !annotated {
         return Ok(None);
     }
-    let engine = PolicyEngine::new(Limits::default(), Some(std::env::temp_dir().join("tenon-policy-cache")))?;
+    let engine = PolicyEngine::new(Limits::default(), PrecompileCache::default_dir())?;
     let store = PolicyStore::new(dir, engine);
     let (set, problems) = ClusterPolicies::resolve(&store, &pools, overrides.as_deref());
     if !problems.is_empty() {

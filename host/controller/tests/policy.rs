@@ -112,3 +112,33 @@ fn a_new_policy_tests_and_builds_without_edits() {
     let o = tenon(&["policy", "new", "Bad_Name", "--kind", "scorer", "--dir", dir.join("x").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn check_with_a_policy_store_names_a_policy_in_the_wrong_annotation() {
+    let np = std::fs::read_to_string(repo().join("examples/seeds/lab-general/nodepool-lab-general.yaml")).unwrap();
+    let np = np.replacen(
+        "  name: lab-general\n",
+        "  name: lab-general\n  annotations:\n    tenon.dev/scoring-policy: default_budget\n    tenon.dev/disruption-policy: not-built-yet\n",
+        1,
+    );
+    let dir = std::env::temp_dir().join(format!("tenon-check-policies-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("nodepool.yaml");
+    std::fs::write(&file, np).unwrap();
+    let store = bundle().display().to_string();
+    let o = tenon(&["check", "--policy-dir", &store, file.to_str().unwrap()]);
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("metadata.annotations.tenon.dev/scoring-policy: tenon.dev/scoring-policy names default_budget, which implements disruption-budget, not scorer: name it in tenon.dev/disruption-policy instead"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warning: metadata.annotations.tenon.dev/disruption-policy: policy \"not-built-yet\" not found"),
+        "{text}"
+    );
+    // Without a store the annotations cannot be checked, and nothing is claimed.
+    let o = tenon(&["check", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

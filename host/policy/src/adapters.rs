@@ -1,13 +1,15 @@
 //! Wasm policies behind the decision core's traits, with design.md §5's failure semantics:
 //! a scoring failure falls back to price order, a consolidation failure skips the plans, a
 //! budget failure allows zero disruptions. Every call is counted; every failure is kept for
-//! the NodePool's `PolicyHealthy` condition and Event. In shadow mode the policy runs, its
-//! disagreements are counted, and the default decides.
+//! the NodePool's `PolicyHealthy` condition and logged for whoever shows them; a policy that
+//! keeps failing is skipped for a while (breaker.rs). In shadow mode the policy runs, its
+//! disagreements are counted, and the default decides, whatever the policy does.
 
 use crate::bindings::{budget as wb, consolidator as wc, scorer as ws};
+use crate::breaker::Breaker;
 use crate::error::{Failure, FailureKind};
 use crate::metrics::Metrics;
-use crate::policy::LoadedPolicy;
+use crate::policy::{LoadedPolicy, World};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -15,6 +17,7 @@ use tenon_core::disruption::Method;
 use tenon_core::disruption::budgets::{Allowance, BudgetContext, BudgetRule, KarpenterBudgets, is_active};
 use tenon_core::disruption::consolidator::{ApproveAll, Consolidator, PlanView, Review, Verdict};
 use tenon_core::model::{BudgetNodes, DisruptionReason};
+use tenon_core::policy_failure::PolicyFailure;
 use tenon_core::resources::Resources;
 use tenon_core::scorer::{Scorer, ScoringInput};
 
@@ -34,38 +37,168 @@ pub enum Mode {
     Shadow,
 }
 
-/// What adapters share: the policy, its NodePool, the mode, metrics, and the last failure.
+/// The decision a policy makes for its NodePool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Hook {
+    Scoring,
+    Consolidation,
+    Budget,
+}
+
+impl Hook {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Hook::Scoring => "scoring",
+            Hook::Consolidation => "consolidation",
+            Hook::Budget => "budget",
+        }
+    }
+
+    /// The world a policy for this hook implements.
+    pub fn world(&self) -> World {
+        match self {
+            Hook::Scoring => World::Scorer,
+            Hook::Consolidation => World::Consolidator,
+            Hook::Budget => World::DisruptionBudget,
+        }
+    }
+
+    pub fn of(world: World) -> Hook {
+        match world {
+            World::Scorer => Hook::Scoring,
+            World::Consolidator => Hook::Consolidation,
+            World::DisruptionBudget => Hook::Budget,
+        }
+    }
+
+    /// What decides when the policy does not.
+    pub fn fallback(&self, mode: Mode) -> &'static str {
+        match (mode, self) {
+            (Mode::Shadow, _) => "the default (shadow mode)",
+            (Mode::Enforce, Hook::Scoring) => "price order",
+            (Mode::Enforce, Hook::Consolidation) => "no plans",
+            (Mode::Enforce, Hook::Budget) => "zero disruptions",
+        }
+    }
+}
+
+/// The failures of a cluster's policies, for the simulator's timeline and the controller's
+/// log. Bounded: past [`FailureLog::CAP`] entries the oldest are dropped.
+#[derive(Default)]
+pub struct FailureLog(Mutex<std::collections::VecDeque<PolicyFailure>>);
+
+impl FailureLog {
+    pub const CAP: usize = 1000;
+
+    pub fn push(&self, f: PolicyFailure) {
+        let mut q = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if q.len() == Self::CAP {
+            q.pop_front();
+        }
+        q.push_back(f);
+    }
+
+    /// Everything logged since the last take.
+    pub fn take(&self) -> Vec<PolicyFailure> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).drain(..).collect()
+    }
+}
+
+#[derive(Default)]
+struct Record {
+    last_failure: Option<Failure>,
+    breaker: Breaker,
+}
+
+/// What adapters share: the policy, its NodePool, the mode, metrics, the failure log, and
+/// the record of its calls.
 pub struct Bound {
     pub policy: Arc<LoadedPolicy>,
     pub nodepool: NodePoolContext,
     pub mode: Mode,
     pub metrics: Arc<Metrics>,
-    last_failure: Mutex<Option<Failure>>,
+    hook: Hook,
+    log: Arc<FailureLog>,
+    record: Mutex<Record>,
 }
 
 impl Bound {
     pub fn new(policy: Arc<LoadedPolicy>, nodepool: NodePoolContext, mode: Mode, metrics: Arc<Metrics>) -> Self {
-        Bound { policy, nodepool, mode, metrics, last_failure: Mutex::new(None) }
+        let hook = Hook::of(policy.world);
+        Bound { policy, nodepool, mode, metrics, hook, log: Arc::default(), record: Mutex::default() }
+    }
+
+    /// Logs failures into `log` (one log for a whole cluster).
+    pub fn with_log(mut self, log: Arc<FailureLog>) -> Self {
+        self.log = log;
+        self
+    }
+
+    fn record(&self) -> std::sync::MutexGuard<'_, Record> {
+        self.record.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The most recent failure, if the last call failed.
     pub fn last_failure(&self) -> Option<Failure> {
-        self.last_failure.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.record().last_failure.clone()
     }
 
-    fn run<T: Send>(&self, hook: &str, call: impl FnOnce() -> Result<T, Failure> + Send) -> Result<T, Failure> {
-        let start = Instant::now();
-        let out = if tokio::runtime::Handle::try_current().is_ok() {
-            // wasmtime-wasi's synchronous bindings drive their futures with `block_on`, which
-            // panics on a thread already running a tokio runtime (a guest writing its panic
-            // message to stderr is enough): from such a thread the call runs on a plain one.
-            std::thread::scope(|s| s.spawn(call).join())
-                .unwrap_or_else(|_| Err(Failure::new(FailureKind::Trap, "the policy call's host thread panicked")))
+    /// Why this policy is unhealthy, for `PolicyHealthy=False`; `None` when its last call
+    /// succeeded (or it was never called). The text changes only when the failure does, or
+    /// when the breaker trips again.
+    pub fn health(&self) -> Option<String> {
+        let r = self.record();
+        let f = r.last_failure.as_ref()?;
+        let who = format!("policy {} ({})", self.policy.name, self.hook.as_str());
+        let instead = self.hook.fallback(self.mode);
+        Some(if r.breaker.open_until.is_some() {
+            format!(
+                "{who} failed {}, last {f}; skipped for {}s at a time until a call succeeds, {instead} decides meanwhile",
+                r.breaker.counts(),
+                r.breaker.backoff
+            )
         } else {
-            call()
-        };
-        self.metrics.observe(&self.policy.name, hook, start.elapsed(), out.as_ref().err().map(|f| f.kind));
-        *self.last_failure.lock().unwrap_or_else(|e| e.into_inner()) = out.as_ref().err().cloned();
+            format!("{who} failed: {f}; {instead} decided instead")
+        })
+    }
+
+    fn log(&self, now: i64, kind: FailureKind, message: String) {
+        self.log.push(PolicyFailure {
+            at: now,
+            nodepool: self.nodepool.name.clone(),
+            policy: self.policy.name.clone(),
+            hook: self.hook.as_str().into(),
+            kind: kind.as_str().into(),
+            message,
+            fallback: self.hook.fallback(self.mode).into(),
+        });
+    }
+
+    /// One call, unless the breaker skips it; counted, recorded and logged.
+    fn run<T>(&self, now: i64, call: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
+        let (name, hook) = (&self.policy.name, self.hook.as_str());
+        {
+            let mut r = self.record();
+            if !r.breaker.admit(now) {
+                self.metrics.skipped(name, hook);
+                let message = format!("skipped after failing {}", r.breaker.counts());
+                return Err(Failure::new(FailureKind::CircuitOpen, message));
+            }
+        }
+        let start = Instant::now();
+        let out = call();
+        let failure = out.as_ref().err();
+        self.metrics.observe(name, hook, start.elapsed(), failure.map(|f| f.kind));
+        let mut r = self.record();
+        let tripped = r.breaker.record(now, failure.map(|f| f.kind));
+        r.last_failure = failure.cloned();
+        if let Some(f) = failure {
+            self.log(now, f.kind, f.message.clone());
+            if tripped {
+                let message = format!("failed {}: skipped for {}s", r.breaker.counts(), r.breaker.backoff);
+                self.log(now, FailureKind::CircuitOpen, message);
+            }
+        }
         out
     }
 
@@ -169,7 +302,7 @@ impl Scorer for WasmScorer {
         let default: Vec<usize> = (0..n).collect();
         let wit = scoring_input(input, self.0.wit_nodepool(|key, value| ws::Label { key, value }));
         let out =
-            self.0.run("scoring", || self.0.policy.rank(&wit, input.now).and_then(|s| ranking_from_scores(&s, n)));
+            self.0.run(input.now, || self.0.policy.rank(&wit, input.now).and_then(|s| ranking_from_scores(&s, n)));
         match (out, self.0.mode) {
             (Ok(r), Mode::Enforce) => r,
             (Ok(r), Mode::Shadow) => {
@@ -271,11 +404,12 @@ pub struct WasmConsolidator(pub Bound);
 impl Consolidator for WasmConsolidator {
     fn review(&self, plans: &[PlanView]) -> Review {
         let now = plans.first().map_or(0, |p| p.now);
-        let wit = consolidation_input(plans, self.0.wit_nodepool(|key, value| wc::Label { key, value }), now);
-        let out = self
-            .0
-            .run("consolidation", || self.0.policy.review(&wit, now).and_then(|r| review_from_wit(r, plans.len())));
         let default = ApproveAll.review(plans);
+        if plans.is_empty() {
+            return default;
+        }
+        let wit = consolidation_input(plans, self.0.wit_nodepool(|key, value| wc::Label { key, value }), now);
+        let out = self.0.run(now, || self.0.policy.review(&wit, now).and_then(|r| review_from_wit(r, plans.len())));
         match (out, self.0.mode) {
             (Ok(r), Mode::Enforce) => r,
             (Ok(r), Mode::Shadow) => {
@@ -284,8 +418,9 @@ impl Consolidator for WasmConsolidator {
                 }
                 default
             }
+            (Err(_), Mode::Shadow) => default,
             // Fail safe: no disruption on the policy's account.
-            (Err(f), _) => Review {
+            (Err(f), Mode::Enforce) => Review {
                 order: default.order,
                 verdicts: vec![
                     Verdict::Reject(format!(
@@ -349,9 +484,11 @@ pub fn budget_input(ctx: &BudgetContext<'_>, pool: (String, Vec<wb::Label>, Stri
 pub struct WasmBudgetRule(pub Bound);
 
 impl BudgetRule for WasmBudgetRule {
+    /// The policy's answer; the decision core then takes the smaller of it and the
+    /// NodePool's own budgets (a policy can only tighten them).
     fn allowed(&self, ctx: &BudgetContext<'_>) -> Allowance {
         let wit = budget_input(ctx, self.0.wit_nodepool(|key, value| wb::Label { key, value }));
-        let out = self.0.run("budget", || self.0.policy.allowed(&wit, ctx.now));
+        let out = self.0.run(ctx.now, || self.0.policy.allowed(&wit, ctx.now));
         let to_core = |a: wb::Allowance| Allowance {
             allowed: if a.allowed == u32::MAX { usize::MAX } else { a.allowed as usize },
             why: a.reason,
@@ -360,13 +497,14 @@ impl BudgetRule for WasmBudgetRule {
             (Ok(a), Mode::Enforce) => to_core(a),
             (Ok(a), Mode::Shadow) => {
                 let default = KarpenterBudgets.allowed(ctx);
-                if to_core(a).allowed != default.allowed {
+                if to_core(a).allowed.min(default.allowed) != default.allowed {
                     self.0.metrics.disagreed(&self.0.policy.name, "budget");
                 }
                 default
             }
+            (Err(_), Mode::Shadow) => KarpenterBudgets.allowed(ctx),
             // Fail closed.
-            (Err(f), _) => Allowance {
+            (Err(f), Mode::Enforce) => Allowance {
                 allowed: 0,
                 why: format!("disruption-budget policy {} failed ({f}): no disruption allowed", self.0.policy.name),
             },

@@ -1,25 +1,71 @@
 //! The policies of a whole cluster: each NodePool's scoring, consolidation and budget
 //! policies, resolved from its `tenon.dev/*` annotations (or an override for every NodePool,
 //! as `tenon simulate --compare` uses), behind the core's `Scorer` and `PolicySet`.
+//!
+//! Each hook stands on its own: a policy named for a hook runs there only if it implements
+//! that hook's world; one that cannot be used (missing, digest mismatch, another world, a
+//! bad annotation) gets the same fail-safe as one failing at run time — price order, no
+//! plans, zero disruptions — and is reported. Shadow mode keeps the defaults in every case.
 
-use crate::adapters::{Bound, Mode, NodePoolContext, WasmBudgetRule, WasmConsolidator, WasmScorer};
-use crate::error::{Failure, PolicyError};
+use crate::adapters::{Bound, FailureLog, Hook, Mode, NodePoolContext, WasmBudgetRule, WasmConsolidator, WasmScorer};
+use crate::error::FailureKind;
 use crate::metrics::Metrics;
-use crate::policy::World;
+use crate::policy::LoadedPolicy;
 use crate::store::PolicyStore;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tenon_api::policy::{NodePoolPolicies, PolicyMode, PolicyRef};
+use tenon_api::wellknown::{
+    ANNOTATION_CONSOLIDATION_POLICY, ANNOTATION_DISRUPTION_POLICY, ANNOTATION_POLICY_CONFIG, ANNOTATION_POLICY_MODE,
+    ANNOTATION_SCORING_POLICY,
+};
 use tenon_core::disruption::PolicySet;
-use tenon_core::disruption::budgets::{BudgetRule, KarpenterBudgets};
-use tenon_core::disruption::consolidator::{ApproveAll, Consolidator};
+use tenon_core::disruption::budgets::{Allowance, BudgetContext, BudgetRule, KarpenterBudgets};
+use tenon_core::disruption::consolidator::{ApproveAll, Consolidator, PlanView, Review, Verdict};
+use tenon_core::policy_failure::PolicyFailure;
 use tenon_core::scorer::{PriceScorer, Scorer, ScoringInput};
+
+/// The fail-safe of a hook whose policy cannot be used: every plan rejected, zero disruptions.
+pub struct FailSafe {
+    policy: String,
+    why: String,
+}
+
+impl Consolidator for FailSafe {
+    fn review(&self, plans: &[PlanView]) -> Review {
+        let reason = format!("consolidation policy {} is unavailable ({}); skipping the plan", self.policy, self.why);
+        Review { order: vec![], verdicts: vec![Verdict::Reject(reason); plans.len()] }
+    }
+    fn name(&self) -> &str {
+        &self.policy
+    }
+}
+
+impl BudgetRule for FailSafe {
+    fn allowed(&self, _: &BudgetContext<'_>) -> Allowance {
+        let why =
+            format!("disruption-budget policy {} is unavailable ({}): no disruption allowed", self.policy, self.why);
+        Allowance { allowed: 0, why }
+    }
+    fn name(&self) -> &str {
+        &self.policy
+    }
+}
+
+#[derive(Default)]
+enum Slot<T> {
+    /// Karpenter's behaviour.
+    #[default]
+    Default,
+    Active(T),
+    Unavailable(FailSafe),
+}
 
 #[derive(Default)]
 struct PoolPolicies {
-    scorer: Option<WasmScorer>,
-    consolidator: Option<WasmConsolidator>,
-    budget: Option<WasmBudgetRule>,
+    scorer: Slot<WasmScorer>,
+    consolidator: Slot<WasmConsolidator>,
+    budget: Slot<WasmBudgetRule>,
 }
 
 /// A NodePool as policies need it.
@@ -35,93 +81,180 @@ pub struct NodePoolInfo {
 pub struct ClusterPolicies {
     pools: BTreeMap<String, PoolPolicies>,
     pub metrics: Arc<Metrics>,
+    log: Arc<FailureLog>,
+}
+
+/// The annotation that names the policy of `hook`.
+pub fn annotation(hook: Hook) -> &'static str {
+    match hook {
+        Hook::Scoring => ANNOTATION_SCORING_POLICY,
+        Hook::Consolidation => ANNOTATION_CONSOLIDATION_POLICY,
+        Hook::Budget => ANNOTATION_DISRUPTION_POLICY,
+    }
+}
+
+/// Why `policy` cannot serve `hook`: it implements another world.
+pub fn wrong_world(hook: Hook, policy: &LoadedPolicy) -> Option<String> {
+    let found = Hook::of(policy.world);
+    (found != hook).then(|| {
+        format!(
+            "{} names {}, which implements {}, not {}: name it in {} instead",
+            annotation(hook),
+            policy.name,
+            policy.world.as_str(),
+            hook.world().as_str(),
+            annotation(found)
+        )
+    })
 }
 
 impl ClusterPolicies {
-    /// Resolves each NodePool's annotations, or `overrides` (policy references, any world)
-    /// for every NodePool when given. Returns the problems per NodePool; a NodePool whose
-    /// policies cannot be resolved keeps the defaults (never a half-applied set).
+    /// Resolves each NodePool's annotations, or `overrides` (policy references, any world,
+    /// each placed by the world it implements) for every NodePool when given. Returns the
+    /// problems per NodePool; a hook with a problem fails safe (see the module docs).
     pub fn resolve(
         store: &PolicyStore,
         pools: &[NodePoolInfo],
         overrides: Option<&[PolicyRef]>,
     ) -> (Self, Vec<(String, String)>) {
-        Self::resolve_into(store, pools, overrides, Arc::new(Metrics::default()))
+        Self::resolve_into(Some(store), pools, overrides, Arc::new(Metrics::default()))
     }
 
     /// As [`ClusterPolicies::resolve`], counting into `metrics` (a controller keeps one set
-    /// of counters across reloads).
+    /// of counters across reloads). Without a store every named policy is unavailable.
     pub fn resolve_into(
-        store: &PolicyStore,
+        store: Option<&PolicyStore>,
         pools: &[NodePoolInfo],
         overrides: Option<&[PolicyRef]>,
         metrics: Arc<Metrics>,
     ) -> (Self, Vec<(String, String)>) {
-        let mut out = ClusterPolicies { pools: BTreeMap::new(), metrics: metrics.clone() };
+        let mut out = ClusterPolicies { pools: BTreeMap::new(), metrics, log: Arc::default() };
+        let load = |r: &PolicyRef| -> Result<Arc<LoadedPolicy>, String> {
+            let store = store.ok_or(
+                "there is no policy store (set TENON_POLICY_DIR or --policy-dir; the Helm chart mounts the default bundle there)",
+            )?;
+            store.resolve(r).map_err(|e| e.to_string())
+        };
         let mut problems = Vec::new();
         for pool in pools {
             let (parsed, annotation_problems) = NodePoolPolicies::from_annotations(&pool.annotations);
-            if let Some(p) = annotation_problems.iter().find(|p| !p.warning) {
-                problems.push((pool.name.clone(), format!("{}: {}", p.key, p.message)));
-                continue;
-            }
-            let refs: Vec<PolicyRef> = match overrides {
-                Some(o) => o.to_vec(),
-                None => [parsed.scoring.clone(), parsed.consolidation.clone(), parsed.disruption.clone()]
-                    .into_iter()
-                    .flatten()
-                    .collect(),
-            };
+            let errors: Vec<_> = annotation_problems.iter().filter(|p| !p.warning).collect();
             let ctx = NodePoolContext {
                 name: pool.name.clone(),
                 labels: pool.labels.clone(),
                 config: parsed.config.clone().unwrap_or_else(|| "{}".into()),
             };
             let mode = if parsed.mode == PolicyMode::Shadow { Mode::Shadow } else { Mode::Enforce };
-            match build(store, &refs, &ctx, mode, &metrics) {
-                Ok(p) => {
-                    out.pools.insert(pool.name.clone(), p);
+            let mut p = PoolPolicies::default();
+            let mut unusable = |hook: Hook, policy: String, why: String| {
+                problems.push((pool.name.clone(), format!("{why}; {} decides", hook.fallback(mode))));
+                out.log.push(PolicyFailure {
+                    at: 0,
+                    nodepool: pool.name.clone(),
+                    policy: policy.clone(),
+                    hook: hook.as_str().into(),
+                    kind: FailureKind::LoadError.as_str().into(),
+                    message: why.clone(),
+                    fallback: hook.fallback(mode).into(),
+                });
+                FailSafe { policy, why }
+            };
+            if let Some(refs) = overrides {
+                for r in refs {
+                    match load(r) {
+                        Ok(policy) => {
+                            let hook = Hook::of(policy.world);
+                            p.set(hook, out.bind(policy, &ctx, mode));
+                        }
+                        Err(e) => problems.push((pool.name.clone(), e)),
+                    }
                 }
-                Err(e) => problems.push((pool.name.clone(), e.to_string())),
+                out.pools.insert(pool.name.clone(), p);
+                continue;
             }
+            // A bad config or mode annotation spoils every policy of the NodePool.
+            let shared =
+                errors.iter().find(|e| [ANNOTATION_POLICY_CONFIG, ANNOTATION_POLICY_MODE].contains(&e.key.as_str()));
+            for (hook, named) in [
+                (Hook::Scoring, &parsed.scoring),
+                (Hook::Consolidation, &parsed.consolidation),
+                (Hook::Budget, &parsed.disruption),
+            ] {
+                let key = annotation(hook);
+                let Some(written) = pool.annotations.get(key) else { continue };
+                let own = errors.iter().find(|e| e.key == key);
+                let used = match (own.or(shared), named) {
+                    (Some(e), _) => Err(format!("{}: {} ({})", e.key, e.message, e.hint)),
+                    (None, None) => Err(format!("{key}: cannot read {written:?}")),
+                    (None, Some(r)) => load(r)
+                        .map_err(|e| format!("{key}: {e}"))
+                        .and_then(|policy| wrong_world(hook, &policy).map_or(Ok(policy), Err)),
+                };
+                match used {
+                    Ok(policy) => p.set(hook, out.bind(policy, &ctx, mode)),
+                    Err(why) => {
+                        let name = named.as_ref().map_or_else(|| written.clone(), |r| r.name.clone());
+                        let safe = unusable(hook, name, why);
+                        if mode == Mode::Enforce {
+                            p.fail_safe(hook, safe);
+                        }
+                    }
+                }
+            }
+            out.pools.insert(pool.name.clone(), p);
         }
         (out, problems)
     }
 
-    /// The policies of `pool` whose last call failed: (policy name, failure).
-    pub fn failures(&self, pool: &str) -> Vec<(String, Failure)> {
+    fn bind(&self, policy: Arc<LoadedPolicy>, ctx: &NodePoolContext, mode: Mode) -> Bound {
+        Bound::new(policy, ctx.clone(), mode, self.metrics.clone()).with_log(self.log.clone())
+    }
+
+    /// Why `pool`'s policies are unhealthy: one line per policy whose last call failed.
+    pub fn health(&self, pool: &str) -> Vec<String> {
         let Some(p) = self.pools.get(pool) else { return Vec::new() };
-        let bound =
-            [p.scorer.as_ref().map(|s| &s.0), p.consolidator.as_ref().map(|c| &c.0), p.budget.as_ref().map(|b| &b.0)];
-        bound.into_iter().flatten().filter_map(|b| Some((b.policy.name.clone(), b.last_failure()?))).collect()
+        let bound = [
+            match &p.scorer {
+                Slot::Active(s) => Some(&s.0),
+                _ => None,
+            },
+            match &p.consolidator {
+                Slot::Active(c) => Some(&c.0),
+                _ => None,
+            },
+            match &p.budget {
+                Slot::Active(b) => Some(&b.0),
+                _ => None,
+            },
+        ];
+        bound.into_iter().flatten().filter_map(Bound::health).collect()
     }
 }
 
-fn build(
-    store: &PolicyStore,
-    refs: &[PolicyRef],
-    ctx: &NodePoolContext,
-    mode: Mode,
-    metrics: &Arc<Metrics>,
-) -> Result<PoolPolicies, PolicyError> {
-    let mut p = PoolPolicies::default();
-    for r in refs {
-        let policy = store.resolve(r)?;
-        let bound = Bound::new(policy.clone(), ctx.clone(), mode, metrics.clone());
-        match policy.world {
-            World::Scorer => p.scorer = Some(WasmScorer(bound)),
-            World::Consolidator => p.consolidator = Some(WasmConsolidator(bound)),
-            World::DisruptionBudget => p.budget = Some(WasmBudgetRule(bound)),
+impl PoolPolicies {
+    fn set(&mut self, hook: Hook, bound: Bound) {
+        match hook {
+            Hook::Scoring => self.scorer = Slot::Active(WasmScorer(bound)),
+            Hook::Consolidation => self.consolidator = Slot::Active(WasmConsolidator(bound)),
+            Hook::Budget => self.budget = Slot::Active(WasmBudgetRule(bound)),
         }
     }
-    Ok(p)
+
+    fn fail_safe(&mut self, hook: Hook, safe: FailSafe) {
+        match hook {
+            // Price order is also the default.
+            Hook::Scoring => self.scorer = Slot::Default,
+            Hook::Consolidation => self.consolidator = Slot::Unavailable(safe),
+            Hook::Budget => self.budget = Slot::Unavailable(safe),
+        }
+    }
 }
 
 impl Scorer for ClusterPolicies {
     fn rank(&self, input: &ScoringInput<'_>) -> Vec<usize> {
-        match self.pools.get(input.nodepool).and_then(|p| p.scorer.as_ref()) {
-            Some(s) => s.rank(input),
-            None => PriceScorer.rank(input),
+        match self.pools.get(input.nodepool).map(|p| &p.scorer) {
+            Some(Slot::Active(s)) => s.rank(input),
+            _ => PriceScorer.rank(input),
         }
     }
 
@@ -136,16 +269,22 @@ impl PolicySet for ClusterPolicies {
     }
 
     fn consolidator(&self, nodepool: &str) -> &dyn Consolidator {
-        match self.pools.get(nodepool).and_then(|p| p.consolidator.as_ref()) {
-            Some(c) => c,
-            None => &ApproveAll,
+        match self.pools.get(nodepool).map(|p| &p.consolidator) {
+            Some(Slot::Active(c)) => c,
+            Some(Slot::Unavailable(f)) => f,
+            _ => &ApproveAll,
         }
     }
 
     fn budget_rule(&self, nodepool: &str) -> &dyn BudgetRule {
-        match self.pools.get(nodepool).and_then(|p| p.budget.as_ref()) {
-            Some(b) => b,
-            None => &KarpenterBudgets,
+        match self.pools.get(nodepool).map(|p| &p.budget) {
+            Some(Slot::Active(b)) => b,
+            Some(Slot::Unavailable(f)) => f,
+            _ => &KarpenterBudgets,
         }
+    }
+
+    fn take_failures(&self) -> Vec<PolicyFailure> {
+        self.log.take()
     }
 }

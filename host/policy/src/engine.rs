@@ -1,7 +1,9 @@
-//! The wasmtime engine Tenon runs policies with: component model, Cranelift, epoch
-//! interruption driven by a 1 ms ticker thread, optional fuel, and an on-disk cache of
-//! precompiled components keyed by (sha256 of the component, engine compatibility hash).
+//! The wasmtime engine Tenon runs policies with: component model, Cranelift, async calls
+//! (so a call can be abandoned at its deadline), epoch interruption driven by a 1 ms ticker
+//! thread, optional fuel, and a private, authenticated cache of precompiled components keyed
+//! by (sha256 of the component, engine compatibility hash) (cache.rs).
 
+use crate::cache::PrecompileCache;
 use crate::error::PolicyError;
 use crate::policy::{LoadedPolicy, World};
 use crate::sandbox::Limits;
@@ -45,7 +47,9 @@ pub(crate) struct Shared {
 pub struct PolicyEngine {
     pub(crate) shared: Arc<Shared>,
     pub(crate) limits: Limits,
-    cache_dir: Option<PathBuf>,
+    cache: Option<Arc<PrecompileCache>>,
+    /// Why the cache directory given was not used (the engine then compiles in memory).
+    cache_refused: Option<String>,
 }
 
 /// Lower-case hex sha256 of `bytes`.
@@ -53,15 +57,18 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// How a loaded component was obtained, for `tenon policy bench`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a loaded component was obtained (`tenon policy bench` checks it).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LoadPath {
     Compiled,
     FromCache,
+    /// The cache held an entry that failed its checks (why): compiled again and replaced.
+    Recompiled(String),
 }
 
 impl PolicyEngine {
-    /// An engine with `limits`; precompiled components are cached in `cache_dir` if given.
+    /// An engine with `limits`; precompiled components are cached in `cache_dir` if given
+    /// and private to this user (see [`PolicyEngine::cache_refused`] otherwise).
     pub fn new(limits: Limits, cache_dir: Option<PathBuf>) -> Result<Self, PolicyError> {
         let mut config = Config::new();
         config.wasm_component_model(true);
@@ -77,7 +84,8 @@ impl PolicyEngine {
             .total_tables(MAX_CONCURRENT_CALLS * 8)
             .max_memory_size(limits.memory_bytes)
             .max_memories_per_component(4)
-            .max_core_instances_per_component(16);
+            .max_core_instances_per_component(16)
+            .total_stacks(MAX_CONCURRENT_CALLS);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config).map_err(|e| PolicyError::Engine(format!("{e:#}")))?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -93,15 +101,22 @@ impl PolicyEngine {
                 })
                 .map_err(|e| PolicyError::Engine(e.to_string()))?
         };
-        if let Some(dir) = &cache_dir {
-            std::fs::create_dir_all(dir)
-                .map_err(|source| PolicyError::Io { path: dir.display().to_string(), source })?;
-        }
+        let (cache, cache_refused) = match cache_dir.as_deref().map(PrecompileCache::open) {
+            None => (None, None),
+            Some(Ok(c)) => (Some(Arc::new(c)), None),
+            Some(Err(e)) => (None, Some(e.to_string())),
+        };
         Ok(PolicyEngine {
             shared: Arc::new(Shared { engine, _ticker: Ticker { stop, thread: Some(thread) } }),
             limits,
-            cache_dir,
+            cache,
+            cache_refused,
         })
+    }
+
+    /// Why the precompile cache directory was refused, if it was.
+    pub fn cache_refused(&self) -> Option<&str> {
+        self.cache_refused.as_deref()
     }
 
     pub fn limits(&self) -> &Limits {
@@ -115,10 +130,6 @@ impl PolicyEngine {
         format!("{:016x}", h.finish())
     }
 
-    fn cache_path(&self, sha: &str) -> Option<PathBuf> {
-        self.cache_dir.as_ref().map(|d| d.join(format!("{sha}-{}.cwasm", self.compatibility_hash())))
-    }
-
     /// Compiles (or loads from the cache) and checks a component.
     pub fn load(&self, name: &str, bytes: &[u8]) -> Result<(LoadedPolicy, LoadPath), PolicyError> {
         // A component's preamble is `\0asm` + layer 1; a core module's is version 1.
@@ -129,14 +140,17 @@ impl PolicyEngine {
         }
         let sha = sha256_hex(bytes);
         let engine = &self.shared.engine;
-        let (component, path) = match self.cache_path(&sha).filter(|p| p.exists()) {
-            // SAFETY: the cache directory is private to Tenon and entries are named by the
-            // sha256 of their source and the engine's compatibility hash.
-            Some(p) => match unsafe { Component::deserialize_file(engine, &p) } {
+        let compat = self.compatibility_hash();
+        let cached = self.cache.as_ref().map(|c| c.get(&sha, &compat));
+        let (component, path) = match cached {
+            // SAFETY: the entry was written by this cache for exactly this component and
+            // engine, and authenticated with this user's key (cache.rs).
+            Some(Ok(Some(code))) => match unsafe { Component::deserialize(engine, &code) } {
                 Ok(c) => (c, LoadPath::FromCache),
-                Err(_) => (self.compile(bytes, &sha)?, LoadPath::Compiled),
+                Err(e) => (self.compile(bytes, &sha, &compat)?, LoadPath::Recompiled(format!("{e:#}"))),
             },
-            None => (self.compile(bytes, &sha)?, LoadPath::Compiled),
+            Some(Err(refused)) => (self.compile(bytes, &sha, &compat)?, LoadPath::Recompiled(refused.to_string())),
+            Some(Ok(None)) | None => (self.compile(bytes, &sha, &compat)?, LoadPath::Compiled),
         };
         let ty = component.component_type();
         let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
@@ -149,13 +163,14 @@ impl PolicyEngine {
         Ok((policy, path))
     }
 
-    fn compile(&self, bytes: &[u8], sha: &str) -> Result<Component, PolicyError> {
+    fn compile(&self, bytes: &[u8], sha: &str, compat: &str) -> Result<Component, PolicyError> {
         let engine = &self.shared.engine;
-        let Some(path) = self.cache_path(sha) else {
+        let Some(cache) = &self.cache else {
             return Component::from_binary(engine, bytes).map_err(|e| PolicyError::Load(format!("{e:#}")));
         };
         let compiled = engine.precompile_component(bytes).map_err(|e| PolicyError::Load(format!("{e:#}")))?;
-        write_atomically(&path, &compiled)?;
+        // A cache that cannot be written only costs the next start a compile.
+        let _ = cache.put(sha, compat, &compiled);
         // SAFETY: produced just now by this engine.
         unsafe { Component::deserialize(engine, &compiled) }.map_err(|e| PolicyError::Load(format!("{e:#}")))
     }
@@ -167,11 +182,4 @@ impl PolicyEngine {
         let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("policy").replace('_', "-");
         Ok(self.load(&name, &bytes)?.0)
     }
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), PolicyError> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let io = |source| PolicyError::Io { path: path.display().to_string(), source };
-    std::fs::write(&tmp, bytes).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
 }

@@ -18,6 +18,8 @@ pub enum FailureKind {
     LoadError,
     /// Returned its own error (`err(message)`), e.g. bad configuration.
     PolicyError,
+    /// Not called: it failed repeatedly and is skipped for a while (see breaker.rs).
+    CircuitOpen,
 }
 
 impl FailureKind {
@@ -29,6 +31,7 @@ impl FailureKind {
             FailureKind::InvalidOutput => "invalid_output",
             FailureKind::LoadError => "load_error",
             FailureKind::PolicyError => "policy_error",
+            FailureKind::CircuitOpen => "circuit_open",
         }
     }
 }
@@ -47,9 +50,25 @@ impl fmt::Display for Failure {
 }
 
 impl Failure {
+    /// A failure; its message is capped at [`MAX_TEXT`] bytes.
     pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
-        Failure { kind, message: message.into() }
+        Failure { kind, message: capped(&message.into()) }
     }
+}
+
+/// The most bytes of guest-provided text (a reason, an error, stderr) the host keeps.
+pub const MAX_TEXT: usize = 4096;
+
+/// `text` cut to at most [`MAX_TEXT`] bytes at a character boundary, marked when cut.
+pub fn capped(text: &str) -> String {
+    if text.len() <= MAX_TEXT {
+        return text.to_string();
+    }
+    let mut end = MAX_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{} … [truncated: {} bytes in all]", &text[..end], text.len())
 }
 
 /// Why a policy could not be resolved or loaded.
@@ -69,4 +88,19 @@ pub enum PolicyError {
     Io { path: String, source: std::io::Error },
     #[error("cannot start the policy engine: {0}")]
     Engine(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_text_is_cut_at_a_character_boundary_and_marked() {
+        assert_eq!(capped("short"), "short");
+        let long = "é".repeat(5000);
+        let cut = capped(&long);
+        assert!(cut.len() < MAX_TEXT + 64, "{}", cut.len());
+        assert!(cut.ends_with("[truncated: 10000 bytes in all]"), "{}", &cut[cut.len() - 40..]);
+        assert_eq!(Failure::new(FailureKind::Trap, long).message, cut);
+    }
 }

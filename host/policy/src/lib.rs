@@ -1,17 +1,23 @@
 //! Tenon's policy runtime: WebAssembly components implementing `wit/policy.wit`, run by
-//! wasmtime in a sandbox (fresh store per call from a pre-instantiated component, deny-all
-//! WASI, millisecond deadlines, a memory cap, optional fuel), behind the decision core's
-//! `Scorer`, `Consolidator` and `BudgetRule` traits with safe fallbacks.
+//! wasmtime in a sandbox (fresh store per call from a pre-instantiated component, a WASI
+//! subset in which nothing blocks or tells real time, millisecond deadlines with a
+//! wall-clock guard, a memory cap, optional fuel, capped strings), behind the decision
+//! core's `Scorer`, `Consolidator` and `BudgetRule` traits with safe fallbacks and a
+//! circuit breaker.
 
 pub mod adapters;
 pub mod bindings;
+pub mod breaker;
+pub mod cache;
 pub mod cluster;
+pub mod deadline;
 pub mod engine;
 pub mod error;
 pub mod metrics;
 pub mod policy;
 pub mod sandbox;
 pub mod store;
+mod wasi;
 
 pub use engine::PolicyEngine;
 pub use error::{Failure, FailureKind, PolicyError};

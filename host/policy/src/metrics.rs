@@ -1,5 +1,5 @@
-//! Policy metrics in Prometheus text format: calls, failures by kind, call latency, and
-//! shadow-mode disagreements.
+//! Policy metrics in Prometheus text format: calls, failures by kind, call latency,
+//! shadow-mode disagreements and calls skipped by the breaker.
 
 use crate::error::FailureKind;
 use std::collections::BTreeMap;
@@ -26,6 +26,7 @@ struct Inner {
     failures: BTreeMap<(String, String, FailureKind), u64>,
     latency: BTreeMap<Key, Histogram>,
     disagreements: BTreeMap<Key, u64>,
+    skipped: BTreeMap<Key, u64>,
 }
 
 #[derive(Default, Debug)]
@@ -57,6 +58,17 @@ impl Metrics {
     pub fn disagreed(&self, policy: &str, hook: &str) {
         let mut m = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         *m.disagreements.entry((policy.to_string(), hook.to_string())).or_default() += 1;
+    }
+
+    /// Records a call skipped because the policy's breaker is open.
+    pub fn skipped(&self, policy: &str, hook: &str) {
+        let mut m = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        *m.skipped.entry((policy.to_string(), hook.to_string())).or_default() += 1;
+    }
+
+    pub fn skips(&self, policy: &str, hook: &str) -> u64 {
+        let m = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        m.skipped.get(&(policy.to_string(), hook.to_string())).copied().unwrap_or(0)
     }
 
     pub fn calls(&self, policy: &str, hook: &str) -> u64 {
@@ -117,6 +129,13 @@ impl Metrics {
         );
         for ((p, h), v) in &m.disagreements {
             let _ = writeln!(s, "tenon_policy_shadow_disagreements_total{{policy=\"{p}\",hook=\"{h}\"}} {v}");
+        }
+        let _ = writeln!(
+            s,
+            "# HELP tenon_policy_skipped_calls_total Calls not made because the policy kept failing (its fallback decided).\n# TYPE tenon_policy_skipped_calls_total counter"
+        );
+        for ((p, h), v) in &m.skipped {
+            let _ = writeln!(s, "tenon_policy_skipped_calls_total{{policy=\"{p}\",hook=\"{h}\"}} {v}");
         }
         s
     }

@@ -1,11 +1,16 @@
 //! A loaded policy: which world it implements, and one call per decision, each in a fresh
-//! store from a pre-instantiated component, with the failure classified.
+//! store from a pre-instantiated component, under the wall-clock guard, with the failure
+//! classified. What a guest hands the host in one call is limited ([`Limits::output_bytes`],
+//! wasmtime's hostcall fuel), and every string kept is capped (`capped`).
 
 use crate::bindings::{budget, consolidator, scorer};
+use crate::deadline;
 use crate::engine::PolicyEngine;
-use crate::error::{Failure, FailureKind, PolicyError};
-use crate::sandbox::CallState;
-use wasmtime::component::{Component, Linker};
+use crate::error::{Failure, FailureKind, PolicyError, capped};
+use crate::sandbox::{CallState, Limits};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::{Duration, Instant};
+use wasmtime::component::{Component, ComponentExportIndex, ComponentNamedList, InstancePre, Lift, Linker, Lower};
 use wasmtime::{Store, Trap};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,24 +29,25 @@ impl World {
         }
     }
 
-    pub(crate) fn from_exports(exports: &[String]) -> Option<World> {
-        let has = |i: &str| exports.iter().any(|e| e.starts_with(&format!("tenon:policy/{i}@0.1")));
-        if has("scoring") {
-            Some(World::Scorer)
-        } else if has("consolidation") {
-            Some(World::Consolidator)
-        } else if has("budgets") {
-            Some(World::DisruptionBudget)
-        } else {
-            None
+    /// The interface the world exports and its one function.
+    fn export(&self) -> (&'static str, &'static str) {
+        match self {
+            World::Scorer => ("scoring", "rank"),
+            World::Consolidator => ("consolidation", "review"),
+            World::DisruptionBudget => ("budgets", "allowed"),
         }
     }
-}
 
-enum Bound {
-    Scorer(scorer::ScorerPre<CallState>),
-    Consolidator(consolidator::ConsolidatorPre<CallState>),
-    Budget(budget::DisruptionBudgetPre<CallState>),
+    fn interface_name<'a>(&self, exports: &'a [String]) -> Option<&'a str> {
+        let prefix = format!("tenon:policy/{}@0.1", self.export().0);
+        exports.iter().find(|e| e.starts_with(&prefix)).map(String::as_str)
+    }
+
+    pub(crate) fn from_exports(exports: &[String]) -> Option<World> {
+        [World::Scorer, World::Consolidator, World::DisruptionBudget]
+            .into_iter()
+            .find(|w| w.interface_name(exports).is_some())
+    }
 }
 
 pub struct LoadedPolicy {
@@ -52,11 +58,21 @@ pub struct LoadedPolicy {
     pub exports: Vec<String>,
     pub imports: Vec<String>,
     engine: PolicyEngine,
-    bound: Bound,
+    pre: InstancePre<CallState>,
+    /// The world's function (`rank`, `review` or `allowed`).
+    func: ComponentExportIndex,
 }
 
 fn load_err(e: wasmtime::Error) -> PolicyError {
     PolicyError::Load(format!("{e:#}"))
+}
+
+type Answer<T> = (Result<T, String>,);
+
+/// The guard's deadline: the epoch deadline stops Wasm on time; this margin lets it, and
+/// ends a call stalled outside Wasm shortly after.
+fn guard(deadline_ms: u64) -> Duration {
+    Duration::from_millis(deadline_ms + deadline_ms / 4 + 5)
 }
 
 impl LoadedPolicy {
@@ -70,20 +86,40 @@ impl LoadedPolicy {
         component: &Component,
     ) -> Result<Self, PolicyError> {
         let mut linker: Linker<CallState> = Linker::new(&engine.shared.engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(load_err)?;
-        let pre = linker.instantiate_pre(component).map_err(load_err)?;
-        let bound = match world {
-            World::Scorer => Bound::Scorer(scorer::ScorerPre::new(pre).map_err(load_err)?),
-            World::Consolidator => Bound::Consolidator(consolidator::ConsolidatorPre::new(pre).map_err(load_err)?),
-            World::DisruptionBudget => Bound::Budget(budget::DisruptionBudgetPre::new(pre).map_err(load_err)?),
-        };
-        Ok(LoadedPolicy { name: name.to_string(), sha256, world, exports, imports, engine, bound })
+        crate::wasi::link(&mut linker).map_err(load_err)?;
+        let pre = linker.instantiate_pre(component).map_err(|e| {
+            let unlinked: Vec<&String> = imports
+                .iter()
+                .filter(|i| {
+                    !["wasi:cli/", "wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:filesystem/"]
+                        .iter()
+                        .any(|p| i.starts_with(p))
+                })
+                .collect();
+            if unlinked.is_empty() {
+                load_err(e)
+            } else {
+                PolicyError::Load(format!(
+                    "the component imports {}; a policy may import only {}",
+                    unlinked.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+                    crate::wasi::LINKED
+                ))
+            }
+        })?;
+        let (_, function) = world.export();
+        let func = world
+            .interface_name(&exports)
+            .and_then(|iface| component.get_export_index(None, iface))
+            .and_then(|iface| component.get_export_index(Some(&iface), function))
+            .ok_or_else(|| PolicyError::Load(format!("the component exports no `{function}` function")))?;
+        Ok(LoadedPolicy { name: name.to_string(), sha256, world, exports, imports, engine, pre, func })
     }
 
     fn store(&self, now: i64) -> Store<CallState> {
         let limits = &self.engine.limits;
         let mut store = Store::new(&self.engine.shared.engine, CallState::new(limits, now));
         store.limiter(|s| &mut s.limiter);
+        store.set_hostcall_fuel(limits.output_bytes);
         store.set_epoch_deadline(limits.deadline_ms.max(1));
         store.epoch_deadline_trap();
         if let Some(fuel) = limits.fuel {
@@ -99,48 +135,105 @@ impl LoadedPolicy {
         )
     }
 
-    /// Scores the offerings of `input`.
-    pub fn rank(&self, input: &scorer::ScoringInput, now: i64) -> Result<Vec<f64>, Failure> {
-        let Bound::Scorer(pre) = &self.bound else { return Err(self.wrong_world(World::Scorer)) };
+    /// One call: instantiate, call, and `read` the answer.
+    fn call<P, R, T>(
+        &self,
+        want: World,
+        params: P,
+        now: i64,
+        read: impl FnOnce(R) -> Result<T, Failure>,
+    ) -> Result<T, Failure>
+    where
+        P: ComponentNamedList + Lower + Send + Sync,
+        R: ComponentNamedList + Lift + Send + Sync + 'static,
+    {
+        if self.world != want {
+            return Err(self.wrong_world(want));
+        }
         let mut store = self.store(now);
-        let out = pre.instantiate(&mut store).and_then(|i| i.tenon_policy_scoring().call_rank(&mut store, input));
-        settle(out, &store)
+        let deadline_ms = self.engine.limits.deadline_ms;
+        let until = Instant::now() + guard(deadline_ms);
+        let out = {
+            let store = &mut store;
+            let call = async move {
+                let instance = self.pre.instantiate_async(&mut *store).await?;
+                let f = instance.get_typed_func::<P, R>(&mut *store, &self.func)?;
+                f.call_async(&mut *store, params).await
+            };
+            catch_unwind(AssertUnwindSafe(|| deadline::run_until(call, until)))
+        };
+        match out {
+            Err(_) => Err(Failure::new(FailureKind::Trap, "the host panicked running the policy (a Tenon bug)")),
+            Ok(None) => Err(Failure::new(
+                FailureKind::Timeout,
+                format!("did not return within {deadline_ms}ms: stopped while waiting outside WebAssembly"),
+            )),
+            Ok(Some(Err(e))) => Err(classify(&e, &store, &self.engine.limits)),
+            Ok(Some(Ok(r))) => read(r),
+        }
     }
 
+    /// Scores the offerings of `input`: one score per offering, or a failure.
+    pub fn rank(&self, input: &scorer::ScoringInput, now: i64) -> Result<Vec<f64>, Failure> {
+        self.call(World::Scorer, (input,), now, |(out,): Answer<Vec<f64>>| out.map_err(policy_error))
+    }
+
+    /// Reviews the plans of `input` (reasons capped).
     pub fn review(
         &self,
         input: &consolidator::ConsolidationInput,
         now: i64,
     ) -> Result<consolidator::PlanReview, Failure> {
-        let Bound::Consolidator(pre) = &self.bound else { return Err(self.wrong_world(World::Consolidator)) };
-        let mut store = self.store(now);
-        let out =
-            pre.instantiate(&mut store).and_then(|i| i.tenon_policy_consolidation().call_review(&mut store, input));
-        settle(out, &store)
+        self.call(World::Consolidator, (input,), now, |(out,): Answer<consolidator::PlanReview>| {
+            let mut review = out.map_err(policy_error)?;
+            for v in &mut review.verdicts {
+                v.reason = capped(&v.reason);
+            }
+            Ok(review)
+        })
     }
 
+    /// How many nodes the budget policy allows (reason capped).
     pub fn allowed(&self, input: &budget::BudgetInput, now: i64) -> Result<budget::Allowance, Failure> {
-        let Bound::Budget(pre) = &self.bound else { return Err(self.wrong_world(World::DisruptionBudget)) };
-        let mut store = self.store(now);
-        let out = pre.instantiate(&mut store).and_then(|i| i.tenon_policy_budgets().call_allowed(&mut store, input));
-        settle(out, &store)
+        self.call(World::DisruptionBudget, (input,), now, |(out,): Answer<budget::Allowance>| {
+            out.map(|a| budget::Allowance { allowed: a.allowed, reason: capped(&a.reason) }).map_err(policy_error)
+        })
     }
 }
 
-/// Classifies the outcome of a call.
-fn settle<T>(out: wasmtime::Result<Result<T, String>>, store: &Store<CallState>) -> Result<T, Failure> {
-    match out {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(msg)) => Err(Failure::new(FailureKind::PolicyError, msg)),
-        Err(e) => {
-            let kind = match e.downcast_ref::<Trap>() {
-                Some(Trap::Interrupt | Trap::OutOfFuel) => FailureKind::Timeout,
-                _ if store.data().limiter.refused => FailureKind::OutOfMemory,
-                Some(_) => FailureKind::Trap,
-                None if format!("{e:#}").contains("resource limit") => FailureKind::OutOfMemory,
-                None => FailureKind::Trap,
-            };
-            Err(Failure::new(kind, format!("{e:#}").lines().next().unwrap_or_default().to_string()))
-        }
+/// The policy's own `err(message)`.
+fn policy_error(message: String) -> Failure {
+    Failure::new(FailureKind::PolicyError, message)
+}
+
+/// Classifies a call that did not return: out of time, out of memory, or a trap, with the
+/// guest's stderr (its panic message) when it wrote one.
+fn classify(e: &wasmtime::Error, store: &Store<CallState>, limits: &Limits) -> Failure {
+    let text = format!("{e:#}");
+    if text.contains("fuel allocated for hostcalls has been exhausted") {
+        let limit = limits.output_bytes;
+        return Failure::new(
+            FailureKind::InvalidOutput,
+            format!("handed the host more than {limit} bytes in one call (the limit per call)"),
+        );
     }
+    let kind = match e.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt | Trap::OutOfFuel) => FailureKind::Timeout,
+        _ if store.data().limiter.refused => FailureKind::OutOfMemory,
+        Some(_) => FailureKind::Trap,
+        None if text.contains("resource limit") => FailureKind::OutOfMemory,
+        None => FailureKind::Trap,
+    };
+    // The trap itself ("wasm `unreachable` instruction executed"), not the backtrace's header.
+    let cause = match e.downcast_ref::<Trap>() {
+        Some(t) => t.to_string(),
+        None => e.root_cause().to_string(),
+    };
+    let stderr = store.data().stderr.text();
+    let message = match (kind, stderr.is_empty()) {
+        (FailureKind::Timeout, _) => format!("ran past its {}ms deadline ({cause})", limits.deadline_ms),
+        (_, true) => cause,
+        (_, false) => format!("{stderr} ({cause})"),
+    };
+    Failure::new(kind, message)
 }

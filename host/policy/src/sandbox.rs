@@ -1,13 +1,13 @@
-//! What a policy runs in: a deny-all WASI context (no files, environment, arguments or
-//! network; the decision's time as a fixed clock; seeded randomness) and a limiter that caps
-//! the total linear memory of the store and the number of instances and tables.
+//! What a policy runs in: the limits of one call, a deny-all WASI context (no files,
+//! environment, arguments or network; the decision's time as a fixed clock; seeded
+//! randomness; stderr captured for the failure message) and a limiter that caps the total
+//! linear memory of the store and the number of instances and tables.
 
-use rand_core::TryRng;
-use std::convert::Infallible;
-use std::time::Duration;
+use crate::wasi::{Seeded, Stderr, VirtualClock};
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
-use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_io::IoView;
 
 /// Caps on one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +21,9 @@ pub struct Limits {
     pub table_elements: usize,
     /// Deterministic instruction budget instead of (in addition to) the deadline.
     pub fuel: Option<u64>,
+    /// The most bytes a guest may hand the host in one call (its answer, or one WASI call's
+    /// data); more is an invalid answer. Strings kept are capped far lower (`MAX_TEXT`).
+    pub output_bytes: usize,
 }
 
 impl Default for Limits {
@@ -32,6 +35,7 @@ impl Default for Limits {
             tables: 32,
             table_elements: 100_000,
             fuel: None,
+            output_bytes: 16 << 20,
         }
     }
 }
@@ -77,6 +81,10 @@ pub(crate) struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
     pub(crate) limiter: Limiter,
+    /// The decision's time, in nanoseconds since the epoch: what every clock reads.
+    now_ns: u64,
+    pub(crate) rng: Seeded,
+    pub(crate) stderr: Stderr,
 }
 
 impl WasiView for CallState {
@@ -85,66 +93,20 @@ impl WasiView for CallState {
     }
 }
 
-struct FixedClock(Duration);
-
-impl HostWallClock for FixedClock {
-    fn resolution(&self) -> Duration {
-        Duration::from_secs(1)
-    }
-    fn now(&self) -> Duration {
-        self.0
-    }
-}
-
-impl HostMonotonicClock for FixedClock {
-    fn resolution(&self) -> u64 {
-        1_000_000_000
-    }
-    fn now(&self) -> u64 {
-        self.0.as_nanos() as u64
-    }
-}
-
-/// SplitMix64: reproducible "randomness" for guests that ask (std's HashMap seeds).
-struct Seeded(u64);
-
-impl TryRng for Seeded {
-    type Error = Infallible;
-    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
-        Ok(self.try_next_u64()? as u32)
-    }
-    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        Ok(z ^ (z >> 31))
-    }
-    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {
-        for chunk in dst.chunks_mut(8) {
-            let v = self.try_next_u64()?.to_le_bytes();
-            chunk.copy_from_slice(&v[..chunk.len()]);
-        }
-        Ok(())
+impl IoView for CallState {
+    fn table(&mut self) -> &mut ResourceTable {
+        &mut self.table
     }
 }
 
 impl CallState {
     /// A fresh, deny-all state whose clocks read `now` (seconds since the epoch).
     pub(crate) fn new(limits: &Limits, now: i64) -> Self {
-        let now = Duration::from_secs(now.max(0) as u64);
-        // The builder grants nothing by default: no preopened directories, no environment, no
-        // arguments, no sockets (inherited stdio is not requested either).
-        let wasi = WasiCtxBuilder::new()
-            .wall_clock(FixedClock(now))
-            .monotonic_clock(FixedClock(now))
-            .secure_random(Seeded(0x7E40_0000))
-            .insecure_random(Seeded(0x7E40_0001))
-            .insecure_random_seed(0x7E40_0002)
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .build();
+        let stderr = Stderr::default();
+        // The builder grants nothing by default: no preopened directories, no environment,
+        // no arguments; stdin is closed and stdout discarded. Clocks and randomness are not
+        // taken from it (see wasi.rs).
+        let wasi = WasiCtxBuilder::new().stderr(stderr.clone()).build();
         CallState {
             wasi,
             table: ResourceTable::new(),
@@ -156,6 +118,13 @@ impl CallState {
                 tables: limits.tables,
                 refused: false,
             },
+            now_ns: (now.max(0) as u64).saturating_mul(1_000_000_000),
+            rng: Seeded(0x7E40_0000),
+            stderr,
         }
+    }
+
+    pub(crate) fn clock(&mut self) -> VirtualClock<'_> {
+        VirtualClock { now_ns: self.now_ns, table: &mut self.table }
     }
 }

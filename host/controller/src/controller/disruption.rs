@@ -82,7 +82,12 @@ impl Controller {
                 c.drift = cloud.get(&c.nodeclaim).cloned();
             }
         }
-        let decision = disrupt(&snap, &self.policies.active);
+        let policies = self.policies.active.clone();
+        let decided = super::off_loop("disruption", move || {
+            let decision = disrupt(&snap, &*policies);
+            (snap, decision)
+        });
+        let Some((snap, decision)) = decided.await else { return };
         self.claim_conditions(objects, &snap, &decision.candidates).await;
         tracing::debug!(
             evaluated = decision.evaluated,

@@ -9,17 +9,63 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// A control-loop pass running longer than this makes `/healthz` fail (the kubelet then
+/// restarts the controller): something it waits on is stuck.
+pub const STUCK_AFTER: Duration = Duration::from_secs(180);
 
 #[derive(Default)]
 pub struct Metrics {
     ready: AtomicBool,
     /// name{labels} → value.
     values: Mutex<BTreeMap<String, f64>>,
+    passes: Mutex<Passes>,
+}
+
+/// When the control loop's current pass started, and when the last one completed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Passes {
+    pub running_since: Option<Instant>,
+    pub last_completed: Option<Instant>,
+}
+
+impl Passes {
+    /// `/healthz`: failing while a pass has run longer than `stuck_after`. A replica that is
+    /// not leading runs no passes and stays healthy.
+    pub fn check(&self, now: Instant, stuck_after: Duration) -> Result<String, String> {
+        let ago = |t: Instant| format!("{:.1}s ago", now.duration_since(t).as_secs_f64());
+        match self.running_since {
+            Some(t) if now.duration_since(t) > stuck_after => Err(format!(
+                "the control loop is stuck: its pass started {} and has not completed (last completed: {})",
+                ago(t),
+                self.last_completed.map_or("never".to_string(), ago)
+            )),
+            _ => Ok(format!("ok: last pass completed {}", self.last_completed.map_or("never".to_string(), ago))),
+        }
+    }
 }
 
 impl Metrics {
     pub fn set_ready(&self) {
         self.ready.store(true, Ordering::SeqCst);
+    }
+
+    pub fn pass_started(&self) {
+        if let Ok(mut p) = self.passes.lock() {
+            p.running_since = Some(Instant::now());
+        }
+    }
+
+    pub fn pass_completed(&self) {
+        if let Ok(mut p) = self.passes.lock() {
+            p.running_since = None;
+            p.last_completed = Some(Instant::now());
+        }
+    }
+
+    fn passes(&self) -> Passes {
+        self.passes.lock().map(|p| *p).unwrap_or_default()
     }
 
     pub fn add(&self, series: &str, v: f64) {
@@ -60,7 +106,15 @@ pub async fn serve(
     metrics_port: u16,
 ) -> anyhow::Result<()> {
     let health = Router::new()
-        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/healthz",
+            get(|State(m): State<Arc<Metrics>>| async move {
+                match m.passes().check(Instant::now(), STUCK_AFTER) {
+                    Ok(text) => (StatusCode::OK, text),
+                    Err(text) => (StatusCode::SERVICE_UNAVAILABLE, text),
+                }
+            }),
+        )
         .route(
             "/readyz",
             get(|State(m): State<Arc<Metrics>>| async move {
@@ -85,4 +139,23 @@ pub async fn serve(
         let _ = axum::serve(mm, metrics_app).await;
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn healthz_fails_only_while_a_pass_is_stuck() {
+        let t0 = Instant::now();
+        let stuck = Duration::from_secs(180);
+        let later = |s: u64| t0 + Duration::from_secs(s);
+        assert!(Passes::default().check(later(1000), stuck).is_ok(), "a follower runs no passes");
+        let running = Passes { running_since: Some(t0), last_completed: None };
+        assert!(running.check(later(10), stuck).is_ok());
+        let err = running.check(later(181), stuck).unwrap_err();
+        assert!(err.contains("stuck") && err.contains("181.0s ago"), "{err}");
+        let done = Passes { running_since: None, last_completed: Some(later(200)) };
+        assert!(done.check(later(1000), stuck).unwrap().contains("800.0s ago"));
+    }
 }

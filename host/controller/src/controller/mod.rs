@@ -187,9 +187,11 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     }
     let changed = c.stores.changed.clone();
     loop {
+        c.metrics.pass_started();
         if let Err(e) = c.reconcile().await {
             tracing::warn!(error = %format!("{e:#}"), "reconcile failed; retrying");
         }
+        c.metrics.pass_completed();
         tokio::select! {
             _ = changed.notified() => {}
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
@@ -267,6 +269,7 @@ impl Controller {
     async fn reconcile(&mut self) -> anyhow::Result<()> {
         self.nodeclasses().await;
         self.policies.refresh(&self.stores.nodepools.state());
+        self.policies.log_failures();
         let objects = self.stores.objects();
         self.nodepools(&objects).await;
         self.orphans(&objects).await;
@@ -501,7 +504,12 @@ impl Controller {
             .filter_map(|np| np.metadata.name.as_deref())
             .collect();
         snap.nodepools.retain(|t| !deleting.contains(t.name.as_str()) && !self.invalid.contains(&t.name));
-        let plan = tenon_core::schedule(&snap, &self.policies.active);
+        let policies = self.policies.active.clone();
+        let decided = off_loop("provisioning", move || {
+            let plan = tenon_core::schedule(&snap, &*policies);
+            (snap, plan)
+        });
+        let Some((snap, plan)) = decided.await else { return };
         self.metrics.add("tenon_provisioning_decisions_total", 1.0);
         self.metrics.set("tenon_provisioning_decision_seconds", started.elapsed().as_secs_f64());
         for planned in &plan.nodeclaims {
@@ -673,17 +681,22 @@ impl Controller {
             .into_iter()
             .find(|c| c.metadata.name.as_deref() == Some(class_name.as_str()));
         let types = catalogs.get(&class_name).cloned().unwrap_or_default();
-        // Ranked here, where the NodePool's scorer lives; the launch task gets the order.
-        let options = lifecycle::launch_options(nc, &types, &self.policies.active, unix_now());
-        let (client, provider, recorder, metrics, launching, nc) = (
+        let (client, provider, recorder, metrics, launching, nc, policies) = (
             self.client.clone(),
             self.provider.clone(),
             self.recorder.clone(),
             self.metrics.clone(),
             self.launching.clone(),
             nc.clone(),
+            self.policies.active.clone(),
         );
         tokio::spawn(async move {
+            // Ranked by the NodePool's scorer, off the runtime's threads.
+            let ranked = {
+                let (nc, types) = (nc.clone(), types.clone());
+                off_loop("launch ranking", move || lifecycle::launch_options(&nc, &types, &*policies, unix_now()))
+            };
+            let options = ranked.await.unwrap_or_default();
             let result = launch_one(&client, &provider, &nc, nodeclass.as_deref(), options, &types, &metrics).await;
             if let Err(message) = result {
                 let conds = lifecycle::with_condition(&nc, condition::LAUNCHED, false, "LaunchFailed", &message);
@@ -739,6 +752,18 @@ async fn launch_one(
     metrics.add(&format!("karpenter_nodeclaims_launched_total{{nodepool=\"{}\"}}", req.nodepool), 1.0);
     tracing::info!(nodeclaim = %name, instance = %instance.id, instance_type = %instance.instance_type, zone = %instance.zone, "launched");
     Ok(())
+}
+
+/// Runs a decision on tokio's blocking threads, never the control loop's: the policies it
+/// calls may take up to their deadline each. `None` when it panicked (logged).
+async fn off_loop<T: Send + 'static>(decision: &str, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(out) => Some(out),
+        Err(e) => {
+            tracing::error!(error = %e, decision, "the decision panicked");
+            None
+        }
+    }
 }
 
 /// Instance types per EC2NodeClass name.

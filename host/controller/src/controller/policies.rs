@@ -1,12 +1,13 @@
 //! Per-NodePool policies: each NodePool's `tenon.dev/*` annotations resolved through the
-//! policy store, reloaded when annotations change. A NodePool whose policies cannot be loaded
-//! or whose policy last failed is reported (`PolicyHealthy=False` + Event) and decided with the
-//! design.md §5 fallbacks; other NodePools are unaffected.
+//! policy store, reloaded when annotations change. A NodePool whose policy cannot be loaded
+//! or last failed is reported (`PolicyHealthy=False` + Event) and decided with the design.md
+//! §5 fallbacks, the same in both cases; other NodePools are unaffected.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use tenon_api::NodePool;
+use tenon_policy::cache::PrecompileCache;
 use tenon_policy::cluster::{ClusterPolicies, NodePoolInfo};
 use tenon_policy::metrics::Metrics;
 use tenon_policy::{Limits, PolicyEngine, PolicyStore};
@@ -16,7 +17,8 @@ type PolicyInput = (String, BTreeMap<String, String>, BTreeMap<String, String>);
 
 pub struct Policies {
     store: Option<PolicyStore>,
-    pub active: ClusterPolicies,
+    /// Shared with the decisions, which run off the control loop's thread.
+    pub active: Arc<ClusterPolicies>,
     /// The NodePool inputs `active` was resolved from.
     resolved_from: Vec<PolicyInput>,
     /// NodePool → why its policies could not be loaded.
@@ -25,18 +27,22 @@ pub struct Policies {
 }
 
 impl Policies {
-    /// Without a directory, NodePools naming a policy are reported, never silently ignored.
+    /// Without a directory, NodePools naming a policy are reported and fail safe, never
+    /// silently ignored.
     pub fn new(dir: Option<&Path>) -> anyhow::Result<Policies> {
         let store = match dir {
             Some(d) => {
-                let cache = std::env::temp_dir().join("tenon-policy-cache");
-                Some(PolicyStore::new(d, PolicyEngine::new(Limits::default(), Some(cache))?))
+                let engine = PolicyEngine::new(Limits::default(), PrecompileCache::default_dir())?;
+                if let Some(why) = engine.cache_refused() {
+                    tracing::warn!(%why, "policy precompile cache not used; policies are compiled at every start");
+                }
+                Some(PolicyStore::new(d, engine))
             }
             None => None,
         };
         Ok(Policies {
             store,
-            active: ClusterPolicies::default(),
+            active: Arc::default(),
             resolved_from: Vec::new(),
             problems: BTreeMap::new(),
             metrics: Arc::new(Metrics::default()),
@@ -73,24 +79,19 @@ impl Policies {
             })
             .collect();
         self.problems.clear();
-        match &self.store {
-            Some(store) => {
-                let (active, problems) = ClusterPolicies::resolve_into(store, &infos, None, self.metrics.clone());
-                self.active = active;
-                self.problems = problems.into_iter().collect();
+        let (active, problems) = ClusterPolicies::resolve_into(self.store.as_ref(), &infos, None, self.metrics.clone());
+        // Load problems are reported below and by the NodePool's condition.
+        let _ = tenon_core::disruption::PolicySet::take_failures(&active);
+        self.active = Arc::new(active);
+        for (pool, problem) in problems {
+            let all = self.problems.entry(pool).or_default();
+            if !all.is_empty() {
+                all.push_str("; ");
             }
-            None => {
-                self.active = ClusterPolicies::default();
-                for info in infos.iter().filter(|i| !i.annotations.is_empty()) {
-                    self.problems.insert(
-                        info.name.clone(),
-                        "names a policy but the controller has no policy store (set TENON_POLICY_DIR / --policy-dir; the Helm chart mounts the default bundle there)".into(),
-                    );
-                }
-            }
+            all.push_str(&problem);
         }
         for (pool, problem) in &self.problems {
-            tracing::warn!(nodepool = %pool, %problem, "NodePool policies not loaded; Karpenter's defaults apply");
+            tracing::warn!(nodepool = %pool, %problem, "NodePool policy unavailable; its fail-safe applies");
         }
         tracing::info!(nodepools = inputs.len(), problems = self.problems.len(), "NodePool policies resolved");
         self.resolved_from = inputs;
@@ -101,11 +102,15 @@ impl Policies {
         if let Some(p) = self.problems.get(pool) {
             return Some(("PolicyUnavailable", p.clone()));
         }
-        let failures = self.active.failures(pool);
-        if failures.is_empty() {
-            return None;
+        let failing = self.active.health(pool);
+        (!failing.is_empty()).then(|| ("PolicyFailed", failing.join("; ")))
+    }
+
+    /// Logs the policy failures since the last pass.
+    pub fn log_failures(&self) {
+        use tenon_core::disruption::PolicySet;
+        for f in self.active.take_failures() {
+            tracing::warn!(nodepool = %f.nodepool, policy = %f.policy, hook = %f.hook, kind = %f.kind, message = %f.message, fallback = %f.fallback, "policy failed");
         }
-        let text: Vec<String> = failures.iter().map(|(name, f)| format!("policy {name}: {f}")).collect();
-        Some(("PolicyFailed", format!("{}; the built-in fallback decided instead", text.join("; "))))
     }
 }

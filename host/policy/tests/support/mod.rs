@@ -43,7 +43,8 @@ pub fn wasm(dir: &Path, name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// A precompile cache shared by the tests: each component is compiled once per build.
+/// A precompile cache shared by the tests (created private, 0700): each component is
+/// compiled once per build.
 pub fn cache_dir() -> PathBuf {
-    target_dir().join("precompiled")
+    target_dir().join("policy-cache")
 }
