@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use tenon_api::policy::PolicyRef;
 use tenon_core::disruption::{DefaultPolicies, PolicySet};
 use tenon_core::scorer::{PriceScorer, Scorer};
-use tenon_policy::cluster::{ClusterPolicies, NodePoolInfo};
 use tenon_policy::cache::PrecompileCache;
+use tenon_policy::cluster::{ClusterPolicies, NodePoolInfo};
 use tenon_policy::{Limits, PolicyEngine, PolicyStore};
 use tenon_sim::world::World;
 use tenon_sim::{Report, Scenario, run};
@@ -107,8 +107,12 @@ fn run_once(scenario: &Scenario, set: Option<&ClusterPolicies>, live: bool) -> a
 
 fn summary(r: &Report) -> String {
     let p = |v: Option<i64>| v.map_or("-".to_string(), |s| format!("{s}s"));
+    let failed = match r.policy_failure_count() {
+        0 => String::new(),
+        n => format!("; {n} policy calls failed and their fallback decided ({})", failures(r)),
+    };
     format!(
-        "{} NodeClaims created, {} disruptions, ${:.4} spent, ${:.4}/h at the end; pods waited p50 {} / max {} (spot prices are a model)",
+        "{} NodeClaims created, {} disruptions, ${:.4} spent, ${:.4}/h at the end; pods waited p50 {} / max {}{failed} (spot prices are a model)",
         r.nodeclaims_created,
         r.disruptions,
         r.total_cost,
@@ -116,6 +120,16 @@ fn summary(r: &Report) -> String {
         p(r.pending_p50_seconds),
         p(r.pending_max_seconds)
     )
+}
+
+/// "default-scoring/scoring timeout ×12, …", or "none".
+fn failures(r: &Report) -> String {
+    if r.policy_failures.is_empty() {
+        return "none".into();
+    }
+    let parts: Vec<String> =
+        r.policy_failures.iter().map(|f| format!("{}/{} {} ×{}", f.policy, f.hook, f.kind, f.count)).collect();
+    parts.join(", ")
 }
 
 pub fn simulate(path: &Path, o: Options<'_>) -> anyhow::Result<u8> {
@@ -188,12 +202,19 @@ fn compare(scenario: &Scenario, a: &str, b: &str, dir: &Path, json: bool) -> any
             ("pod wait max", secs(ra.pending_max_seconds), secs(rb.pending_max_seconds)),
             ("NodeClaims created", ra.nodeclaims_created.to_string(), rb.nodeclaims_created.to_string()),
             ("disruptions", ra.disruptions.to_string(), rb.disruptions.to_string()),
+            ("policy failures", failures(&ra), failures(&rb)),
             ("expectations", held(&ra), held(&rb)),
         ];
         for (what, x, y) in rows {
             println!("{what:<26} {x:<28} {y}");
         }
         for (side, r) in [("A", &ra), ("B", &rb)] {
+            if r.policy_failure_count() > 0 {
+                println!(
+                    "NOTE ({side}) {} policy calls failed: those decisions are the fallback's, not the policy's",
+                    r.policy_failure_count()
+                );
+            }
             for f in &r.failures {
                 println!("FAILED ({side}) {f}");
             }

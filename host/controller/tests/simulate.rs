@@ -225,3 +225,132 @@ fn the_start_time_moves_the_wall_clock_and_nothing_else() {
         out(&o)
     );
 }
+
+/// consolidate-replace with its NodePool annotated (YAML lines under `annotations:`) and its
+/// budget replaced by `budget`.
+fn consolidate_replace_with(name: &str, annotations: &str, budget: &str) -> PathBuf {
+    let seeds = repo().join("examples/seeds/lab-general");
+    let np = std::fs::read_to_string(seeds.join("nodepool-lab-general.yaml"))
+        .unwrap()
+        .replacen("  name: lab-general\n", &format!("  name: lab-general\n  annotations:\n{annotations}"), 1)
+        .replace("      - nodes: \"10%\"", &format!("      - nodes: \"{budget}\""));
+    let scenario = std::fs::read_to_string(repo().join("examples/scenarios/consolidate-replace.yaml"))
+        .unwrap()
+        .replace("../seeds/lab-general/nodepool-lab-general.yaml", "nodepool.yaml")
+        .replace("../seeds/", &format!("{}/", repo().join("examples/seeds").display()));
+    scratch(name, &[("nodepool.yaml", &np), ("scenario.yaml", &scenario)]).join("scenario.yaml")
+}
+
+/// The report without what only policy failures add (their events and counts).
+fn outcome(report: &serde_json::Value) -> serde_json::Value {
+    let mut r = report.clone();
+    let o = r.as_object_mut().unwrap();
+    o.remove("policyFailures");
+    o.remove("scenario");
+    let events = o["events"].as_array_mut().unwrap();
+    events.retain(|e| !["PolicyFailed", "PolicySkipped"].contains(&e["reason"].as_str().unwrap()));
+    r
+}
+
+#[test]
+fn failing_policies_in_shadow_mode_change_nothing() {
+    let dir = guests();
+    // Both policies fail on every call (the consolidator panics, the budget policy knows
+    // no mode "panic"); in shadow mode the default decides regardless.
+    let scenario = consolidate_replace_with(
+        "shadow",
+        "    tenon.dev/policy-mode: shadow\n    tenon.dev/policy-config: '{\"mode\": \"panic\"}'\n",
+        "10%",
+    );
+    let o = tenon(&[
+        "simulate",
+        "--json",
+        "--policy-dir",
+        dir.to_str().unwrap(),
+        "--compare",
+        "default",
+        "hostile-consolidator,hostile-budget",
+        scenario.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (a, b) = (&v["a"]["report"], &v["b"]["report"]);
+    assert_eq!(a["disruptions"], 1, "the default replaces the node");
+    assert_eq!(outcome(a), outcome(b), "shadow failures changed the outcome");
+    let failures = b["policyFailures"].as_array().unwrap();
+    let hooks: Vec<&str> = failures.iter().map(|f| f["hook"].as_str().unwrap()).collect();
+    assert!(hooks.contains(&"consolidation") && hooks.contains(&"budget"), "reported: {failures:?}");
+    assert!(failures.iter().all(|f| f["fallback"] == "the default (shadow mode)"), "{failures:?}");
+}
+
+#[test]
+fn a_budget_policy_cannot_open_a_closed_budget_in_a_simulation() {
+    let dir = guests();
+    let scenario = consolidate_replace_with(
+        "loosen",
+        "    tenon.dev/disruption-policy: hostile-budget\n    tenon.dev/policy-config: '{\"mode\": \"max\"}'\n",
+        "0",
+    );
+    let o = tenon(&["simulate", "--json", "--policy-dir", dir.to_str().unwrap(), scenario.to_str().unwrap()]);
+    // The scenario expects one disruption; with nodes "0" there is none, whatever the policy says.
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["disruptions"], 0, "u32::MAX from the policy opened nodes: \"0\"");
+}
+
+#[test]
+fn a_simulation_reports_every_policy_failure_and_skips_a_policy_that_keeps_failing() {
+    let dir = guests();
+    let dir = dir.to_str().unwrap();
+    // A scorer that runs into its deadline on every call; 2-vCPU types only, so the eight
+    // inflate pods need eight NodeClaims, each scored.
+    let np = std::fs::read_to_string(repo().join("examples/seeds/lab-general/nodepool-lab-general.yaml")).unwrap();
+    let np = np
+        .replacen(
+            "  name: lab-general\n",
+            "  name: lab-general\n  annotations:\n    tenon.dev/scoring-policy: hostile-scorer\n    tenon.dev/policy-config: '{\"mode\": \"loop\"}'\n",
+            1,
+        )
+        .replacen(
+            "          values: [\"4\"]\n",
+            "          values: [\"4\"]\n        - key: karpenter.k8s.aws/instance-cpu\n          operator: In\n          values: [\"2\"]\n",
+            1,
+        );
+    let tmp = scratch(
+        "failing-scorer",
+        &[
+            ("nodepool.yaml", &np),
+            ("scenario.yaml", &lab_general_scenario("looping", "nodepool.yaml", "pendingPods: 0")),
+        ],
+    );
+    let scenario = tmp.join("scenario.yaml");
+    let o = tenon(&["simulate", "--json", "--policy-dir", dir, scenario.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "price order still provisions: {}", out(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let failures = v["policyFailures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    let f = &failures[0];
+    assert_eq!(
+        (f["policy"].as_str(), f["hook"].as_str(), f["kind"].as_str()),
+        (Some("hostile-scorer"), Some("scoring"), Some("timeout"))
+    );
+    assert_eq!(f["fallback"], "price order");
+    // Called until the breaker opened, then skipped: not once per decision.
+    let calls = f["count"].as_u64().unwrap();
+    assert_eq!(calls, 5, "{calls} timed-out calls for eight NodeClaims in a 2-minute run");
+    let events = v["events"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["reason"] == "PolicyFailed" && e["object"] == "NodePool/lab-general"));
+    assert!(events.iter().any(|e| e["reason"] == "PolicySkipped"), "the breaker trip is on the timeline");
+    // The text summary and --compare say so too.
+    let o = tenon(&["simulate", "--quiet", "--policy-dir", dir, scenario.to_str().unwrap()]);
+    assert!(
+        out(&o).contains("policy calls failed and their fallback decided (hostile-scorer/scoring timeout"),
+        "{}",
+        out(&o)
+    );
+    let o =
+        tenon(&["simulate", "--policy-dir", dir, "--compare", "default", "hostile-scorer", scenario.to_str().unwrap()]);
+    let text = out(&o);
+    assert!(text.contains("policy failures") && text.contains("hostile-scorer/scoring timeout ×"), "{text}");
+    assert!(text.contains("NOTE (B)") && text.contains("fallback's, not the policy's"), "{text}");
+}

@@ -2,7 +2,7 @@
 //! when due, and expectations are checked when due. A failed expectation is a failed run.
 
 use crate::scenario::{Count, Expectation, Scenario};
-use crate::world::{Event, Sample, SimError, World};
+use crate::world::{Event, PolicyFailures, Sample, SimError, World};
 use serde::Serialize;
 use tenon_core::disruption::PolicySet;
 use tenon_core::scorer::Scorer;
@@ -20,6 +20,8 @@ pub struct Report {
     pub expectations_checked: usize,
     pub nodeclaims_created: usize,
     pub disruptions: usize,
+    /// Policy calls whose answer was not used (the fallback decided), grouped.
+    pub policy_failures: Vec<PolicyFailures>,
     /// USD spent over the run.
     pub total_cost: f64,
     pub pending_p50_seconds: Option<i64>,
@@ -29,6 +31,13 @@ pub struct Report {
     pub final_cost_per_hour: f64,
     /// Spot prices come from a discount model, not data.
     pub spot_prices_are_modelled: bool,
+}
+
+impl Report {
+    /// Failed policy calls in all.
+    pub fn policy_failure_count(&self) -> usize {
+        self.policy_failures.iter().map(|f| f.count).sum()
+    }
 }
 
 fn count_ok(c: &Count, v: usize) -> bool {
@@ -152,6 +161,7 @@ pub fn run(
         expectations_checked: checked,
         nodeclaims_created: w.nodeclaims_created,
         disruptions: w.disruptions,
+        policy_failures: w.policy_failures.values().cloned().collect(),
         total_cost: w.cost,
         pending_p50_seconds: pending.get(pending.len() / 2).copied(),
         pending_seconds: pending.clone(),

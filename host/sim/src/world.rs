@@ -141,6 +141,19 @@ pub struct Event {
     pub message: String,
 }
 
+/// The calls of one policy that failed in the same way, and what decided instead.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyFailures {
+    pub nodepool: String,
+    pub policy: String,
+    pub hook: String,
+    pub kind: String,
+    pub count: usize,
+    pub fallback: String,
+    pub last_message: String,
+}
+
 /// The state at a moment, for plots and expectations.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -179,6 +192,8 @@ pub struct World<'p> {
     pub pending_times: Vec<i64>,
     pub nodeclaims_created: usize,
     pub disruptions: usize,
+    /// Policy failures by (NodePool, policy, hook, kind).
+    pub policy_failures: BTreeMap<(String, String, String, String), PolicyFailures>,
     pub cost: f64,
     batch: Option<(i64, i64)>,
     last_provision: i64,
@@ -251,6 +266,7 @@ impl<'p> World<'p> {
             pending_times: Vec::new(),
             nodeclaims_created: 0,
             disruptions: 0,
+            policy_failures: BTreeMap::new(),
             cost: 0.0,
             batch: None,
             last_provision: start,
@@ -576,6 +592,7 @@ impl<'p> World<'p> {
             self.next_disruption = self.now + self.settings.disruption_interval_seconds;
             self.disruption(scorer);
         }
+        self.policy_failures();
         let cph = self.cost_per_hour();
         self.cost += cph / 3600.0;
         if self.counts.0 != self.generation {
@@ -597,6 +614,34 @@ impl<'p> World<'p> {
             self.samples.push(sample);
         }
         self.now += 1;
+    }
+
+    /// Every policy failure becomes an event (a breaker trip too) and is counted for the
+    /// report: a run must not show a fallback's numbers as the policy's.
+    fn policy_failures(&mut self) {
+        for f in self.policies.take_failures() {
+            let (reason, message) = if f.kind == "circuit_open" {
+                ("PolicySkipped", format!("{} ({}) {}; {} decides meanwhile", f.policy, f.hook, f.message, f.fallback))
+            } else {
+                ("PolicyFailed", format!("{} ({}) {}: {}; {} decided", f.policy, f.hook, f.kind, f.message, f.fallback))
+            };
+            self.event(reason, format!("NodePool/{}", f.nodepool), message);
+            if f.kind == "circuit_open" {
+                continue;
+            }
+            let key = (f.nodepool.clone(), f.policy.clone(), f.hook.clone(), f.kind.clone());
+            let entry = self.policy_failures.entry(key).or_insert_with(|| PolicyFailures {
+                nodepool: f.nodepool,
+                policy: f.policy,
+                hook: f.hook,
+                kind: f.kind,
+                count: 0,
+                fallback: f.fallback,
+                last_message: String::new(),
+            });
+            entry.count += 1;
+            entry.last_message = f.message;
+        }
     }
 
     fn reconcile_deployments(&mut self) {
