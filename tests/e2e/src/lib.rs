@@ -14,6 +14,7 @@
 pub mod deployments;
 pub mod kubelet;
 pub mod moto;
+pub mod observe;
 pub mod scenario;
 pub mod scheduler;
 
@@ -294,6 +295,21 @@ impl Cluster {
 
     pub fn controller_log(&self) -> String {
         self.replica_log(0)
+    }
+
+    /// A policy store of this test's own, holding `files` (built name, name in the store)
+    /// copied from `$TENON_POLICY_DIR` (the test command builds every policy there).
+    pub fn policy_store(&self, files: &[(&str, &str)]) -> PathBuf {
+        let built = PathBuf::from(std::env::var_os("TENON_POLICY_DIR").expect(
+            "TENON_POLICY_DIR: the built policies, hostile guests included (the test command builds them and sets it)",
+        ));
+        let store = self.dir.join("policies");
+        std::fs::create_dir_all(&store).expect("policy store");
+        for (from, to) in files {
+            std::fs::copy(built.join(from), store.join(to))
+                .unwrap_or_else(|e| panic!("{from} in {}: {e}", built.display()));
+        }
+        store
     }
 
     pub fn elapsed(&self) -> Duration {

@@ -40,6 +40,17 @@ pub async fn nodeclass_ready(c: &Cluster, name: &str) {
     .await;
 }
 
+/// Pods the scheduler marked `PodScheduled=False/Unschedulable` (what Tenon provisions for).
+pub fn unschedulable(pods: &[Pod]) -> usize {
+    pods.iter()
+        .filter(|p| {
+            p.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|cs| {
+                cs.iter().any(|c| c.type_ == "PodScheduled" && c.reason.as_deref() == Some("Unschedulable"))
+            })
+        })
+        .count()
+}
+
 pub fn bound(pods: &[Pod]) -> usize {
     pods.iter().filter(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_some())).count()
 }

@@ -3,7 +3,6 @@
 //! keeps running and the healthy NodePool (running a Wasm scoring policy) provisions.
 
 use kube::Api;
-use std::path::PathBuf;
 use std::time::Duration;
 use tenon_api::NodePool;
 use tenon_e2e::scenario::{INFLATE_NS, all_bound, apply_lab_general, nodeclass_ready, scale_inflate};
@@ -57,15 +56,8 @@ async fn event(c: &Cluster, name: &str, reason: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_nodepools_are_reported_and_the_good_one_provisions_through_its_wasm_policy() {
-    let built = PathBuf::from(
-        std::env::var_os("TENON_POLICY_DIR")
-            .expect("TENON_POLICY_DIR: the built default policies (the test command builds them and sets it)"),
-    );
     let mut c = Cluster::start("bad-input").await;
-    let store = c.dir.join("policies");
-    std::fs::create_dir_all(&store).unwrap();
-    std::fs::copy(built.join("default_scoring.wasm"), store.join("default-scoring.wasm"))
-        .expect("default_scoring.wasm in TENON_POLICY_DIR");
+    let store = c.policy_store(&[("default_scoring.wasm", "default-scoring.wasm")]);
     c.controller_env.push(("TENON_POLICY_DIR".into(), store.display().to_string()));
 
     apply_lab_general(&c);

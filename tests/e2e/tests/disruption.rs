@@ -3,8 +3,8 @@
 //! policies that veto.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use tenon_e2e::observe::Deletions;
 use tenon_e2e::scenario::{
     INFLATE_NS, all_bound, apply_lab_general, disrupting, lab_general_running, nodeclass_ready, patch_nodepool,
     scale_inflate, small_nodes_quick_consolidation,
@@ -23,6 +23,8 @@ async fn scale_to_zero_removes_nodes_after_consolidate_after_within_the_budget()
     let nodes = c.nodeclaims().await.len();
     assert!(nodes >= 3, "three pods per 4-vCPU node: {nodes} NodeClaims");
 
+    // An empty node's deletion is over in milliseconds: watched, not polled.
+    let deletions = Deletions::watch(&c.client);
     scale_inflate(&c, 0);
     let emptied = eventually(Duration::from_secs(20), "the inflate pods gone", || async {
         c.pods(INFLATE_NS).await.is_empty().then(Instant::now)
@@ -41,6 +43,8 @@ async fn scale_to_zero_removes_nodes_after_consolidate_after_within_the_budget()
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     c.assert_controller_running();
+    let most = most.max(deletions.most_at_once());
+    let first_disruption = [first_disruption, deletions.first(&BTreeSet::new())].into_iter().flatten().min();
     let waited = first_disruption.expect("a disruption was seen").duration_since(emptied);
     assert!(
         waited >= Duration::from_secs(5),
@@ -106,6 +110,7 @@ spec:
 async fn three_underused_nodes_become_one_cheaper_node_replacement_first() {
     let mut c = Cluster::start("multi-node").await;
     let originals = three_underused_nodes(&mut c).await;
+    let deletions = Deletions::watch(&c.client);
     let start = Instant::now();
     let mut replacement: Option<String> = None;
     let mut initialized: Option<Instant> = None;
@@ -150,6 +155,7 @@ async fn three_underused_nodes_become_one_cheaper_node_replacement_first() {
     let claims = c.nodeclaims().await;
     assert_eq!(claims.len(), 1, "one node for the three small pods");
     assert_eq!(claims[0].metadata.name, replacement, "the replacement");
+    let first_deleting = [first_deleting, deletions.first(&originals)].into_iter().flatten().min();
     let (init, deleting) = (initialized.expect("replacement Initialized"), first_deleting.expect("candidates deleted"));
     assert!(init <= deleting, "a candidate was deleted before its replacement was Initialized");
     // The replacement was ready before the drain: a moved pod waits for the Deployment and
@@ -218,26 +224,13 @@ async fn changing_the_nodepool_template_replaces_drifted_nodes() {
     c.assert_controller_running();
 }
 
-fn store_with(c: &Cluster, files: &[(&str, &str)]) -> PathBuf {
-    let built = PathBuf::from(std::env::var_os("TENON_POLICY_DIR").expect(
-        "TENON_POLICY_DIR: the built policies, hostile guests included (the test command builds them and sets it)",
-    ));
-    let store = c.dir.join("policies");
-    std::fs::create_dir_all(&store).unwrap();
-    for (from, to) in files {
-        std::fs::copy(built.join(from), store.join(to))
-            .unwrap_or_else(|e| panic!("{from} in {}: {e}", built.display()));
-    }
-    store
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejecting_consolidation_policy_and_a_trapping_budget_policy_stop_disruption() {
     let mut c = Cluster::start("policy-veto").await;
-    let store = store_with(
-        &c,
-        &[("hostile_consolidator.wasm", "reject-all.wasm"), ("hostile_budget.wasm", "trapping-budget.wasm")],
-    );
+    let store = c.policy_store(&[
+        ("hostile_consolidator.wasm", "reject-all.wasm"),
+        ("hostile_budget.wasm", "trapping-budget.wasm"),
+    ]);
     c.controller_env.push(("TENON_POLICY_DIR".into(), store.display().to_string()));
     apply_lab_general(&c);
     patch_nodepool(&c, "lab-general", r#"{"spec":{"disruption":{"consolidateAfter":"2s"}}}"#, false);

@@ -1,24 +1,16 @@
 //! The runbooks' experiments, end to end: their manifests applied unchanged with kubectl to
 //! the API emulator, the real `tenon controller`, moto as EC2, and the stand-ins.
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::ListParams;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tenon_api::NodeClaim;
-use tenon_e2e::scenario::{INFLATE_NS, all_bound, apply_lab, apply_lab_general, nodeclass_ready, scale_inflate};
+use tenon_e2e::scenario::{
+    INFLATE_NS, all_bound, apply_lab, apply_lab_general, nodeclass_ready, scale_inflate, unschedulable,
+};
 use tenon_e2e::{Cluster, eventually, has_condition, kubelet, label};
-
-fn unschedulable(pods: &[Pod]) -> usize {
-    pods.iter()
-        .filter(|p| {
-            p.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|cs| {
-                cs.iter().any(|c| c.type_ == "PodScheduled" && c.reason.as_deref() == Some("Unschedulable"))
-            })
-        })
-        .count()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lab_general_positive_inflate_gets_cmr_gen5_plus_on_demand_amd64_nodes() {
