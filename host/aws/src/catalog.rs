@@ -192,9 +192,14 @@ pub fn info_json(t: &InstanceTypeInfo) -> Value {
             "NetworkInfo".into(),
             json!({
                 "MaximumNetworkInterfaces": n.maximum_network_interfaces(),
+                "DefaultNetworkCardIndex": n.default_network_card_index(),
                 "Ipv4AddressesPerInterface": n.ipv4_addresses_per_interface(),
                 "EncryptionInTransitSupported": n.encryption_in_transit_supported(),
-                "NetworkCards": n.network_cards().iter().map(|c| json!({"BaselineBandwidthInGbps": c.baseline_bandwidth_in_gbps()})).collect::<Vec<_>>(),
+                "NetworkCards": n.network_cards().iter().map(|c| json!({
+                    "NetworkCardIndex": c.network_card_index(),
+                    "MaximumNetworkInterfaces": c.maximum_network_interfaces(),
+                    "BaselineBandwidthInGbps": c.baseline_bandwidth_in_gbps(),
+                })).collect::<Vec<_>>(),
             }),
         );
     }

@@ -27,7 +27,7 @@ use catalog::RawCatalog;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tenon_api::EC2NodeClass;
-use tenon_core::catalog::AwsCatalogOptions;
+use tenon_core::catalog::{AmiFamilyFlags, AwsCatalogOptions, KubeletModel};
 use tenon_core::cloud::{CloudError, CloudProvider, Instance, LaunchRequest};
 use tenon_core::instancetype::InstanceType;
 use unavailable::UnavailableOfferings;
@@ -46,6 +46,21 @@ pub struct Settings {
     pub region: String,
     /// `MAJOR.MINOR` of the API server: AMI aliases resolve per Kubernetes version.
     pub kubernetes_version: String,
+    /// Karpenter's `VM_MEMORY_OVERHEAD_PERCENT` and `RESERVED_ENIS`.
+    pub capacity: CapacitySettings,
+}
+
+/// Controller-wide settings of the capacity model.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CapacitySettings {
+    pub vm_memory_overhead: f64,
+    pub reserved_enis: i64,
+}
+
+impl Default for CapacitySettings {
+    fn default() -> Self {
+        CapacitySettings { vm_memory_overhead: tenon_core::catalog::DEFAULT_VM_MEMORY_OVERHEAD, reserved_enis: 0 }
+    }
 }
 
 pub struct AwsProvider {
@@ -96,6 +111,10 @@ impl AwsProvider {
             region: self.settings.region.clone(),
             root_volume_bytes: root_volume_bytes(nc),
             spot: true,
+            kubelet: kubelet_model(nc),
+            ami_family: AmiFamilyFlags::of(&nc.ami_family()),
+            reserved_enis: self.settings.capacity.reserved_enis,
+            vm_memory_overhead: self.settings.capacity.vm_memory_overhead,
         };
         let mut types = raw.instance_types(&zones, &opts);
         let now = Instant::now();
@@ -165,6 +184,19 @@ pub(crate) fn now_secs() -> i64 {
 }
 
 /// The kubelet root volume's size: the mapping marked `rootVolume`, else the default.
+/// The EC2NodeClass' kubelet settings that shape capacity and overhead.
+fn kubelet_model(nc: &EC2NodeClass) -> KubeletModel {
+    let Some(k) = nc.spec.kubelet.as_ref() else { return KubeletModel::default() };
+    KubeletModel {
+        max_pods: k.max_pods.map(i64::from),
+        pods_per_core: k.pods_per_core.map(i64::from),
+        kube_reserved: k.kube_reserved.clone(),
+        system_reserved: k.system_reserved.clone(),
+        eviction_hard: k.eviction_hard.clone(),
+        eviction_soft: k.eviction_soft.clone(),
+    }
+}
+
 fn root_volume_bytes(nc: &EC2NodeClass) -> i64 {
     nc.spec
         .block_device_mappings

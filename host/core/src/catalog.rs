@@ -2,14 +2,20 @@
 //! the bundled data (`host/core/data`, see its README for provenance) with Karpenter's AWS
 //! capacity and overhead model.
 //!
-//! AWS model (as Karpenter's AWS provider computes it):
-//! - memory capacity = `MemoryInfo.SizeInMiB` minus the VM overhead, `ceil(7.5%)`;
-//! - max pods = ENIs × (IPv4 addresses per ENI − 1) + 2;
+//! AWS model (as Karpenter's AWS provider computes it, `pkg/providers/instancetype/types.go`):
+//! - memory capacity = `MemoryInfo.SizeInMiB` (less 64 MiB on arm64, which Graviton reserves)
+//!   minus the VM overhead, `ceil(7.5%)` by default;
+//! - max pods = the kubelet's `maxPods`, else (AMI families with ENI-limited pod density) the
+//!   default network card's ENIs less reserved ones × (IPv4 addresses per ENI − 1) + 2,
+//!   else 110; then at most `podsPerCore` × vCPUs where the family honours it;
 //! - kube-reserved cpu = 6% of the first core + 1% of the second + 0.5% of the third and
-//!   fourth + 0.25% of every further core; kube-reserved memory = 11 MiB × max pods + 255 MiB;
-//!   kube-reserved ephemeral storage = 1 GiB;
+//!   fourth + 0.25% of every further core; kube-reserved memory = 11 MiB × pods + 255 MiB,
+//!   pods being the ENI-limited count for AL2023/AL2/Custom and max pods for Bottlerocket;
+//!   kube-reserved ephemeral storage = 1 GiB; each overridden by the kubelet's `kubeReserved`;
+//! - system-reserved = the kubelet's `systemReserved`;
 //! - eviction threshold: memory.available 100 MiB, nodefs.available 10% of the root volume
-//!   (20 GiB unless the EC2NodeClass says otherwise).
+//!   (20 GiB unless the EC2NodeClass says otherwise), each overridden by `evictionHard` (a
+//!   quantity, or a percentage of capacity; 100% disables it). `evictionSoft` reserves nothing.
 //!
 //! Spot prices are not real data: a spot offering costs [`SPOT_PRICE_MODEL_FACTOR`] × the
 //! on-demand price, and every consumer that shows it must say it is a model.
@@ -25,6 +31,8 @@ use thiserror::Error;
 
 /// Modelled spot price as a fraction of on-demand (a 60% discount).
 pub const SPOT_PRICE_MODEL_FACTOR: f64 = 0.4;
+/// Karpenter's default `VM_MEMORY_OVERHEAD_PERCENT`.
+pub const DEFAULT_VM_MEMORY_OVERHEAD: f64 = 0.075;
 /// Root volume assumed when the NodeClass does not set one.
 pub const DEFAULT_ROOT_VOLUME_BYTES: i64 = 20 << 30;
 
@@ -92,6 +100,49 @@ pub fn us_east_1_prices() -> BTreeMap<String, f64> {
         .collect()
 }
 
+/// How an AMI family shapes capacity (Karpenter's `FeatureFlags`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AmiFamilyFlags {
+    /// Kube-reserved memory counts the ENI-limited pods, whatever `maxPods` says.
+    pub eni_limited_memory_overhead: bool,
+    pub pods_per_core_enabled: bool,
+    /// Without `maxPods`, pods are ENI-limited (else 110).
+    pub eni_limited_pod_density: bool,
+}
+
+impl AmiFamilyFlags {
+    /// AL2023, AL2 and Custom.
+    pub const DEFAULT: AmiFamilyFlags = AmiFamilyFlags {
+        eni_limited_memory_overhead: true,
+        pods_per_core_enabled: true,
+        eni_limited_pod_density: true,
+    };
+    pub const BOTTLEROCKET: AmiFamilyFlags = AmiFamilyFlags {
+        eni_limited_memory_overhead: false,
+        pods_per_core_enabled: false,
+        eni_limited_pod_density: true,
+    };
+
+    /// The flags of an EC2NodeClass' AMI family (`EC2NodeClass::ami_family`).
+    pub fn of(family: &str) -> AmiFamilyFlags {
+        if family.eq_ignore_ascii_case("Bottlerocket") { Self::BOTTLEROCKET } else { Self::DEFAULT }
+    }
+}
+
+/// The kubelet settings of an EC2NodeClass that shape capacity and overhead. Values are as
+/// written (quantities; eviction thresholds may be percentages); the API validates them, and
+/// one that cannot be read here is left out.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KubeletModel {
+    pub max_pods: Option<i64>,
+    pub pods_per_core: Option<i64>,
+    pub kube_reserved: BTreeMap<String, String>,
+    pub system_reserved: BTreeMap<String, String>,
+    pub eviction_hard: BTreeMap<String, String>,
+    /// Carried for completeness: a soft threshold only warns, it reserves nothing.
+    pub eviction_soft: BTreeMap<String, String>,
+}
+
 /// Options for building the EC2 catalog.
 #[derive(Clone, Debug)]
 pub struct AwsCatalogOptions {
@@ -99,11 +150,74 @@ pub struct AwsCatalogOptions {
     pub root_volume_bytes: i64,
     /// Offer spot (at the modelled price) where the type supports it.
     pub spot: bool,
+    pub kubelet: KubeletModel,
+    pub ami_family: AmiFamilyFlags,
+    /// ENIs the CNI keeps for itself (Karpenter's `RESERVED_ENIS`).
+    pub reserved_enis: i64,
+    /// Memory the hypervisor keeps, as a fraction (Karpenter's `VM_MEMORY_OVERHEAD_PERCENT`).
+    pub vm_memory_overhead: f64,
 }
 
 impl Default for AwsCatalogOptions {
     fn default() -> Self {
-        AwsCatalogOptions { region: "us-east-1".into(), root_volume_bytes: DEFAULT_ROOT_VOLUME_BYTES, spot: true }
+        AwsCatalogOptions {
+            region: "us-east-1".into(),
+            root_volume_bytes: DEFAULT_ROOT_VOLUME_BYTES,
+            spot: true,
+            kubelet: KubeletModel::default(),
+            ami_family: AmiFamilyFlags::DEFAULT,
+            reserved_enis: 0,
+            vm_memory_overhead: DEFAULT_VM_MEMORY_OVERHEAD,
+        }
+    }
+}
+
+/// Karpenter's `ENILimitedPods`: the VPC CNI uses the default network card only.
+pub fn eni_limited_pods(net: &Value, reserved_enis: i64) -> Option<i64> {
+    let card = net["DefaultNetworkCardIndex"].as_i64().unwrap_or(0);
+    let enis = net["NetworkCards"]
+        .as_array()
+        .and_then(|cards| {
+            cards
+                .iter()
+                .find(|c| c["NetworkCardIndex"].as_i64().unwrap_or(0) == card)
+                .and_then(|c| c["MaximumNetworkInterfaces"].as_i64())
+        })
+        .or_else(|| net["MaximumNetworkInterfaces"].as_i64())?;
+    let usable = (enis - reserved_enis).max(0);
+    if usable == 0 {
+        return Some(0);
+    }
+    Some(usable * (net["Ipv4AddressesPerInterface"].as_i64()? - 1) + 2)
+}
+
+/// An eviction threshold: a quantity, or a percentage of `capacity` rounded up (100% is
+/// "disabled", so 0).
+fn eviction_signal(value: &str, capacity: i64) -> Option<i64> {
+    match value.trim().strip_suffix('%') {
+        Some(p) => {
+            let p: f64 = p.trim().parse().ok()?;
+            let p = if p == 100.0 { 0.0 } else { p };
+            Some((capacity as f64 / 100.0 * p).ceil() as i64)
+        }
+        None => i64::try_from(tenon_api::quantity::parse_units(value).ok()?).ok(),
+    }
+}
+
+/// `kubeReserved`/`systemReserved`-style overrides onto `r` (cpu, memory, ephemeral-storage).
+fn set_reserved(r: &mut Resources, values: &BTreeMap<String, String>) {
+    for (k, v) in values {
+        let units = || tenon_api::quantity::parse_units(v).ok().and_then(|u| i64::try_from(u).ok());
+        match k.as_str() {
+            "cpu" => {
+                if let Some(m) = tenon_api::quantity::parse_milli(v).ok().and_then(|m| i64::try_from(m).ok()) {
+                    r.cpu = m;
+                }
+            }
+            "memory" => r.memory = units().unwrap_or(r.memory),
+            "ephemeral-storage" => r.ephemeral_storage = units().unwrap_or(r.ephemeral_storage),
+            _ => {}
+        }
     }
 }
 
@@ -167,9 +281,24 @@ pub fn instance_type_from_info(
     let vcpus = info["VCpuInfo"]["DefaultVCpus"].as_i64()?;
     let mem_mib = info["MemoryInfo"]["SizeInMiB"].as_i64()?;
     let net = &info["NetworkInfo"];
-    let max_pods = net["MaximumNetworkInterfaces"].as_i64()? * (net["Ipv4AddressesPerInterface"].as_i64()? - 1) + 2;
-    let vm_overhead_mib = (mem_mib as f64 * 0.075).ceil() as i64;
-    let mut capacity = Resources::new(vcpus * 1000, (mem_mib - vm_overhead_mib) * MIB, max_pods);
+    // Graviton keeps 64 MiB (CMA) from the OS (Karpenter looks at the first architecture).
+    let first_arch = info["ProcessorInfo"]["SupportedArchitectures"][0].as_str();
+    let usable_mib = if first_arch == Some("arm64") { mem_mib - 64 } else { mem_mib };
+    let vm_overhead_mib = (usable_mib as f64 * opts.vm_memory_overhead).ceil() as i64;
+    let memory = (usable_mib - vm_overhead_mib) * MIB;
+    let (kubelet, flags) = (&opts.kubelet, opts.ami_family);
+    let eni_pods = eni_limited_pods(net, opts.reserved_enis)?;
+    let mut max_pods = match kubelet.max_pods {
+        Some(n) => n,
+        None if flags.eni_limited_pod_density => eni_pods,
+        None => 110,
+    };
+    if let Some(per_core) = kubelet.pods_per_core.filter(|p| *p > 0)
+        && flags.pods_per_core_enabled
+    {
+        max_pods = max_pods.min(per_core * vcpus);
+    }
+    let mut capacity = Resources::new(vcpus * 1000, memory, max_pods);
     capacity.ephemeral_storage = opts.root_volume_bytes;
 
     let (family, size) = name.split_once('.')?;
@@ -221,8 +350,20 @@ pub fn instance_type_from_info(
     }
     let reqs = Requirements::from_iter(labels.into_iter().map(|(k, v)| Requirement::in_values(k, [v])));
 
-    let mut overhead = Resources::new(kube_reserved_cpu_milli(vcpus), (11 * max_pods + 255) * MIB + 100 * MIB, 0);
-    overhead.ephemeral_storage = GIB + opts.root_volume_bytes / 10;
+    // Overhead = kube-reserved + system-reserved + the eviction threshold.
+    let reserved_pods = if flags.eni_limited_memory_overhead { eni_limited_pods(net, 0)? } else { max_pods };
+    let mut overhead = Resources::new(kube_reserved_cpu_milli(vcpus), (11 * reserved_pods + 255) * MIB, 0);
+    overhead.ephemeral_storage = GIB;
+    set_reserved(&mut overhead, &kubelet.kube_reserved);
+    let mut system = Resources::default();
+    set_reserved(&mut system, &kubelet.system_reserved);
+    overhead.add(&system);
+    let hard = |signal: &str, capacity: i64, default: i64| {
+        kubelet.eviction_hard.get(signal).and_then(|v| eviction_signal(v, capacity)).unwrap_or(default)
+    };
+    overhead.memory += hard("memory.available", memory, 100 * MIB);
+    overhead.ephemeral_storage +=
+        hard("nodefs.available", opts.root_volume_bytes, (opts.root_volume_bytes as f64 / 100.0 * 10.0).ceil() as i64);
 
     let classes: Vec<&str> = info["SupportedUsageClasses"].as_array()?.iter().filter_map(Value::as_str).collect();
     let mut offerings = Vec::new();

@@ -181,6 +181,7 @@ impl Cluster {
                 },
                 region: "us-east-1".into(),
                 kubernetes_version: "1.33".into(),
+                capacity: Default::default(),
             },
         )
         .await;

@@ -50,6 +50,7 @@ impl Moto {
                 },
                 region: "us-east-1".into(),
                 kubernetes_version: "1.33".into(),
+                capacity: Default::default(),
             },
         )
         .await

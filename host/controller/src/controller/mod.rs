@@ -113,6 +113,10 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
             },
             region: settings.aws_region.clone(),
             kubernetes_version: k8s_version,
+            capacity: tenon_aws::CapacitySettings {
+                vm_memory_overhead: settings.vm_memory_overhead_percent,
+                reserved_enis: settings.reserved_enis,
+            },
         },
     )
     .await;

@@ -67,6 +67,21 @@ pub struct Settings {
     /// Kubernetes `MAJOR.MINOR` for AMI aliases. Default: the API server's version.
     #[arg(long, env = "KUBERNETES_VERSION")]
     pub kubernetes_version: Option<String>,
+    /// Memory the hypervisor keeps, as a fraction of an instance type's memory (Karpenter's
+    /// setting of the same name).
+    #[arg(long, env = "VM_MEMORY_OVERHEAD_PERCENT", default_value_t = tenon_core::catalog::DEFAULT_VM_MEMORY_OVERHEAD, value_parser = fraction)]
+    pub vm_memory_overhead_percent: f64,
+    /// ENIs the VPC CNI keeps for itself: fewer pods per node (Karpenter's `RESERVED_ENIS`).
+    #[arg(long, env = "RESERVED_ENIS", default_value_t = 0, value_parser = clap::value_parser!(i64).range(0..))]
+    pub reserved_enis: i64,
+}
+
+/// A fraction in [0, 1).
+fn fraction(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.0..1.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?}: write a fraction from 0 up to 1, e.g. 0.075")),
+    }
 }
 
 /// `10s`, `1m30s`, `500ms`.

@@ -1,0 +1,265 @@
+//! The AWS provider's `pkg/providers/instancetype/suite_test.go`, ported: the capacity and
+//! overhead model of real EC2 instance types (Tenon's bundled DescribeInstanceTypes data)
+//! under an EC2NodeClass' kubelet settings and AMI family. Each test names the cases it
+//! accounts for (tests/conformance/karpenter.tsv).
+//!
+//! Tenon keeps one overhead per type (kube-reserved + system-reserved + eviction threshold);
+//! where a case checks one component, the test fixes the others at their defaults and
+//! checks the sum, or compares two catalogs that differ only in that component.
+
+use std::collections::BTreeMap;
+use tenon_core::catalog::{AmiFamilyFlags, AwsCatalogOptions, KubeletModel, aws};
+use tenon_core::instancetype::InstanceType;
+
+const MIB: i64 = 1 << 20;
+const GIB: i64 = 1 << 30;
+
+fn catalog(kubelet: KubeletModel, family: AmiFamilyFlags) -> Vec<InstanceType> {
+    aws(&AwsCatalogOptions { kubelet, ami_family: family, ..AwsCatalogOptions::default() }).unwrap()
+}
+
+fn with(f: impl FnOnce(&mut AwsCatalogOptions)) -> Vec<InstanceType> {
+    let mut o = AwsCatalogOptions::default();
+    f(&mut o);
+    aws(&o).unwrap()
+}
+
+fn find<'a>(cat: &'a [InstanceType], name: &str) -> &'a InstanceType {
+    cat.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} in the bundled catalog"))
+}
+
+fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// m5.xlarge under default settings: 4 vCPU, 16384 MiB, 58 pods (4 ENIs × 14 + 2).
+const M5_XLARGE_MEMORY: i64 = (16384 - 1229) * MIB; // 16384 MiB less ceil(7.5%)
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:972
+#[test]
+fn without_max_pods_al2023_pods_are_eni_limited_never_the_flat_110() {
+    let cat = catalog(KubeletModel::default(), AmiFamilyFlags::DEFAULT);
+    assert!(cat.iter().all(|t| t.capacity.pods != 110), "a type has 110 pods without maxPods");
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1088
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1144
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1477
+#[test]
+fn default_overhead_of_m5_xlarge_is_karpenters() {
+    let cat = catalog(KubeletModel::default(), AmiFamilyFlags::DEFAULT);
+    let m5 = find(&cat, "m5.xlarge");
+    assert_eq!((m5.capacity.cpu, m5.capacity.memory, m5.capacity.pods), (4000, M5_XLARGE_MEMORY, 58));
+    // kube-reserved cpu 80m, memory 11 × 58 + 255 = 893Mi, ephemeral 1Gi; no system-reserved;
+    // eviction: memory 100Mi, nodefs 10% of the 20Gi root volume.
+    assert_eq!(m5.overhead.cpu, 80);
+    assert_eq!(m5.overhead.memory, 893 * MIB + 100 * MIB);
+    assert_eq!(m5.overhead.ephemeral_storage, GIB + (20 * GIB) / 10);
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1112
+#[test]
+fn system_reserved_is_added_as_written() {
+    let base = catalog(KubeletModel::default(), AmiFamilyFlags::DEFAULT);
+    let kubelet = KubeletModel {
+        system_reserved: map(&[("cpu", "2"), ("memory", "20Gi"), ("ephemeral-storage", "10Gi")]),
+        ..KubeletModel::default()
+    };
+    let reserved = catalog(kubelet, AmiFamilyFlags::DEFAULT);
+    let (b, r) = (find(&base, "m5.xlarge"), find(&reserved, "m5.xlarge"));
+    assert_eq!(r.overhead.cpu - b.overhead.cpu, 2000);
+    assert_eq!(r.overhead.memory - b.overhead.memory, 20 * GIB);
+    assert_eq!(r.overhead.ephemeral_storage - b.overhead.ephemeral_storage, 10 * GIB);
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1168
+#[test]
+fn kube_reserved_values_replace_the_computed_ones() {
+    let kubelet = KubeletModel {
+        kube_reserved: map(&[("cpu", "2"), ("memory", "10Gi"), ("ephemeral-storage", "2Gi")]),
+        ..KubeletModel::default()
+    };
+    let cat = catalog(kubelet, AmiFamilyFlags::DEFAULT);
+    let m5 = find(&cat, "m5.xlarge");
+    // Eviction stays at its defaults (memory 100Mi, nodefs 2Gi); no system-reserved.
+    assert_eq!(m5.overhead.cpu, 2000);
+    assert_eq!(m5.overhead.memory, 10 * GIB + 100 * MIB);
+    assert_eq!(m5.overhead.ephemeral_storage, 2 * GIB + 2 * GIB);
+}
+
+/// The eviction memory threshold of m5.xlarge under `kubelet` (its kube-reserved taken out).
+fn eviction_memory(kubelet: KubeletModel, family: AmiFamilyFlags, vm_overhead: f64) -> i64 {
+    let cat = with(|o| {
+        o.kubelet = kubelet;
+        o.ami_family = family;
+        o.vm_memory_overhead = vm_overhead;
+    });
+    let m5 = find(&cat, "m5.xlarge");
+    // 11 × 58 + 255: without maxPods, m5.xlarge counts its 58 ENI-limited pods on every family.
+    let kube_reserved = 893 * MIB;
+    m5.overhead.memory - kube_reserved
+}
+
+fn hard(memory: &str) -> KubeletModel {
+    KubeletModel { eviction_hard: map(&[("memory.available", memory)]), ..KubeletModel::default() }
+}
+
+fn soft_and_hard(soft: Option<&str>, hard: Option<&str>) -> KubeletModel {
+    let threshold = |v: Option<&str>| v.map(|v| map(&[("memory.available", v)])).unwrap_or_default();
+    KubeletModel { eviction_soft: threshold(soft), eviction_hard: threshold(hard), ..KubeletModel::default() }
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1211
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1243
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1275
+#[test]
+fn eviction_hard_memory_is_a_quantity_or_a_share_of_capacity_and_100_percent_disables_it() {
+    let d = AmiFamilyFlags::DEFAULT;
+    assert_eq!(eviction_memory(hard("500Mi"), d, 0.0), 500 * MIB);
+    // 10% of 16384Mi (no VM overhead), rounded up.
+    assert_eq!(eviction_memory(hard("10%"), d, 0.0), ((16384 * MIB) as f64 * 0.1).ceil() as i64);
+    assert_eq!(eviction_memory(hard("100%"), d, 0.0), 0);
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1307
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1341
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1373
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1408
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1501
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1537
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1573
+#[test]
+fn only_eviction_hard_reserves_memory_soft_thresholds_never_do() {
+    let d = AmiFamilyFlags::DEFAULT;
+    let capacity = M5_XLARGE_MEMORY as f64;
+    for (soft, hard, want) in [
+        (Some("50Mi"), None, 100 * MIB),
+        (Some("500Mi"), None, 100 * MIB),
+        (Some("100%"), None, 100 * MIB),
+        (Some("10%"), Some("5%"), (capacity * 0.05).ceil() as i64),
+        (Some("3Gi"), Some("1Gi"), GIB),
+        (Some("2%"), Some("5%"), (capacity * 0.05).ceil() as i64),
+        (Some("10%"), Some("1Gi"), GIB),
+    ] {
+        let got = eviction_memory(soft_and_hard(soft, hard), d, tenon_core::catalog::DEFAULT_VM_MEMORY_OVERHEAD);
+        assert_eq!(got, want, "evictionSoft {soft:?}, evictionHard {hard:?}");
+    }
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1440
+#[test]
+fn bottlerocket_takes_eviction_hard_too() {
+    let got = eviction_memory(soft_and_hard(Some("10Gi"), Some("1Gi")), AmiFamilyFlags::BOTTLEROCKET, 0.075);
+    assert_eq!(got, GIB);
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1610
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1942
+#[test]
+fn max_pods_count_the_default_network_cards_enis_only() {
+    for kubelet in [KubeletModel::default(), KubeletModel { pods_per_core: Some(0), ..KubeletModel::default() }] {
+        let cat = catalog(kubelet, AmiFamilyFlags::DEFAULT);
+        assert_eq!(find(&cat, "t3.large").capacity.pods, 35, "3 ENIs × 11 + 2");
+        // Two network cards of 8 ENIs: the CNI uses the default card's, 8 × 49 + 2.
+        assert_eq!(find(&cat, "m6idn.32xlarge").capacity.pods, 394);
+        assert_eq!(find(&cat, "m6in.32xlarge").capacity.pods, 394);
+    }
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1658
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1735
+#[test]
+fn max_pods_sets_every_types_pods() {
+    let cat = catalog(KubeletModel { max_pods: Some(10), ..KubeletModel::default() }, AmiFamilyFlags::DEFAULT);
+    assert!(cat.iter().all(|t| t.capacity.pods == 10));
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1727
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1728
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1729
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1733
+#[test]
+fn kube_reserved_memory_counts_eni_limited_pods_except_on_bottlerocket() {
+    let max10 = || KubeletModel { max_pods: Some(10), ..KubeletModel::default() };
+    // AL2, AL2023 and Custom share the default flags: 11 × 35 + 255 = 640Mi.
+    for family in ["AL2", "AL2023", "Custom"] {
+        let cat = catalog(max10(), AmiFamilyFlags::of(family));
+        let t3 = find(&cat, "t3.large");
+        assert_eq!(t3.capacity.pods, 10, "{family}");
+        assert_eq!(t3.overhead.memory, 640 * MIB + 100 * MIB, "{family}");
+    }
+    // Bottlerocket: 11 × 10 + 255 = 365Mi.
+    let cat = catalog(max10(), AmiFamilyFlags::of("Bottlerocket"));
+    let t3 = find(&cat, "t3.large");
+    assert_eq!(t3.capacity.pods, 10);
+    assert_eq!(t3.overhead.memory, 365 * MIB + 100 * MIB);
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1806
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1807
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1808
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1812
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1814
+#[test]
+fn reserved_enis_take_pods_away_and_never_below_zero() {
+    for (family, kube_reserved_mib) in [("AL2", 640), ("AL2023", 640), ("Bottlerocket", 11 * 24 + 255), ("Custom", 640)]
+    {
+        let cat = with(|o| {
+            o.reserved_enis = 1;
+            o.ami_family = AmiFamilyFlags::of(family);
+        });
+        let t3 = find(&cat, "t3.large");
+        assert_eq!(t3.capacity.pods, 24, "{family}: 2 ENIs × 11 + 2");
+        assert_eq!(t3.overhead.memory, kube_reserved_mib * MIB + 100 * MIB, "{family}");
+    }
+    let cat = with(|o| o.reserved_enis = 1_000_000);
+    assert_eq!(find(&cat, "t3.large").capacity.pods, 0, "no usable ENI: no pods, not 2");
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1853
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1883
+#[test]
+fn pods_per_core_caps_pods_by_vcpus() {
+    let eni = catalog(KubeletModel::default(), AmiFamilyFlags::DEFAULT);
+    let per_core = catalog(KubeletModel { pods_per_core: Some(1), ..KubeletModel::default() }, AmiFamilyFlags::DEFAULT);
+    for t in &per_core {
+        let vcpus = t.capacity.cpu / 1000;
+        assert_eq!(t.capacity.pods, vcpus.min(find(&eni, &t.name).capacity.pods), "{}", t.name);
+    }
+    let both = catalog(
+        KubeletModel { pods_per_core: Some(4), max_pods: Some(20), ..KubeletModel::default() },
+        AmiFamilyFlags::DEFAULT,
+    );
+    for t in &both {
+        assert_eq!(t.capacity.pods, 20.min(4 * t.capacity.cpu / 1000), "{}", t.name);
+    }
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1912
+#[test]
+fn bottlerocket_ignores_pods_per_core() {
+    let eni = catalog(KubeletModel::default(), AmiFamilyFlags::BOTTLEROCKET);
+    let per_core =
+        catalog(KubeletModel { pods_per_core: Some(1), ..KubeletModel::default() }, AmiFamilyFlags::BOTTLEROCKET);
+    for t in &per_core {
+        assert_eq!(t.capacity.pods, find(&eni, &t.name).capacity.pods, "{}", t.name);
+    }
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1992
+#[test]
+fn allocatable_never_exceeds_what_the_kubelet_reports() {
+    let cat = catalog(KubeletModel::default(), AmiFamilyFlags::DEFAULT);
+    // What a running node's kubelet reports (Karpenter's measurements).
+    for (name, memory_ki, cpu_milli) in [
+        ("t4g.small", 1_408_312, 1930),
+        ("t4g.medium", 3_377_496, 1930),
+        ("t4g.xlarge", 15_136_012, 3920),
+        ("m5.large", 7_220_184, 1930),
+    ] {
+        let t = find(&cat, name);
+        let a = t.allocatable();
+        assert!(a.memory <= memory_ki * 1024, "{name}: allocatable memory {} > kubelet's {}Ki", a.memory, memory_ki);
+        assert!(a.cpu <= cpu_milli, "{name}: allocatable cpu {}m > kubelet's {cpu_milli}m", a.cpu);
+    }
+}
