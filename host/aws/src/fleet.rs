@@ -135,12 +135,10 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
     let family = req.nodeclass.ami_family();
     let mut node_labels = req.labels.clone();
     node_labels.insert(wk::LABEL_NODEPOOL.into(), req.nodepool.clone());
-    let kubelet = req.nodeclass.spec.kubelet.clone().unwrap_or_default();
     let bootstrap = NodeBootstrap {
         labels: node_labels,
         taints: req.taints.iter().chain(&req.startup_taints).cloned().collect(),
-        max_pods: kubelet.max_pods,
-        cluster_dns: kubelet.cluster_dns.clone(),
+        kubelet: req.nodeclass.spec.kubelet.clone().unwrap_or_default(),
     };
     let user_data = userdata::render(&family, &p.settings.cluster, &bootstrap, req.nodeclass.spec.user_data.as_deref())
         .map_err(|e| not_ready(req, e.to_string()))?;

@@ -8,6 +8,7 @@
 //! and taints to the user's.
 
 use std::collections::BTreeMap;
+use tenon_api::ec2nodeclass::KubeletConfiguration;
 use tenon_core::taints::Taint;
 use thiserror::Error;
 
@@ -28,8 +29,9 @@ pub struct NodeBootstrap {
     pub labels: BTreeMap<String, String>,
     /// The NodePool's taints and startup taints, registered by the kubelet.
     pub taints: Vec<Taint>,
-    pub max_pods: Option<i32>,
-    pub cluster_dns: Vec<String>,
+    /// The EC2NodeClass' `spec.kubelet`, all of it: the capacity model plans with these
+    /// values, so the kubelet must run with them.
+    pub kubelet: KubeletConfiguration,
 }
 
 #[derive(Debug, Error, PartialEq)]
@@ -78,18 +80,9 @@ fn node_config(cluster: &ClusterInfo, node: &NodeBootstrap) -> String {
     s.push_str(&format!("    apiServerEndpoint: {}\n", yaml_str(&cluster.endpoint)));
     s.push_str(&format!("    certificateAuthority: {}\n", yaml_str(&cluster.ca_bundle)));
     s.push_str(&format!("    cidr: {}\n", yaml_str(&cluster.service_cidr)));
-    s.push_str("  kubelet:\n    config:\n");
-    if let Some(m) = node.max_pods {
-        s.push_str(&format!("      maxPods: {m}\n"));
-    }
-    if node.cluster_dns.is_empty() {
-        s.push_str("      {}\n");
-    } else {
-        s.push_str(&format!(
-            "      clusterDNS: [{}]\n",
-            node.cluster_dns.iter().map(|d| yaml_str(d)).collect::<Vec<_>>().join(", ")
-        ));
-    }
+    // The kubelet block as KubeletConfiguration JSON (a YAML flow mapping).
+    let config = serde_json::to_string(&node.kubelet).unwrap_or_else(|_| "{}".into());
+    s.push_str(&format!("  kubelet:\n    config: {config}\n"));
     s.push_str("    flags:\n");
     s.push_str(&format!("      - {}\n", yaml_str(&format!("--node-labels={}", label_flag(&node.labels)))));
     if !node.taints.is_empty() {
@@ -174,12 +167,7 @@ fn bottlerocket(cluster: &ClusterInfo, node: &NodeBootstrap, custom: Option<&str
     k8s.insert("cluster-name".into(), Value::String(cluster.name.clone()));
     k8s.insert("api-server".into(), Value::String(cluster.endpoint.clone()));
     k8s.insert("cluster-certificate".into(), Value::String(cluster.ca_bundle.clone()));
-    if let Some(m) = node.max_pods {
-        k8s.insert("max-pods".into(), Value::Integer(m.into()));
-    }
-    if let Some(dns) = node.cluster_dns.first() {
-        k8s.insert("cluster-dns-ip".into(), Value::String(dns.clone()));
-    }
+    kubelet_settings(k8s, &node.kubelet);
     let labels = k8s.entry("node-labels").or_insert_with(|| Value::Table(Table::new()));
     if let Value::Table(labels) = labels {
         for (k, v) in &node.labels {
@@ -199,6 +187,46 @@ fn bottlerocket(cluster: &ClusterInfo, node: &NodeBootstrap, custom: Option<&str
         }
     }
     Ok(root.to_string())
+}
+
+/// Bottlerocket's `settings.kubernetes` keys for the kubelet block (Karpenter's mapping).
+fn kubelet_settings(k8s: &mut toml::Table, k: &KubeletConfiguration) {
+    use toml::Value;
+    let table = |m: &BTreeMap<String, String>| {
+        Value::Table(m.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect())
+    };
+    let mut set = |key: &str, v: Value| {
+        k8s.insert(key.into(), v);
+    };
+    if let Some(m) = k.max_pods {
+        set("max-pods", Value::Integer(m.into()));
+    }
+    if let Some(dns) = k.cluster_dns.first() {
+        set("cluster-dns-ip", Value::String(dns.clone()));
+    }
+    for (key, m) in [
+        ("system-reserved", &k.system_reserved),
+        ("kube-reserved", &k.kube_reserved),
+        ("eviction-hard", &k.eviction_hard),
+        ("eviction-soft", &k.eviction_soft),
+        ("eviction-soft-grace-period", &k.eviction_soft_grace_period),
+    ] {
+        if !m.is_empty() {
+            set(key, table(m));
+        }
+    }
+    if let Some(g) = k.eviction_max_pod_grace_period {
+        set("eviction-max-pod-grace-period", Value::Integer(g.into()));
+    }
+    if let Some(p) = k.image_gc_high_threshold_percent {
+        set("image-gc-high-threshold-percent", Value::String(p.to_string()));
+    }
+    if let Some(p) = k.image_gc_low_threshold_percent {
+        set("image-gc-low-threshold-percent", Value::String(p.to_string()));
+    }
+    if let Some(q) = k.cpu_cfs_quota {
+        set("cpu-cfs-quota-enforced", Value::Boolean(q));
+    }
 }
 
 #[cfg(test)]
@@ -222,9 +250,65 @@ mod tests {
                 ("capacity.example.io/pool".into(), "lab-general".into()),
             ]),
             taints: vec![Taint { key: "dedicated".into(), value: "batch".into(), effect: Effect::NoSchedule }],
-            max_pods: Some(58),
-            cluster_dns: vec![],
+            kubelet: KubeletConfiguration { max_pods: Some(58), ..Default::default() },
         }
+    }
+
+    /// Every setting of the kubelet block.
+    fn full_kubelet() -> KubeletConfiguration {
+        let m = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        KubeletConfiguration {
+            cluster_dns: vec!["10.0.0.10".into()],
+            max_pods: Some(110),
+            pods_per_core: Some(10),
+            system_reserved: m(&[("cpu", "100m"), ("memory", "100Mi")]),
+            kube_reserved: m(&[("cpu", "200m"), ("memory", "200Mi")]),
+            eviction_hard: m(&[("memory.available", "5%")]),
+            eviction_soft: m(&[("memory.available", "10%")]),
+            eviction_soft_grace_period: m(&[("memory.available", "1m")]),
+            eviction_max_pod_grace_period: Some(60),
+            image_gc_high_threshold_percent: Some(85),
+            image_gc_low_threshold_percent: Some(80),
+            cpu_cfs_quota: Some(false),
+        }
+    }
+
+    #[test]
+    fn al2023_node_config_carries_the_whole_kubelet_block() {
+        let node = NodeBootstrap { kubelet: full_kubelet(), ..node() };
+        let ud = render("AL2023", &cluster(), &node, None).unwrap();
+        let config = ud.lines().find_map(|l| l.trim().strip_prefix("config: ")).expect("kubelet config");
+        let v: serde_json::Value = serde_json::from_str(config).unwrap();
+        assert_eq!(v["maxPods"], 110);
+        assert_eq!(v["podsPerCore"], 10);
+        assert_eq!(v["clusterDNS"][0], "10.0.0.10");
+        assert_eq!(v["systemReserved"]["cpu"], "100m");
+        assert_eq!(v["kubeReserved"]["memory"], "200Mi");
+        assert_eq!(v["evictionHard"]["memory.available"], "5%");
+        assert_eq!(v["evictionSoft"]["memory.available"], "10%");
+        assert_eq!(v["evictionSoftGracePeriod"]["memory.available"], "1m");
+        assert_eq!(v["evictionMaxPodGracePeriod"], 60);
+        assert_eq!(v["imageGCHighThresholdPercent"], 85);
+        assert_eq!(v["imageGCLowThresholdPercent"], 80);
+        assert_eq!(v["cpuCFSQuota"], false);
+    }
+
+    #[test]
+    fn bottlerocket_settings_carry_the_kubelet_block() {
+        let node = NodeBootstrap { kubelet: full_kubelet(), ..node() };
+        let ud = render("Bottlerocket", &cluster(), &node, None).unwrap();
+        let v: toml::Table = ud.parse().unwrap();
+        let k = &v["settings"]["kubernetes"];
+        assert_eq!(k["max-pods"].as_integer(), Some(110));
+        assert_eq!(k["cluster-dns-ip"].as_str(), Some("10.0.0.10"));
+        assert_eq!(k["system-reserved"]["cpu"].as_str(), Some("100m"));
+        assert_eq!(k["kube-reserved"]["memory"].as_str(), Some("200Mi"));
+        assert_eq!(k["eviction-hard"]["memory.available"].as_str(), Some("5%"));
+        assert_eq!(k["eviction-soft"]["memory.available"].as_str(), Some("10%"));
+        assert_eq!(k["eviction-soft-grace-period"]["memory.available"].as_str(), Some("1m"));
+        assert_eq!(k["eviction-max-pod-grace-period"].as_integer(), Some(60));
+        assert_eq!(k["image-gc-high-threshold-percent"].as_str(), Some("85"));
+        assert_eq!(k["cpu-cfs-quota-enforced"].as_bool(), Some(false));
     }
 
     #[test]
@@ -234,7 +318,7 @@ mod tests {
         assert!(ud.contains("kind: NodeConfig"));
         assert!(ud.contains("apiServerEndpoint: \"https://ABC.gr7.us-east-1.eks.amazonaws.com\""));
         assert!(ud.contains("cidr: \"10.100.0.0/16\""));
-        assert!(ud.contains("maxPods: 58"));
+        assert!(ud.contains("config: {\"maxPods\":58}"), "{ud}");
         assert!(
             ud.contains("\"--node-labels=capacity.example.io/pool=lab-general,karpenter.sh/nodepool=lab-general\""),
             "{ud}"
