@@ -7,6 +7,8 @@ tagged `karpenter.sh/discovery: <cluster>` (subnets also `capacity.example.io/ti
 as the runbooks select), and the node role `KarpenterNodeRole-<cluster>`. The EKS optimized
 AL2023 image parameters under /aws/service (which moto neither ships nor lets PutParameter
 write) point at moto's own amd64 and arm64 images, for every Kubernetes version the tests use.
+Spot prices differ by zone, as in AWS (moto quotes one price everywhere): us-east-1a's are
+twice us-east-1b's, so a test can tell a zone a pod's volume forces from the cheapest one.
 Writes READY_FILE once everything is in place; runs until killed.
 """
 
@@ -16,6 +18,7 @@ import time
 
 import boto3
 from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ec2.responses.spot_instances import SpotInstances
 from moto.server import ThreadedMotoServer
 from moto.ssm.models import Parameter, ssm_backends
 
@@ -26,7 +29,21 @@ K8S_VERSIONS = ["1.33"]
 AMI_VERSIONS = ["v20260304", "v20260401"]
 
 
+def zonal_spot_prices() -> None:
+    """DescribeSpotPriceHistory with us-east-1a dearer than the other zones."""
+    quote = SpotInstances.describe_spot_price_history
+
+    def describe(self):  # type: ignore[no-untyped-def]
+        result = quote(self)
+        for entry in result.result["SpotPriceHistory"]:
+            entry["SpotPrice"] = "0.00002" if entry["AvailabilityZone"] == "us-east-1a" else "0.00001"
+        return result
+
+    SpotInstances.describe_spot_price_history = describe
+
+
 def main() -> None:
+    zonal_spot_prices()
     port, ready_file, clusters = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()

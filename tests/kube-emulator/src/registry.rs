@@ -61,6 +61,8 @@ pub fn builtins() -> Vec<ResourceType> {
         builtin("", "v1", "ConfigMap", "configmaps", true, &["cm"], &[]),
         builtin("", "v1", "ServiceAccount", "serviceaccounts", true, &["sa"], &[]),
         builtin("", "v1", "Service", "services", true, &["svc"], &["status"]),
+        builtin("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", true, &["pvc"], &["status"]),
+        builtin("", "v1", "PersistentVolume", "persistentvolumes", false, &["pv"], &["status"]),
         builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false, &[], &[]),
         builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false, &[], &[]),
         builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", true, &[], &[]),

@@ -3,8 +3,9 @@
 
 use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
@@ -26,6 +27,10 @@ pub struct Stores {
     pub daemonsets: Store<DaemonSet>,
     pub pdbs: Store<PodDisruptionBudget>,
     pub namespaces: Store<Namespace>,
+    /// Volumes pin pods to zones: a claim's bound volume, or its StorageClass's topology.
+    pub claims: Store<PersistentVolumeClaim>,
+    pub volumes: Store<PersistentVolume>,
+    pub storage_classes: Store<StorageClass>,
     /// Signalled on every change any reflector sees.
     pub changed: Arc<Notify>,
 }
@@ -65,6 +70,9 @@ impl Stores {
             daemonsets: watch(client, changed.clone()),
             pdbs: watch(client, changed.clone()),
             namespaces: watch(client, changed.clone()),
+            claims: watch(client, changed.clone()),
+            volumes: watch(client, changed.clone()),
+            storage_classes: watch(client, changed.clone()),
             changed,
         }
     }
@@ -80,6 +88,9 @@ impl Stores {
         self.daemonsets.wait_until_ready().await?;
         self.pdbs.wait_until_ready().await?;
         self.namespaces.wait_until_ready().await?;
+        self.claims.wait_until_ready().await?;
+        self.volumes.wait_until_ready().await?;
+        self.storage_classes.wait_until_ready().await?;
         Ok(())
     }
 
@@ -104,7 +115,9 @@ impl Stores {
             daemonsets: all(&self.daemonsets),
             pdbs: all(&self.pdbs),
             namespaces: all(&self.namespaces),
-            ..Default::default()
+            claims: all(&self.claims),
+            volumes: all(&self.volumes),
+            storage_classes: all(&self.storage_classes),
         }
     }
 }
