@@ -1,6 +1,8 @@
 //! Builders for small, readable scheduling scenarios.
 #![allow(dead_code)]
 
+pub mod karpenter;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tenon_core::instancetype::{InstanceType, Offering};

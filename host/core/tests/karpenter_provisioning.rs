@@ -1,0 +1,844 @@
+//! Karpenter's `pkg/controllers/provisioning/suite_test.go`, ported: each test names the cases
+//! it accounts for. NodePools are Karpenter's `test.NodePool()` (no requirements, a 2000-CPU
+//! limit unless the case sets limits); the catalog is the fake cloud provider's. Cases that run
+//! several provisioning rounds launch each round's NodeClaims as the fake provider would (the
+//! cheapest option) and bind the pods before the next round.
+
+mod support;
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use support::GIB;
+use support::karpenter::*;
+use tenon_core::instancetype::InstanceType;
+use tenon_core::plan::NewNodeClaim;
+use tenon_core::resources::Resources;
+use tenon_core::taints::{Effect, Taint};
+
+const ZONE: &str = "topology.kubernetes.io/zone";
+const NODEPOOL: &str = "karpenter.sh/nodepool";
+const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
+
+/// Adds Karpenter's `test.NodePool()` named `name`: `spec` is more YAML under `spec:`
+/// (indented 2); the 2000-CPU limit and an empty template apply unless `spec` gives its own.
+fn pool(c: &mut Cluster, name: &str, spec: &str) {
+    let limits =
+        if spec.contains("\n  limits:") || spec.starts_with("  limits:") { "" } else { "  limits: {cpu: \"2000\"}\n" };
+    let template = if spec.contains("  template:") { "" } else { "  template: {spec: {requirements: []}}\n" };
+    c.nodepool(name, &format!("{limits}{template}{spec}"));
+}
+
+/// A cluster of the fake cloud provider's types with one default NodePool.
+fn cluster() -> Cluster {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "default", "");
+    c
+}
+
+/// A pod spec (YAML under `spec:`) from the body of a flow mapping.
+fn spec(body: &str) -> String {
+    format!("  {{{body}}}\n")
+}
+
+/// A container requesting `requests` (flow mapping body, e.g. `cpu: "1", memory: 1Gi`).
+fn container(requests: &str) -> String {
+    format!("containers: [{{name: c, image: i, resources: {{requests: {{{requests}}}}}}}]")
+}
+
+fn affinity_in(key: &str, values: &str) -> String {
+    format!(
+        "affinity: {{nodeAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {{nodeSelectorTerms: [{{matchExpressions: [{{key: {key}, operator: In, values: [{values}]}}]}}]}}}}}}"
+    )
+}
+
+/// The instance type Karpenter's fake cloud provider launches for `nc`: the option with the
+/// cheapest offering its requirements allow.
+fn launched_type<'a>(d: &'a Decision, nc: &NewNodeClaim) -> &'a InstanceType {
+    let cat = &d.snap.nodepools[nc.nodepool].instance_types;
+    nc.instance_types
+        .iter()
+        .map(|&i| &cat[i as usize])
+        .filter_map(|it| it.cheapest(&nc.requirements).map(|o| (it, o.price)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(it, _)| it)
+        .expect("an option with an offering")
+}
+
+/// The capacity (CPU millis, memory bytes) of the node pod `pod` is launched on.
+fn launched_capacity(d: &Decision, pod: &str) -> (i64, i64) {
+    let nc = d.nodeclaim_of(pod).unwrap_or_else(|| panic!("{pod} has no new NodeClaim: {}", d.plan.render(&d.snap)));
+    let it = launched_type(d, nc);
+    (it.capacity.cpu, it.capacity.memory)
+}
+
+fn quantities(r: &Resources) -> BTreeMap<String, Quantity> {
+    r.entries()
+        .into_iter()
+        .map(|(k, v)| {
+            let q = if k == "cpu" { format!("{v}m") } else { v.to_string() };
+            (k, Quantity(q))
+        })
+        .collect()
+}
+
+/// Karpenter's `ExpectProvisioned` completing: every new NodeClaim becomes a Node of the type
+/// the fake cloud provider launches, and every placed pod is bound where it was placed.
+fn launch(c: &mut Cluster, d: &Decision) {
+    for nc in &d.plan.nodeclaims {
+        let name = format!("node-{}", c.objects.nodes.len());
+        let it = launched_type(d, nc);
+        let mut labels = launched_labels(&d.snap, nc);
+        labels.insert("kubernetes.io/hostname".into(), name.clone());
+        c.objects.nodes.push(core::Node {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some(name.clone()),
+                labels: Some(labels),
+                ..Default::default()
+            },
+            status: Some(core::NodeStatus {
+                capacity: Some(quantities(&it.capacity)),
+                allocatable: Some(quantities(it.allocatable())),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        for &p in &nc.pods {
+            bind(c, d, p, &name);
+        }
+    }
+    for n in &d.plan.nominations {
+        bind(c, d, n.pod, &n.node);
+    }
+}
+
+fn bind(c: &mut Cluster, d: &Decision, pod: usize, node: &str) {
+    let p = &d.snap.pods[pod];
+    let obj = c
+        .objects
+        .pods
+        .iter_mut()
+        .find(|o| o.metadata.name.as_deref() == Some(&p.name) && o.metadata.namespace.as_deref() == Some(&p.namespace))
+        .expect("the pod object");
+    obj.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
+    obj.status = Some(core::PodStatus { phase: Some("Running".into()), ..Default::default() });
+}
+
+fn label(d: &Decision, pod: &str, key: &str) -> Option<String> {
+    d.node_labels(pod).get(key).cloned()
+}
+
+// ----- Provisioning -----
+
+/// Runs Karpenter's two rounds: the pods constrained to what the NodePool can launch get
+/// nodes; then, with those nodes running, the pods constrained to anything else do not.
+fn well_known_constraints(constrain: fn(&str, &str) -> String) {
+    let schedulable = [
+        (NODEPOOL, "default"),
+        (ZONE, "test-zone-1"),
+        (INSTANCE_TYPE, "default-instance-type"),
+        ("kubernetes.io/arch", "arm64"),
+        ("kubernetes.io/os", "linux"),
+    ];
+    let unschedulable = [
+        (NODEPOOL, "unknown"),
+        (ZONE, "unknown"),
+        (INSTANCE_TYPE, "unknown"),
+        ("kubernetes.io/arch", "unknown"),
+        ("kubernetes.io/os", "unknown"),
+        ("karpenter.sh/capacity-type", "unknown"),
+        ("foo", "bar"),
+    ];
+    let mut c = cluster();
+    for (i, (k, v)) in schedulable.iter().enumerate() {
+        c.pending(&format!("{{name: ok-{i}}}"), &spec(&constrain(k, v)));
+    }
+    let d = c.decide();
+    for (i, (k, v)) in schedulable.iter().enumerate() {
+        assert!(d.nodeclaim_of(&format!("ok-{i}")).is_some(), "{k}={v}: {}", d.plan.render(&d.snap));
+    }
+    launch(&mut c, &d);
+    for (i, (k, v)) in unschedulable.iter().enumerate() {
+        c.pending(&format!("{{name: no-{i}}}"), &spec(&constrain(k, v)));
+    }
+    let d = c.decide();
+    for (i, (k, v)) in unschedulable.iter().enumerate() {
+        assert!(!d.scheduled(&format!("no-{i}")), "{k}={v}: {}", d.plan.render(&d.snap));
+    }
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:336
+#[test]
+fn node_selectors_on_what_the_nodepool_launches_schedule_and_others_do_not() {
+    well_known_constraints(|k, v| format!("nodeSelector: {{{k}: {v}}}"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:376
+#[test]
+fn required_node_affinity_on_what_the_nodepool_launches_schedules_and_others_do_not() {
+    well_known_constraints(affinity_in);
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:416
+#[test]
+fn accelerator_pods_get_nodes_with_their_accelerator() {
+    let mut c = cluster();
+    for (p, gpu) in [("a", GPU_A), ("b", GPU_B)] {
+        // The API server defaults a pod's missing requests to its limits.
+        c.pending(
+            &format!("{{name: {p}}}"),
+            &spec(&format!(
+                "containers: [{{name: c, image: i, resources: {{requests: {{{gpu}: \"1\"}}, limits: {{{gpu}: \"1\"}}}}}}]"
+            )),
+        );
+    }
+    let d = c.decide();
+    for (p, gpu) in [("a", GPU_A), ("b", GPU_B)] {
+        let nc = d.nodeclaim_of(p).unwrap_or_else(|| panic!("{p}: {}", d.plan.render(&d.snap)));
+        assert!(launched_type(&d, nc).capacity.get(gpu) >= 1, "{p}");
+    }
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:431
+#[test]
+fn one_pod_instance_types_give_each_pod_its_own_node() {
+    let mut c = Cluster::new(default_types());
+    pool(
+        &mut c,
+        "default",
+        "  template: {spec: {requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [single-pod-instance-type]}]}}\n",
+    );
+    c.pending_n(3, "p", "", "");
+    let d = c.decide();
+    assert_eq!(d.plan.nodeclaims.len(), 3, "{}", d.plan.render(&d.snap));
+    for i in 0..3 {
+        assert!(d.nodeclaim_of(&format!("p-{i}")).is_some());
+    }
+}
+
+/// The fake types plus three `example` types of 10, 11 and 12 CPUs (4, 5 and 6 GiB), as
+/// Karpenter's sidecar cases add them: arch `arch`, Linux, one spot offering in zone 1.
+fn with_example_types() -> Cluster {
+    let mut types: Vec<InstanceType> = default_types().to_vec();
+    for (cpu, mem) in [(10, 4), (11, 5), (12, 6)] {
+        let f = fake("example").resources(cpu, mem * GIB, 5).arch("arch").os(&["linux"]);
+        let price = f.price();
+        types.push(f.offerings(&[("spot", "test-zone-1", price, true)]).build());
+    }
+    let mut c = Cluster::new(Arc::new(types));
+    pool(&mut c, "default", "");
+    c
+}
+
+fn sized(cpu: &str, mem: &str) -> String {
+    format!("resources: {{requests: {{cpu: \"{cpu}\", memory: {mem}}}, limits: {{cpu: \"{cpu}\", memory: {mem}}}}}")
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:532
+/// karpenter:pkg/controllers/provisioning/suite_test.go:583
+/// karpenter:pkg/controllers/provisioning/suite_test.go:634
+#[test]
+fn sidecars_and_init_containers_size_the_node_by_their_peak() {
+    // (containers, init containers in order as (restartable, cpu, memory))
+    type Init<'a> = (bool, &'a str, &'a str);
+    let cases: [((&str, &str), [Init; 2]); 3] = [
+        (("6", "2Gi"), [(false, "10", "4Gi"), (true, "4.9", "2.9Gi")]),
+        (("6", "2Gi"), [(true, "4.9", "2.9Gi"), (false, "5", "1Gi")]),
+        (("5", "1Gi"), [(true, "4.9", "2.9Gi"), (false, "6", "2Gi")]),
+    ];
+    for ((cpu, mem), inits) in cases {
+        let init: Vec<String> = inits
+            .iter()
+            .enumerate()
+            .map(|(i, (restartable, cpu, mem))| {
+                let policy = if *restartable { ", restartPolicy: Always" } else { "" };
+                format!("{{name: init-{i}, image: i{policy}, {}}}", sized(cpu, mem))
+            })
+            .collect();
+        let mut c = with_example_types();
+        c.pending(
+            "{name: p}",
+            &spec(&format!(
+                "containers: [{{name: c, image: i, {}}}], initContainers: [{}]",
+                sized(cpu, mem),
+                init.join(", ")
+            )),
+        );
+        let d = c.decide();
+        assert_eq!(launched_capacity(&d, "p"), (11_000, 5 * GIB), "{cpu}/{mem} with {inits:?}");
+    }
+}
+
+// ----- Resource Limits -----
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:742
+#[test]
+fn capacity_in_flight_beyond_the_cpu_limit_blocks_the_nodepool() {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "default", "  limits: {cpu: \"20\"}\n");
+    c.objects.nodeclaims.push(
+        serde_yaml::from_str(
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: in-flight, labels: {karpenter.sh/nodepool: default}}\nspec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}, requirements: []}\nstatus: {capacity: {cpu: \"100\"}}\n",
+        )
+        .unwrap(),
+    );
+    c.pending("{name: p}", "");
+    let d = c.decide();
+    assert!(!d.scheduled("p"), "{}", d.plan.render(&d.snap));
+}
+
+fn cpu_limited(limit: &str) -> Cluster {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "default", &format!("  limits: {{cpu: \"{limit}\"}}\n"));
+    c
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:765
+#[test]
+fn a_node_within_the_cpu_limit_launches() {
+    let mut c = cpu_limited("2");
+    c.pending("{name: p}", &spec(&container("cpu: \"1.75\"")));
+    let d = c.decide();
+    assert!(d.nodeclaim_of("p").is_some(), "{}", d.plan.render(&d.snap));
+}
+
+fn anti_affine(cpu: &str) -> String {
+    spec(&format!(
+        "{}, affinity: {{podAntiAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: [{{topologyKey: kubernetes.io/hostname, labelSelector: {{matchLabels: {{app: foo}}}}}}]}}}}",
+        container(&format!("cpu: \"{cpu}\""))
+    ))
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:782
+#[test]
+fn the_cpu_limit_admits_only_the_nodes_it_has_room_for() {
+    let mut c = cpu_limited("3");
+    c.pending_n(2, "p", "app: foo", &anti_affine("1.5"));
+    let d = c.decide();
+    let placed = ["p-0", "p-1"].iter().filter(|p| d.scheduled(p)).count();
+    let refused = ["p-0", "p-1"].iter().filter(|p| d.unschedulable(p).is_some()).count();
+    assert_eq!((placed, refused), (1, 1), "{}", d.plan.render(&d.snap));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:832
+#[test]
+fn a_pod_needing_more_than_the_cpu_limit_does_not_schedule() {
+    let mut c = cpu_limited("2");
+    c.pending("{name: p}", &spec(&container("cpu: \"2.1\"")));
+    assert!(!c.decide().scheduled("p"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:847
+#[test]
+fn a_pods_limit_below_every_types_capacity_blocks_gpu_pods() {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "default", "  limits: {pods: \"1\"}\n");
+    c.pending(
+        "{name: p}",
+        &spec(&format!(
+            "containers: [{{name: c, image: i, resources: {{requests: {{{GPU_A}: \"1\"}}, limits: {{{GPU_A}: \"1\"}}}}}}]"
+        )),
+    );
+    assert!(!c.decide().scheduled("p"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:863
+#[test]
+fn nodes_launched_in_an_earlier_round_count_against_the_cpu_limit() {
+    let mut c = cpu_limited("2");
+    c.pending("{name: first}", &spec(&container("cpu: \"1.75\"")));
+    let d = c.decide();
+    assert!(d.nodeclaim_of("first").is_some(), "{}", d.plan.render(&d.snap));
+    launch(&mut c, &d);
+    c.pending("{name: second}", &spec(&container("cpu: \"1.75\"")));
+    let d = c.decide();
+    assert!(!d.scheduled("second"), "{}", d.plan.render(&d.snap));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:891
+#[test]
+fn the_nodes_limit_stops_the_third_node() {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "default", "  limits: {nodes: \"2\"}\n");
+    for (round, expect) in [(0, true), (1, true), (2, false)] {
+        let name = format!("p-{round}");
+        c.pending(&format!("{{name: {name}, labels: {{app: foo}}}}"), &anti_affine("1.5"));
+        let d = c.decide();
+        assert_eq!(d.nodeclaim_of(&name).is_some(), expect, "round {round}: {}", d.plan.render(&d.snap));
+        assert_eq!(d.scheduled(&name), expect, "round {round}");
+        launch(&mut c, &d);
+    }
+}
+
+// ----- Daemonsets -----
+
+/// Adds a DaemonSet `name` whose pod template spec is the flow mapping body `pod_spec`.
+fn daemonset(c: &mut Cluster, name: &str, pod_spec: &str) {
+    c.daemonset(&format!(
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec: {{{pod_spec}}}\n"
+    ));
+}
+
+/// One pending pod requesting 1 CPU and 1 GiB (plus `extra` spec fields); the capacity of the
+/// node it is launched on.
+fn small_pod_capacity(c: &mut Cluster, extra: &str) -> (i64, i64) {
+    c.pending("{name: p}", &spec(&format!("{}{extra}", container("cpu: \"1\", memory: 1Gi"))));
+    let d = c.decide();
+    launched_capacity(&d, "p")
+}
+
+const DS_2CPU: &str = "containers: [{name: c, image: i, resources: {requests: {cpu: \"2\", memory: 2Gi}}}]";
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:935
+#[test]
+fn daemonset_overhead_sizes_the_node() {
+    let mut c = cluster();
+    daemonset(&mut c, "ds", DS_2CPU);
+    assert_eq!(small_pod_capacity(&mut c, ""), (4000, 4 * GIB));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:974
+#[test]
+fn daemonset_overhead_counts_despite_an_untolerated_startup_taint() {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "default", "  template: {spec: {startupTaints: [{key: foo.com/taint, effect: NoSchedule}]}}\n");
+    daemonset(&mut c, "ds", DS_2CPU);
+    assert_eq!(small_pod_capacity(&mut c, ""), (4000, 4 * GIB));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1004
+#[test]
+fn daemonset_overhead_larger_than_every_type_blocks_scheduling() {
+    let mut c = cluster();
+    daemonset(
+        &mut c,
+        "ds",
+        "containers: [{name: c, image: i, resources: {requests: {cpu: \"10000\", memory: 10000Gi}}}]",
+    );
+    c.pending("{name: p}", "");
+    assert!(!c.decide().scheduled("p"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1119
+#[test]
+fn a_daemonset_init_container_larger_than_every_type_blocks_scheduling() {
+    let mut c = cluster();
+    daemonset(
+        &mut c,
+        "ds",
+        "containers: [{name: c, image: i}], initContainers: [{name: init, image: i, resources: {requests: {cpu: \"10000\", memory: 10000Gi}}}]",
+    );
+    c.pending("{name: p}", "");
+    assert!(!c.decide().scheduled("p"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1135
+#[test]
+fn a_daemonset_without_requests_does_not_block_scheduling() {
+    let mut c = cluster();
+    daemonset(&mut c, "ds", "containers: [{name: c, image: i}]");
+    c.pending("{name: p}", "");
+    let d = c.decide();
+    assert!(d.nodeclaim_of("p").is_some(), "{}", d.plan.render(&d.snap));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1143
+#[test]
+fn daemonsets_not_tolerating_the_nodepool_taint_add_no_overhead() {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "default", "  template: {spec: {taints: [{key: foo, value: bar, effect: NoSchedule}]}}\n");
+    daemonset(&mut c, "ds", DS_2CPU);
+    assert_eq!(small_pod_capacity(&mut c, ", tolerations: [{operator: Exists}]"), (2000, 2 * GIB));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1175
+#[test]
+fn daemonsets_selecting_labels_no_nodepool_has_add_no_overhead() {
+    let mut c = cluster();
+    daemonset(&mut c, "ds", &format!("{DS_2CPU}, nodeSelector: {{node: invalid}}"));
+    assert_eq!(small_pod_capacity(&mut c, ""), (2000, 2 * GIB));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1219
+#[test]
+fn daemonsets_selecting_a_nodepool_label_add_overhead() {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "default", "  template: {metadata: {labels: {purpose: monitoring}}, spec: {requirements: []}}\n");
+    daemonset(&mut c, "ds", &format!("{DS_2CPU}, nodeSelector: {{purpose: monitoring}}"));
+    assert_eq!(small_pod_capacity(&mut c, ""), (4000, 4 * GIB));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1276
+#[test]
+fn daemonsets_excluding_an_undefined_label_value_add_overhead() {
+    let mut c = cluster();
+    daemonset(
+        &mut c,
+        "ds",
+        &format!(
+            "{DS_2CPU}, affinity: {{nodeAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {{nodeSelectorTerms: [{{matchExpressions: [{{key: foo, operator: NotIn, values: [bar]}}]}}]}}}}}}"
+        ),
+    );
+    assert_eq!(small_pod_capacity(&mut c, &format!(", {}", affinity_in(ZONE, "test-zone-2"))), (4000, 4 * GIB));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1431
+#[test]
+fn daemonset_node_preferences_do_not_remove_its_overhead() {
+    let mut c = cluster();
+    daemonset(
+        &mut c,
+        "ds",
+        &format!(
+            "{DS_2CPU}, affinity: {{nodeAffinity: {{preferredDuringSchedulingIgnoredDuringExecution: [{{weight: 1, preference: {{matchExpressions: [{{key: node, operator: In, values: [invalid]}}]}}}}]}}}}"
+        ),
+    );
+    assert_eq!(small_pod_capacity(&mut c, ""), (4000, 4 * GIB));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1459
+#[test]
+fn prefer_no_schedule_taints_do_not_remove_daemonset_overhead() {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "default", "  template: {spec: {taints: [{key: test, effect: PreferNoSchedule}]}}\n");
+    daemonset(&mut c, "ds", DS_2CPU);
+    assert_eq!(small_pod_capacity(&mut c, ""), (4000, 4 * GIB));
+}
+
+// ----- Taints -----
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1645
+#[test]
+fn every_way_of_tolerating_the_nodepool_taint_schedules() {
+    let mut c = Cluster::new(default_types());
+    pool(
+        &mut c,
+        "default",
+        "  template: {spec: {taints: [{key: nvidia.com/gpu, value: \"true\", effect: NoSchedule}]}}\n",
+    );
+    let tolerations = [
+        "{key: nvidia.com/gpu, operator: Equal, value: \"true\", effect: NoSchedule}",
+        "{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}",
+        "{key: nvidia.com/gpu, operator: Exists}",
+        "{operator: Exists}",
+    ];
+    for (i, t) in tolerations.iter().enumerate() {
+        c.pending(&format!("{{name: p-{i}}}"), &spec(&format!("tolerations: [{t}]")));
+    }
+    let d = c.decide();
+    for (i, t) in tolerations.iter().enumerate() {
+        assert!(d.nodeclaim_of(&format!("p-{i}")).is_some(), "{t}: {}", d.plan.render(&d.snap));
+    }
+}
+
+// ----- Volume Topology Requirements -----
+
+/// Karpenter's suite StorageClass: zones 2 and 3, bound on first consumer.
+const ZONAL_CLASS: &str = "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: zonal}\nprovisioner: test-provisioner\nvolumeBindingMode: WaitForFirstConsumer\nallowedTopologies: [{matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [test-zone-2, test-zone-3]}]}]\n";
+
+/// A claim `name`: `spec` is the flow mapping body of its spec.
+fn claim(c: &mut Cluster, name: &str, spec: &str) {
+    c.claim(&format!(
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: {name}, namespace: default}}\nspec: {{accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}, {spec}}}\n"
+    ));
+}
+
+/// A volume `name`: `source` and more spec as a flow mapping body.
+fn volume(c: &mut Cluster, name: &str, spec: &str) {
+    c.volume(&format!(
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: {name}}}\nspec: {{accessModes: [ReadWriteOnce], capacity: {{storage: 100Gi}}, {spec}}}\n"
+    ));
+}
+
+const CSI: &str = "csi: {driver: test.driver, volumeHandle: test-handle}";
+
+fn zone3_volume(c: &mut Cluster) {
+    volume(
+        c,
+        "zone-3-volume",
+        &format!(
+            "{CSI}, nodeAffinity: {{required: {{nodeSelectorTerms: [{{matchExpressions: [{{key: topology.kubernetes.io/zone, operator: In, values: [test-zone-3]}}]}}]}}}}"
+        ),
+    );
+}
+
+/// A pod using claim `claim`, with more spec fields in `extra`.
+fn with_claim(claim: &str, extra: &str) -> String {
+    spec(&format!(
+        "containers: [{{name: c, image: i}}], volumes: [{{name: data, persistentVolumeClaim: {{claimName: {claim}}}}}]{extra}"
+    ))
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2004
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2034
+#[test]
+fn bound_claims_schedule_whatever_their_storage_class() {
+    for class in ["\"\"", "missing-storage-class"] {
+        let mut c = cluster();
+        volume(&mut c, "test-volume", &format!("{CSI}, storageClassName: {class}"));
+        claim(&mut c, "data", &format!("storageClassName: {class}, volumeName: test-volume"));
+        c.pending("{name: p}", &with_claim("data", ""));
+        let d = c.decide();
+        assert!(d.nodeclaim_of("p").is_some(), "class {class}: {}", d.plan.render(&d.snap));
+    }
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2103
+#[test]
+fn unbound_claims_narrow_the_zone_to_the_storage_class_zones() {
+    let mut c = cluster();
+    c.storage_class(ZONAL_CLASS);
+    claim(&mut c, "data", "storageClassName: zonal");
+    c.pending("{name: p}", &with_claim("data", &format!(", {}", affinity_in(ZONE, "test-zone-1, test-zone-3"))));
+    assert_eq!(label(&c.decide(), "p", ZONE).as_deref(), Some("test-zone-3"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2138
+#[test]
+fn storage_class_zones_the_pod_excludes_do_not_schedule() {
+    let mut c = cluster();
+    c.storage_class(ZONAL_CLASS);
+    claim(&mut c, "data", "storageClassName: zonal");
+    c.pending("{name: p}", &with_claim("data", &format!(", {}", affinity_in(ZONE, "test-zone-1"))));
+    assert!(!c.decide().scheduled("p"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2171
+#[test]
+fn bound_claims_pin_the_zone_of_their_volume() {
+    let mut c = cluster();
+    c.storage_class(ZONAL_CLASS);
+    zone3_volume(&mut c);
+    claim(&mut c, "data", "storageClassName: zonal, volumeName: zone-3-volume");
+    c.pending("{name: p}", &with_claim("data", ""));
+    assert_eq!(label(&c.decide(), "p", ZONE).as_deref(), Some("test-zone-3"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2317
+#[test]
+fn volume_zones_the_pod_excludes_do_not_schedule() {
+    let mut c = cluster();
+    c.storage_class(ZONAL_CLASS);
+    zone3_volume(&mut c);
+    claim(&mut c, "data", "storageClassName: zonal, volumeName: zone-3-volume");
+    c.pending("{name: p}", &with_claim("data", &format!(", {}", affinity_in(ZONE, "test-zone-1"))));
+    assert!(!c.decide().scheduled("p"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2353
+#[test]
+fn relaxing_required_terms_keeps_the_volume_zone() {
+    let mut c = cluster();
+    c.storage_class(ZONAL_CLASS);
+    zone3_volume(&mut c);
+    claim(&mut c, "data", "storageClassName: zonal, volumeName: zone-3-volume");
+    c.pending(
+        "{name: p}",
+        &with_claim(
+            "data",
+            ", affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: example.com/label, operator: In, values: [unsupported]}]}, {matchExpressions: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]}]}}}",
+        ),
+    );
+    assert_eq!(label(&c.decide(), "p", ZONE).as_deref(), Some("test-zone-3"));
+}
+
+const LOCAL_CLASS: &str = "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: local-path}\nprovisioner: kubernetes.io/no-provisioner\n";
+
+fn hostname_affinity(source: &str) -> String {
+    format!(
+        "{source}, storageClassName: local-path, nodeAffinity: {{required: {{nodeSelectorTerms: [{{matchExpressions: [{{key: kubernetes.io/hostname, operator: In, values: [some-random-node]}}]}}]}}}}"
+    )
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2241
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2242
+#[test]
+fn local_volume_hostname_affinity_is_ignored() {
+    for source in ["local: {path: /mnt/local-disks}", "hostPath: {path: /mnt/local-disks}"] {
+        let mut c = cluster();
+        c.storage_class(LOCAL_CLASS);
+        volume(&mut c, "local-volume", &hostname_affinity(source));
+        claim(&mut c, "data", "storageClassName: local-path, volumeName: local-volume");
+        c.pending("{name: p}", &with_claim("data", ""));
+        let d = c.decide();
+        assert!(d.nodeclaim_of("p").is_some(), "{source}: {}", d.plan.render(&d.snap));
+    }
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2287
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2288
+#[test]
+fn local_ephemeral_volume_hostname_affinity_is_ignored() {
+    for source in ["local: {path: /mnt/local-disks}", "hostPath: {path: /mnt/local-disks}"] {
+        let mut c = cluster();
+        c.storage_class(LOCAL_CLASS);
+        volume(&mut c, "local-volume", &hostname_affinity(source));
+        claim(&mut c, "p-data", "storageClassName: local-path, volumeName: local-volume");
+        c.pending(
+            "{name: p}",
+            &spec("containers: [{name: c, image: i}], volumes: [{name: data, ephemeral: {volumeClaimTemplate: {spec: {accessModes: [ReadWriteOnce], storageClassName: local-path, resources: {requests: {storage: 1Gi}}}}}}]"),
+        );
+        let d = c.decide();
+        assert!(d.nodeclaim_of("p").is_some(), "{source}: {}", d.plan.render(&d.snap));
+    }
+}
+
+// ----- Preferential Fallback -----
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2389
+#[test]
+fn a_single_unsatisfiable_required_term_is_not_relaxed() {
+    let mut c = Cluster::new(default_types());
+    pool(
+        &mut c,
+        "default",
+        "  template: {spec: {requirements: [{key: topology.kubernetes.io/zone, operator: In, values: [test-zone-1]}]}}\n",
+    );
+    c.pending("{name: p}", &spec(&affinity_in(ZONE, "invalid")));
+    assert!(!c.decide().scheduled("p"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2410
+#[test]
+fn required_terms_are_relaxed_to_the_first_satisfiable_one() {
+    let mut c = cluster();
+    let terms: Vec<String> = ["invalid", "invalid", "test-zone-1", "test-zone-2"]
+        .iter()
+        .map(|z| format!("{{matchExpressions: [{{key: {ZONE}, operator: In, values: [{z}]}}]}}"))
+        .collect();
+    c.pending(
+        "{name: p}",
+        &spec(&format!(
+            "affinity: {{nodeAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {{nodeSelectorTerms: [{}]}}}}}}",
+            terms.join(", ")
+        )),
+    );
+    assert_eq!(label(&c.decide(), "p", ZONE).as_deref(), Some("test-zone-1"));
+}
+
+fn preferring(terms: &[(i32, &str, &str)]) -> String {
+    let terms: Vec<String> = terms
+        .iter()
+        .map(|(w, k, v)| {
+            format!("{{weight: {w}, preference: {{matchExpressions: [{{key: {k}, operator: In, values: [{v}]}}]}}}}")
+        })
+        .collect();
+    format!("affinity: {{nodeAffinity: {{preferredDuringSchedulingIgnoredDuringExecution: [{}]}}}}", terms.join(", "))
+}
+
+const UNSATISFIABLE_PREFERENCES: [(i32, &str, &str); 2] = [(1, ZONE, "invalid"), (1, INSTANCE_TYPE, "invalid")];
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2434
+#[test]
+fn every_unsatisfiable_node_preference_is_relaxed() {
+    let mut c = cluster();
+    c.pending("{name: p}", &spec(&preferring(&UNSATISFIABLE_PREFERENCES)));
+    let d = c.decide();
+    assert!(d.nodeclaim_of("p").is_some(), "{}", d.plan.render(&d.snap));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2453
+#[test]
+fn node_preferences_relax_heaviest_first() {
+    let mut c = Cluster::new(default_types());
+    pool(
+        &mut c,
+        "default",
+        "  template: {spec: {requirements: [{key: topology.kubernetes.io/zone, operator: In, values: [test-zone-1, test-zone-2]}]}}\n",
+    );
+    c.pending(
+        "{name: p}",
+        &spec(&preferring(&[(100, INSTANCE_TYPE, "test-zone-3"), (50, ZONE, "test-zone-2"), (1, ZONE, "test-zone-1")])),
+    );
+    assert_eq!(label(&c.decide(), "p", ZONE).as_deref(), Some("test-zone-2"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2487
+#[test]
+fn a_prefer_no_schedule_taint_is_tolerated_after_preferences_are_relaxed() {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "default", "  template: {spec: {taints: [{key: foo, value: bar, effect: PreferNoSchedule}]}}\n");
+    c.pending("{name: p}", &spec(&preferring(&UNSATISFIABLE_PREFERENCES)));
+    let d = c.decide();
+    let nc = d.nodeclaim_of("p").unwrap_or_else(|| panic!("{}", d.plan.render(&d.snap)));
+    let taint = Taint { key: "foo".into(), value: "bar".into(), effect: Effect::PreferNoSchedule };
+    assert!(d.snap.nodepools[nc.nodepool].taints.contains(&taint));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2558
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2559
+#[test]
+fn a_relaxed_node_preference_lets_the_pod_share_a_node() {
+    for key in [ZONE, "kubernetes.io/hostname"] {
+        let mut c = cluster();
+        c.pending("{name: big, labels: {app: foo}}", &spec(&container("cpu: \"2\"")));
+        c.pending(
+            "{name: prefers, labels: {app: baz}}",
+            &spec(&format!("{}, {}", container("cpu: \"1\""), preferring(&[(1, key, "value-1")]))),
+        );
+        let d = c.decide();
+        let (a, b) = (d.nodeclaim_of("big"), d.nodeclaim_of("prefers"));
+        assert!(a.is_some() && b.is_some(), "{key}: {}", d.plan.render(&d.snap));
+        assert_eq!(a.map(|n| &n.hostname), b.map(|n| &n.hostname), "{key}");
+    }
+}
+
+// ----- Multiple NodePools -----
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2773
+#[test]
+fn a_pod_selecting_a_nodepool_by_name_gets_it() {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "a-pool", "");
+    pool(&mut c, "b-pool", "");
+    c.pending("{name: p}", &spec("nodeSelector: {karpenter.sh/nodepool: b-pool}"));
+    assert_eq!(label(&c.decide(), "p", NODEPOOL).as_deref(), Some("b-pool"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2781
+#[test]
+fn a_pod_selecting_a_template_label_gets_that_nodepool() {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "a-pool", "");
+    pool(&mut c, "b-pool", "  template: {metadata: {labels: {foo: bar}}, spec: {requirements: []}}\n");
+    c.pending("{name: p}", &spec("nodeSelector: {foo: bar}"));
+    assert_eq!(label(&c.decide(), "p", NODEPOOL).as_deref(), Some("b-pool"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2797
+#[test]
+fn a_nodepool_with_a_prefer_no_schedule_taint_is_avoided() {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "a-tainted", "  template: {spec: {taints: [{key: foo, value: bar, effect: PreferNoSchedule}]}}\n");
+    pool(&mut c, "b-plain", "");
+    c.pending("{name: p}", "");
+    assert_ne!(label(&c.decide(), "p", NODEPOOL).as_deref(), Some("a-tainted"));
+}
+
+fn weighted_pools() -> Cluster {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "a-unweighted", "");
+    pool(&mut c, "b-weight-20", "  weight: 20\n");
+    pool(&mut c, "c-weight-100", "  weight: 100\n");
+    c
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2815
+#[test]
+fn the_heaviest_nodepool_takes_every_pod() {
+    let mut c = weighted_pools();
+    c.pending_n(3, "p", "", "");
+    let d = c.decide();
+    for i in 0..3 {
+        assert_eq!(label(&d, &format!("p-{i}"), NODEPOOL).as_deref(), Some("c-weight-100"));
+    }
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2831
+#[test]
+fn a_pod_selecting_a_lighter_nodepool_gets_it() {
+    let mut c = weighted_pools();
+    c.pending("{name: p}", &spec("nodeSelector: {karpenter.sh/nodepool: a-unweighted}"));
+    assert_eq!(label(&c.decide(), "p", NODEPOOL).as_deref(), Some("a-unweighted"));
+}
