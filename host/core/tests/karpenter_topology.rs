@@ -1276,3 +1276,47 @@ fn a_startup_taint_needs_no_toleration() {
     c.pending("{name: p}", "");
     on(&c.decide(), "p");
 }
+
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:2361
+#[test]
+fn zonal_anti_affinity_waits_while_the_avoided_pods_zone_is_undecided() {
+    let mut c = cluster();
+    c.pending("{name: avoided, labels: {security: s2}}", &spec(&[cpu("2")]));
+    c.pending("{name: anti}", &spec(&[affinity(&[pod_anti_affinity(&[term(ZONE, S2, "")], &[])])]));
+    let d = c.decide();
+    on(&d, "avoided");
+    // Its node may land in any zone: no zone is safe for the anti-affine pod yet.
+    not_scheduled(&d, "anti");
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:2668
+#[test]
+fn zonal_anti_affinity_among_replicas_settles_one_zone_per_round() {
+    let mut c = cluster();
+    let zone = ZONE.to_string();
+    let mut want = Vec::new();
+    for round in 0..3 {
+        let anti = affinity(&[pod_anti_affinity(&[term(ZONE, S2, "")], &[])]);
+        pods(&mut c, 3, &format!("r{round}"), S2, &[anti]);
+        let d = provision(&mut c);
+        want.push(1);
+        expect_skew(&d, &zone, &[("security", "s2")], &want);
+        // Karpenter's suite deletes the pods left pending before the next round.
+        c.objects.pods.retain(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_some()));
+    }
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:2502
+#[test]
+fn a_pod_avoided_by_an_undecided_zone_waits_a_round_then_takes_another_zone() {
+    let mut c = cluster();
+    c.pending("{name: anywhere}", &spec(&[cpu("2"), affinity(&[pod_anti_affinity(&[term(ZONE, S2, "")], &[])])]));
+    c.pending("{name: avoided, labels: {security: s2}}", "");
+    let d = provision(&mut c);
+    let (_, first) = on(&d, "anywhere");
+    not_scheduled(&d, "avoided");
+    // The second round sees the first pod's node in its zone.
+    let d = provision(&mut c);
+    let (_, second) = on(&d, "avoided");
+    assert_ne!(first.get(ZONE), second.get(ZONE), "the avoided pod shares the anti-affine pod's zone");
+}

@@ -352,6 +352,7 @@ impl Topology {
         delta: i32,
     ) {
         let (reqs, taints, bin) = (at.reqs, at.taints, at.bin);
+        let universe = &self.universe;
         for (i, group) in self.groups.iter_mut().enumerate() {
             let inverse = group.k.kind == Kind::InverseAntiAffinity;
             let counted = if inverse {
@@ -362,13 +363,18 @@ impl Topology {
             if !counted {
                 continue;
             }
-            let Some(domains) = reqs.get(&group.k.key) else { continue };
-            if domains.is_complement() {
-                continue;
-            }
             let all = matches!(group.k.kind, Kind::AntiAffinity | Kind::InverseAntiAffinity);
-            if all || domains.values().len() == 1 {
-                for d in domains.values() {
+            // Anti-affinity blocks every domain the pod may land in: where the place has
+            // not settled its domain yet (`Exists`, `NotIn`), every known domain it allows.
+            let domains: Vec<String> = match reqs.get(&group.k.key) {
+                Some(d) if !d.is_complement() => d.values().to_vec(),
+                Some(d) if all => {
+                    universe.get(&group.k.key).into_iter().flatten().filter(|v| d.has(v)).cloned().collect()
+                }
+                _ => continue,
+            };
+            if all || domains.len() == 1 {
+                for d in &domains {
                     *group.counts.entry(d.clone()).or_default() += delta;
                 }
                 if let Some(b) = bin.filter(|_| group.k.key == LABEL_HOSTNAME) {
