@@ -291,6 +291,12 @@ pub fn pod(p: &core::Pod) -> Result<Pod, ConvertError> {
         host_ports,
         termination_grace_seconds: spec.termination_grace_period_seconds.unwrap_or(30),
         deleting: p.metadata.deletion_timestamp.is_some(),
+        resource_claims: spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty())
+            || spec
+                .containers
+                .iter()
+                .chain(spec.init_containers.iter().flatten())
+                .any(|c| c.resources.as_ref().and_then(|r| r.claims.as_ref()).is_some_and(|c| !c.is_empty())),
         priority: spec.priority.unwrap_or(0),
         node_name: spec.node_name.clone(),
         created: p.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second()),
@@ -494,6 +500,7 @@ pub fn nodepool(np: &NodePool, instance_types: Arc<Vec<InstanceType>>) -> Result
         startup_taints: t.spec.startup_taints.iter().filter_map(api_taint).collect(),
         limits,
         instance_types,
+        replicas: np.spec.replicas,
     })
 }
 

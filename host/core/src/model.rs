@@ -91,6 +91,9 @@ pub struct Pod {
     pub termination_grace_seconds: i64,
     /// Has a deletion timestamp: already going away, nothing to reschedule.
     pub deleting: bool,
+    /// Asks for devices through Dynamic Resource Allocation (resource claims): Tenon, like
+    /// Karpenter without DRA support, provisions nothing for it.
+    pub resource_claims: bool,
 }
 
 impl Default for Pod {
@@ -120,6 +123,7 @@ impl Default for Pod {
             owner_name: None,
             termination_grace_seconds: 30,
             deleting: false,
+            resource_claims: false,
         }
     }
 }
@@ -289,6 +293,9 @@ pub struct NodePoolTemplate {
     pub termination_grace_period: Option<i64>,
     /// The template hash NodeClaims launched now are stamped with.
     pub hash: String,
+    /// `spec.replicas`: a static NodePool keeps this many nodes and is never provisioned
+    /// for pods (its nodes still take pods that fit them).
+    pub replicas: Option<i64>,
 }
 
 /// Everything a decision looks at. Built by one conversion module (`convert`) in the
@@ -304,6 +311,9 @@ pub struct ClusterSnapshot {
     pub daemonsets: Vec<DaemonSet>,
     pub pdbs: Vec<PodDisruptionBudget>,
     pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    /// At most this many instance type options per NodeClaim (Karpenter's
+    /// `MaxInstanceTypes`); `None`: [`crate::scheduler::MAX_INSTANCE_TYPES`].
+    pub max_instance_types: Option<usize>,
 }
 
 impl ClusterSnapshot {

@@ -217,6 +217,12 @@ impl Requirement {
         matches!(self.operator(), Operator::NotIn | Operator::DoesNotExist)
     }
 
+    /// Whether a node can satisfy both: some value in common, or (Karpenter's exception)
+    /// both only forbid values, so the label may simply be absent.
+    pub fn agrees_with(&self, other: &Requirement) -> bool {
+        self.overlaps(other) || (self.negative() && other.negative())
+    }
+
     /// Any one allowed value, preferring the smallest listed (for a chosen domain).
     pub fn any(&self) -> Option<&str> {
         if self.complement { None } else { self.values.first().map(String::as_str) }

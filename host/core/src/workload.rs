@@ -52,6 +52,7 @@ pub fn open_nodepool(name: &str, catalog: Arc<Vec<InstanceType>>) -> NodePoolTem
         expire_after: Some(720 * 3600),
         termination_grace_period: None,
         hash: "0".into(),
+        replicas: None,
     }
 }
 

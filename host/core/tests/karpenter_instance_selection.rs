@@ -523,3 +523,49 @@ fn without_configured_defaults_a_replica_set_pod_gets_no_spread_constraint() {
     assert_eq!(pod.owner_kind.as_deref(), Some("ReplicaSet"));
     assert!(pod.spread.is_empty(), "{:?}", pod.spread);
 }
+
+/// karpenter:pkg/controllers/provisioning/scheduling/instance_selection_test.go:961
+#[test]
+fn a_nodepool_min_values_no_type_set_meets_schedules_nothing() {
+    let mut c = cluster(
+        vec![
+            mv_type("instance-type-1", "arm64", 2, 0.52, Some("2")),
+            mv_type("instance-type-2", "arm64", 4, 1.2, Some("4")),
+        ],
+        "[{key: karpenter/numerical-value, operator: Lt, values: [\"4\"], minValues: 2}]",
+    );
+    two_big_pods(&mut c, "");
+    let d = c.decide();
+    assert!(d.plan.nodeclaims.is_empty(), "{}", d.plan.render(&d.snap));
+    for p in ["p1", "p2"] {
+        assert!(!d.scheduled(p), "{p}");
+        assert!(d.unschedulable(p).is_some_and(|r| r.contains("minValues")), "{p}: {:?}", d.unschedulable(p));
+    }
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/instance_selection_test.go:1234
+#[test]
+fn min_values_above_the_number_of_types_schedules_nothing() {
+    let types: Vec<InstanceType> = (0..10).map(|i| fake(&format!("fake-it-{i}")).build()).collect();
+    let mut c = cluster(types, "[{key: node.kubernetes.io/instance-type, operator: Exists, minValues: 11}]");
+    c.pending("{name: p}", "");
+    let d = c.decide();
+    assert!(!d.scheduled("p"), "{}", d.plan.render(&d.snap));
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/instance_selection_test.go:1261
+#[test]
+fn min_values_broken_by_truncating_the_options_schedules_nothing() {
+    let mut c = cluster(
+        vec![mv_type("instance-type-1", "arm64", 1, 0.52, None), mv_type("instance-type-2", "arm64", 4, 1.0, None)],
+        "[{key: node.kubernetes.io/instance-type, operator: In, values: [instance-type-1, instance-type-2], minValues: 2}]",
+    );
+    // Karpenter's suite lowers MaxInstanceTypes to 1 to reach truncation with two types.
+    c.max_instance_types = Some(1);
+    two_big_pods(&mut c, "");
+    let d = c.decide();
+    assert!(d.plan.nodeclaims.is_empty(), "{}", d.plan.render(&d.snap));
+    for p in ["p1", "p2"] {
+        assert!(d.unschedulable(p).is_some_and(|r| r.contains("minValues")), "{p}: {:?}", d.unschedulable(p));
+    }
+}

@@ -842,3 +842,58 @@ fn a_pod_selecting_a_lighter_nodepool_gets_it() {
     c.pending("{name: p}", &spec("nodeSelector: {karpenter.sh/nodepool: a-unweighted}"));
     assert_eq!(label(&c.decide(), "p", NODEPOOL).as_deref(), Some("a-unweighted"));
 }
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2848
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2859
+#[test]
+fn static_nodepools_are_never_provisioned_for_pods() {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "static", "  replicas: 2\n");
+    c.pending("{name: p}", "");
+    let d = c.decide();
+    assert!(!d.scheduled("p"), "a static NodePool keeps its replicas; it does not follow pods");
+    // With a dynamic NodePool beside it, the pod gets the dynamic one.
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "dynamic", "");
+    pool(&mut c, "static", "  replicas: 1\n");
+    c.pending("{name: p}", "");
+    let d = c.decide();
+    assert_eq!(d.node_labels("p").get(NODEPOOL).map(String::as_str), Some("dynamic"));
+}
+
+/// An arm64 linux type of 4 CPU and 4 GiB with spot offerings as (zone, price).
+fn spot_type(name: &str, offerings: &[(&str, f64)]) -> InstanceType {
+    let o: Vec<(&str, &str, f64, bool)> = offerings.iter().map(|&(z, p)| ("spot", z, p, true)).collect();
+    fake(name).arch("arm64").os(&["linux"]).resources(4, 4 * GIB, 5).offerings(&o).build()
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2911
+/// karpenter:pkg/controllers/provisioning/suite_test.go:3216
+#[test]
+fn strict_min_values_the_catalog_cannot_meet_schedules_nothing() {
+    let pod = spec(&container("cpu: \"0.9\", memory: 0.9Gi"));
+    // Three instance types asked for, two exist.
+    let mut c = Cluster::new(Arc::new(vec![
+        spot_type("instance-type-1", &[("test-zone-1-spot", 0.52)]),
+        spot_type("instance-type-2", &[("test-zone-2-spot", 0.52)]),
+    ]));
+    pool(
+        &mut c,
+        "default",
+        "  weight: 100\n  template: {spec: {requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [instance-type-1, instance-type-2, instance-type-3], minValues: 3}]}}\n",
+    );
+    c.pending("{name: p}", &pod);
+    assert!(!c.decide().scheduled("p"), "instance-type minValues 3 with two types");
+    // Three zones asked for, two offered.
+    let mut c = Cluster::new(Arc::new(vec![
+        spot_type("instance-type-1", &[("test-zone-1", 0.52), ("test-zone-2", 0.54)]),
+        spot_type("instance-type-2", &[("test-zone-1", 0.6), ("test-zone-2", 0.62)]),
+    ]));
+    pool(
+        &mut c,
+        "default",
+        "  template: {spec: {requirements: [{key: topology.kubernetes.io/zone, operator: In, values: [test-zone-1, test-zone-2, test-zone-3], minValues: 3}]}}\n",
+    );
+    c.pending("{name: p}", &pod);
+    assert!(!c.decide().scheduled("p"), "zone minValues 3 with two zones");
+}

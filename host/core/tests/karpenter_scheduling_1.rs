@@ -697,3 +697,24 @@ fn several_small_pods_share_one_smallest_node() {
         assert_eq!(label(&d, &format!("p-{i}"), TYPE).as_deref(), Some("small-instance-type"));
     }
 }
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:537
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:981
+#[test]
+fn does_not_exist_on_an_undefined_key_schedules_without_the_label() {
+    let mut c = cluster("");
+    c.pending("{name: p}", &requiring(&[expr("test-key", "DoesNotExist", &[])]));
+    let d = c.decide();
+    assert!(d.nodeclaim_of("p").is_some(), "{}", d.plan.render(&d.snap));
+    assert_eq!(label(&d, "p", "test-key"), None);
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:1507
+#[test]
+fn does_not_exist_on_an_optional_label_launches_a_type_without_it() {
+    let mut c = fake_its_cluster(fake_its(5));
+    c.pending("{name: p}", &requiring(&[expr(EXOTIC, "DoesNotExist", &[])]));
+    let d = c.decide();
+    assert!(d.nodeclaim_of("p").is_some(), "{}", d.plan.render(&d.snap));
+    assert_eq!(label(&d, "p", EXOTIC), None);
+}

@@ -984,3 +984,26 @@ fn a_pod_without_resource_claims_gets_one_nodeclaim() {
     assert_eq!(d.plan.nodeclaims.len(), 1, "{}", d.plan.render(&d.snap));
     assert!(d.plan.unschedulable.is_empty());
 }
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:5361
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:5382
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:5414
+#[test]
+fn pods_with_resource_claims_get_no_nodeclaim_and_say_why() {
+    let containers = [
+        // A container's claim.
+        "  resourceClaims: [{name: gpu-claim, resourceClaimName: gpu}]\n  containers: [{name: app, image: cuda, resources: {requests: {cpu: \"1\", memory: 1Gi}, claims: [{name: gpu-claim}]}}]\n",
+        // An init container's claim.
+        "  resourceClaims: [{name: gpu-init-claim, resourceClaimName: gpu}]\n  initContainers: [{name: init, image: cuda, resources: {requests: {cpu: 500m, memory: 512Mi}, claims: [{name: gpu-init-claim}]}}]\n  containers: [{name: app, image: nginx, resources: {requests: {cpu: \"1\", memory: 1Gi}}}]\n",
+        // Both.
+        "  resourceClaims: [{name: gpu-claim, resourceClaimName: gpu}, {name: storage-init-claim, resourceClaimName: s}]\n  initContainers: [{name: init, image: busybox, resources: {requests: {cpu: 250m, memory: 256Mi}, claims: [{name: storage-init-claim}]}}]\n  containers: [{name: app, image: cuda, resources: {requests: {cpu: \"1\", memory: 1Gi}, claims: [{name: gpu-claim}]}}]\n",
+    ];
+    for spec in containers {
+        let mut c = suite(default_types());
+        c.pending("{name: p}", spec);
+        let d = c.decide();
+        assert!(d.plan.nodeclaims.is_empty(), "{spec}: {}", d.plan.render(&d.snap));
+        let why = d.unschedulable("p").unwrap_or_default();
+        assert!(why.contains("Dynamic Resource Allocation"), "{spec}: the DRA error, got {why:?}");
+    }
+}

@@ -420,6 +420,7 @@ fn one_empty_node(nodes: BudgetNodes) -> ClusterSnapshot {
         expire_after: None,
         termination_grace_period: None,
         hash: "h".into(),
+        replicas: None,
     };
     ClusterSnapshot { now: NOW, nodepools: vec![pool], nodes: vec![node], ..Default::default() }
 }

@@ -561,6 +561,7 @@ impl<'p> World<'p> {
             daemonsets: self.daemonsets.clone(),
             pdbs,
             namespaces: BTreeMap::new(),
+            max_instance_types: None,
         }
     }
 

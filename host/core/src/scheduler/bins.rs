@@ -6,7 +6,7 @@ use super::pods::PodState;
 use super::topology::{Placement, Topology};
 use crate::instancetype::InstanceType;
 use crate::model::{ClusterSnapshot, HostPort, NodePoolTemplate, Pod};
-use crate::plan::NewNodeClaim;
+use crate::plan::{NewNodeClaim, Unschedulable};
 use crate::requirements::{Operator, Requirement, Requirements};
 use crate::resources::{NODES, Resources, format_amount};
 use crate::scorer::{Candidate, Scorer, ScoringInput, normalise_ranking};
@@ -97,10 +97,17 @@ pub(crate) struct Scheduler<'a> {
 fn type_fits(it: &InstanceType, reqs: &Requirements, keys: &[String], requests: &Resources, offerings: bool) -> bool {
     requests.fits_in(it.allocatable())
         && keys.iter().all(|k| match (it.requirements.get(k), reqs.get(k)) {
-            (Some(a), Some(b)) => a.overlaps(b),
+            (Some(a), Some(b)) => a.agrees_with(b),
             _ => true,
         })
         && (!offerings || it.compatible_offerings(reqs).next().is_some())
+}
+
+/// Whether every requirement on `key` only forbids values (NotIn, DoesNotExist): then no
+/// value in common means the label must be absent, not a conflict (Karpenter's rule).
+fn only_forbidden(key: &str, sets: &[&Requirements], extra: &[Requirement]) -> bool {
+    let forbids = |r: &Requirement| matches!(r.operator(), Operator::NotIn | Operator::DoesNotExist);
+    sets.iter().filter_map(|s| s.get(key)).all(forbids) && extra.iter().filter(|r| r.key == key).all(forbids)
 }
 
 /// Of `candidates` (the keys a pod or its topology constrain), those whose requirement
@@ -444,10 +451,10 @@ impl<'a> Scheduler<'a> {
         }
         let mut reqs = (*bin.reqs).clone();
         reqs.add_all(&ps.reqs);
-        for r in topo_reqs {
-            reqs.add(r);
+        for r in &topo_reqs {
+            reqs.add(r.clone());
         }
-        if reqs.iter().any(Requirement::is_empty) {
+        if reqs.iter().any(|r| r.is_empty() && !only_forbidden(&r.key, &[&bin.reqs, &ps.reqs], &topo_reqs)) {
             return None;
         }
         match bin.place {
@@ -528,6 +535,11 @@ impl<'a> Scheduler<'a> {
     }
 
     pub(crate) fn try_place(&mut self, ps: &PodState) -> Result<(), String> {
+        if self.snap.pods[ps.idx].resource_claims {
+            return Err(
+                "it uses Dynamic Resource Allocation (resource claims), which Tenon does not provision for".into()
+            );
+        }
         self.spread_mins.resize(self.topo.groups.len(), 0);
         for &g in &ps.groups {
             self.spread_mins[g] = self.topo.spread_min(g, ps.reqs.get(self.topo.key(g)));
@@ -546,6 +558,13 @@ impl<'a> Scheduler<'a> {
         }
         let mut reasons = Vec::new();
         for pool in 0..self.pools.len() {
+            if self.pools[pool].tpl.replicas.is_some() {
+                reasons.push(format!(
+                    "nodepool {}: static (spec.replicas): it keeps a fixed number of nodes",
+                    self.pools[pool].tpl.name
+                ));
+                continue;
+            }
             match self.open(pool, ps) {
                 Ok(()) => return Ok(()),
                 Err(r) => reasons.push(format!("nodepool {}: {r}", self.pools[pool].tpl.name)),
@@ -574,6 +593,10 @@ impl<'a> Scheduler<'a> {
         let types = pl.within_limits();
         if types.is_empty() {
             return Err(pl.limit_message());
+        }
+        // The NodePool's own minValues, over what it can launch at all.
+        if let Some(m) = min_values_problem(&types, &pl.tpl.instance_types, &pl.tpl.requirements) {
+            return Err(m);
         }
         let hostname = format!("hostname-placeholder-{:04}", self.bins.len());
         let mut reqs = pl.tpl.requirements.clone();
@@ -628,7 +651,7 @@ impl<'a> Scheduler<'a> {
         }
         let mut reqs = (*bin.reqs).clone();
         reqs.add_all(&ps.reqs);
-        if let Some(r) = reqs.iter().find(|r| r.is_empty()) {
+        if let Some(r) = reqs.iter().find(|r| r.is_empty() && !only_forbidden(&r.key, &[&bin.reqs, &ps.reqs], &[])) {
             return format!("requirements on {} cannot all be met", r.key);
         }
         let requests = bin.requests.plus(&pod.requests);
@@ -660,8 +683,13 @@ impl<'a> Scheduler<'a> {
     }
 
     /// The new NodeClaims, with instance types ranked by `scorer` and truncated to 600.
-    pub(crate) fn finish(&self, scorer: &dyn Scorer) -> Vec<NewNodeClaim> {
+    /// The NodeClaims to create, each with its options ranked by `scorer` and cut to the
+    /// snapshot's limit; a NodeClaim whose minValues the cut breaks is not created and its
+    /// pods are unschedulable (Karpenter's `TruncateInstanceTypes`).
+    pub(crate) fn finish(&self, scorer: &dyn Scorer) -> (Vec<NewNodeClaim>, Vec<Unschedulable>) {
+        let limit = self.snap.max_instance_types.unwrap_or(MAX_INSTANCE_TYPES);
         let mut out = Vec::new();
+        let mut unschedulable = Vec::new();
         for bin in &self.bins {
             let Place::Claim(pool) = bin.place else { continue };
             if bin.pods.is_empty() {
@@ -703,7 +731,12 @@ impl<'a> Scheduler<'a> {
                     ranked.push(t);
                 }
             }
-            ranked.truncate(MAX_INSTANCE_TYPES);
+            ranked.truncate(limit);
+            if let Some(m) = min_values_problem(&ranked, cat, &bin.reqs) {
+                let reason = format!("{m} among the {limit} cheapest instance types a NodeClaim may carry");
+                unschedulable.extend(bin.pods.iter().map(|&pod| Unschedulable { pod, reason: reason.clone() }));
+                continue;
+            }
             out.push(NewNodeClaim {
                 nodepool: pl.snap_idx,
                 nodepool_name: pl.tpl.name.clone(),
@@ -714,7 +747,7 @@ impl<'a> Scheduler<'a> {
                 pods: bin.pods.clone(),
             });
         }
-        out
+        (out, unschedulable)
     }
 }
 

@@ -36,8 +36,11 @@ pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> Provisioning
         plan.nominations.push(Nomination { pod, node });
     }
     plan.nominations.sort_by_key(|n| n.pod);
+    let (nodeclaims, cut) = s.finish(scorer);
+    plan.nodeclaims = nodeclaims;
     plan.unschedulable = unschedulable;
-    plan.nodeclaims = s.finish(scorer);
+    plan.unschedulable.extend(cut);
+    plan.unschedulable.sort_by_key(|u| u.pod);
     plan
 }
 

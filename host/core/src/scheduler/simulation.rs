@@ -71,8 +71,10 @@ impl<'a> Simulator<'a> {
             }
         }
         moving.extend(self.pending.iter().filter_map(|p| self.states.get(p).cloned()));
-        let unschedulable = run_queue(&mut s, &mut moving, self.snap);
+        let mut unschedulable = run_queue(&mut s, &mut moving, self.snap);
         let moved_to = s.nominations.drain(..).map(|(node, pod)| (pod, node)).collect();
-        SimOutcome { nodeclaims: s.finish(scorer), unschedulable, moved_to }
+        let (nodeclaims, cut) = s.finish(scorer);
+        unschedulable.extend(cut);
+        SimOutcome { nodeclaims, unschedulable, moved_to }
     }
 }

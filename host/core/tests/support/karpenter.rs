@@ -183,6 +183,8 @@ pub struct Cluster {
     pub objects: ClusterObjects,
     pub catalog: Arc<Vec<InstanceType>>,
     pub now: i64,
+    /// Karpenter's `scheduling.MaxInstanceTypes`, lowered by some of its cases.
+    pub max_instance_types: Option<usize>,
     generated: usize,
 }
 
@@ -193,7 +195,7 @@ fn yaml<T: serde::de::DeserializeOwned>(s: &str) -> T {
 impl Cluster {
     /// Every NodePool launches from `catalog`.
     pub fn new(catalog: Arc<Vec<InstanceType>>) -> Cluster {
-        Cluster { objects: ClusterObjects::default(), catalog, now: NOW, generated: 0 }
+        Cluster { objects: ClusterObjects::default(), catalog, now: NOW, max_instance_types: None, generated: 0 }
     }
 
     /// A `karpenter.sh/v1` NodePool; `spec` is the YAML under `spec:` (indented 2).
@@ -291,8 +293,9 @@ impl Cluster {
     /// order). Objects that cannot be read fail the test.
     pub fn decide(&self) -> Decision {
         let catalog = self.catalog.clone();
-        let (snap, errors) = convert::snapshot(&self.objects, &move |_| catalog.clone(), self.now);
+        let (mut snap, errors) = convert::snapshot(&self.objects, &move |_| catalog.clone(), self.now);
         assert!(errors.is_empty(), "objects the controller could not read: {errors:?}");
+        snap.max_instance_types = self.max_instance_types;
         let plan = schedule(&snap, &PriceScorer);
         Decision { snap, plan }
     }

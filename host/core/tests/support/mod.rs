@@ -69,6 +69,7 @@ pub fn pool(name: &str) -> NodePoolTemplate {
         expire_after: Some(720 * 3600),
         termination_grace_period: None,
         hash: "0".into(),
+        replicas: None,
     }
 }
 
