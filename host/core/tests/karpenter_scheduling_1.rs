@@ -718,3 +718,19 @@ fn does_not_exist_on_an_optional_label_launches_a_type_without_it() {
     assert!(d.nodeclaim_of("p").is_some(), "{}", d.plan.render(&d.snap));
     assert_eq!(label(&d, "p", EXOTIC), None);
 }
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:502
+#[test]
+fn a_nodepool_that_is_not_ready_schedules_nothing() {
+    let mut c = cluster("");
+    c.objects.nodepools[0].status = Some(
+        serde_yaml::from_str(
+            "conditions: [{type: Ready, status: \"False\", reason: NodePoolNotReady, message: Node Pool Not Ready, lastTransitionTime: \"2026-11-30T00:00:00Z\"}]",
+        )
+        .unwrap(),
+    );
+    c.pending("{name: p}", "");
+    let d = c.decide();
+    not_scheduled(&d, "p", "NodePool Ready=False");
+    assert!(d.unschedulable("p").is_some_and(|r| r.contains("not Ready")), "{:?}", d.unschedulable("p"));
+}

@@ -558,6 +558,10 @@ impl<'a> Scheduler<'a> {
         }
         let mut reasons = Vec::new();
         for pool in 0..self.pools.len() {
+            if let Some(why) = &self.pools[pool].tpl.not_ready {
+                reasons.push(format!("nodepool {}: not Ready ({why})", self.pools[pool].tpl.name));
+                continue;
+            }
             if self.pools[pool].tpl.replicas.is_some() {
                 reasons.push(format!(
                     "nodepool {}: static (spec.replicas): it keeps a fixed number of nodes",
