@@ -177,7 +177,10 @@ pub fn is_provisionable(p: &core::Pod) -> bool {
         cs.iter()
             .any(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
     });
+    // A nominated node means kube-scheduler is preempting room for it there.
+    let preempting = status.and_then(|s| s.nominated_node_name.as_deref()).is_some_and(|n| !n.is_empty());
     spec.is_some_and(|s| s.node_name.is_none() && s.scheduling_gates.as_ref().is_none_or(Vec::is_empty))
+        && !preempting
         && p.metadata.deletion_timestamp.is_none()
         && status.and_then(|s| s.phase.as_deref()).is_none_or(|ph| ph == "Pending")
         && !is_daemon(p)

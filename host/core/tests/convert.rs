@@ -108,3 +108,23 @@ spec:
     assert!(c.selector.matches(&pod.labels) && !c.selector.matches(&other_rev));
     assert_eq!(pod.preferred_anti_affinity[0].0, 90, "heaviest preference first");
 }
+
+#[test]
+fn a_pod_preempting_its_way_onto_a_node_is_not_provisioned_for() {
+    // kube-scheduler nominated a node for it (it is evicting lower-priority pods there):
+    // Karpenter's IsProvisionable leaves such a pod alone.
+    let p: core::Pod = yaml(
+        r#"
+metadata: {name: high, namespace: default}
+spec: {containers: [{name: c}]}
+status:
+  phase: Pending
+  nominatedNodeName: ip-10-0-1-2.ec2.internal
+  conditions: [{type: PodScheduled, status: "False", reason: Unschedulable}]
+"#,
+    );
+    assert!(!convert::is_provisionable(&p));
+    let mut waiting = p.clone();
+    waiting.status.as_mut().unwrap().nominated_node_name = None;
+    assert!(convert::is_provisionable(&waiting));
+}
