@@ -525,6 +525,12 @@ impl Controller {
                 self.recorder.publish(&self.client, &obj, "Normal", "Nominated", &message).await;
             }
         }
+        // Pods placed on capacity that exists or is on its way get the Event too.
+        for n in &plan.nominations {
+            let obj = Involved::pod(&snap.pods[n.pod]);
+            let message = format!("Pod should schedule on: {}", provisioner::nominated_to(&snap, &n.node));
+            self.recorder.publish(&self.client, &obj, "Normal", "Nominated", &message).await;
+        }
         for u in &plan.unschedulable {
             let obj = Involved::pod(&snap.pods[u.pod]);
             self.recorder

@@ -124,6 +124,19 @@ pub fn nodeclaim(plan: &NewNodeClaim, np: &NodePool, instance_types: &[&str]) ->
 /// node drains instead of after. Only for provisioning: draining must see them where they are.
 /// Borrows the cluster unchanged when nothing is leaving (every pass): only a drain pays for
 /// the copy.
+/// Where a nominated pod goes, as Karpenter's `Nominated` Event names it: the NodeClaim
+/// and, once registered, its Node (`nodeclaim/a, node/b`).
+pub fn nominated_to(snap: &tenon_core::ClusterSnapshot, node: &str) -> String {
+    match snap.nodes.iter().find(|n| n.name == node) {
+        Some(n) if n.in_flight => format!("nodeclaim/{node}"),
+        Some(n) => match &n.claim {
+            Some(c) => format!("nodeclaim/{}, node/{node}", c.nodeclaim),
+            None => format!("node/{node}"),
+        },
+        None => format!("node/{node}"),
+    }
+}
+
 pub fn with_displaced_pods(objects: &ClusterObjects) -> std::borrow::Cow<'_, ClusterObjects> {
     let leaving: BTreeSet<&str> = objects
         .nodeclaims
@@ -157,6 +170,31 @@ pub fn with_displaced_pods(objects: &ClusterObjects) -> std::borrow::Cow<'_, Clu
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn nominations_name_the_nodeclaim_and_its_node_as_karpenter_does() {
+        use tenon_core::model::{ClaimInfo, Node};
+        let node = |name: &str, in_flight: bool, claim: Option<&str>| Node {
+            name: name.into(),
+            in_flight,
+            claim: claim.map(|c| ClaimInfo { nodeclaim: c.into(), ..Default::default() }),
+            ..Default::default()
+        };
+        let snap = tenon_core::ClusterSnapshot {
+            nodes: vec![
+                node("lab-general-abc12", true, Some("lab-general-abc12")),
+                node("ip-10-0-1-2.ec2.internal", false, Some("lab-general-def34")),
+                node("unmanaged", false, None),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(super::nominated_to(&snap, "lab-general-abc12"), "nodeclaim/lab-general-abc12");
+        assert_eq!(
+            super::nominated_to(&snap, "ip-10-0-1-2.ec2.internal"),
+            "nodeclaim/lab-general-def34, node/ip-10-0-1-2.ec2.internal"
+        );
+        assert_eq!(super::nominated_to(&snap, "unmanaged"), "node/unmanaged");
+    }
+
     use super::*;
     use std::sync::Arc;
     use tenon_core::catalog::{AwsCatalogOptions, aws};
