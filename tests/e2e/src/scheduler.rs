@@ -1,7 +1,11 @@
-//! The scheduler stand-in: binds pending pods to Ready nodes they fit, select and tolerate;
-//! marks the others `PodScheduled=False/Unschedulable` (what Karpenter and Tenon act on).
+//! The scheduler stand-in: binds pending pods to Ready nodes they fit, select and tolerate,
+//! where their volumes can be (kube-scheduler's VolumeBinding and VolumeZone checks); marks
+//! the others `PodScheduled=False/Unschedulable` (what Karpenter and Tenon act on).
 
-use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, Pod, Taint, Toleration};
+use k8s_openapi::api::core::v1::{
+    Node, NodeSelectorRequirement, PersistentVolume, PersistentVolumeClaim, Pod, Taint, Toleration,
+};
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
@@ -18,6 +22,7 @@ pub async fn run(client: Client) {
         else {
             continue;
         };
+        let Some(storage) = Storage::read(&client).await else { continue };
         let mut used: BTreeMap<String, Resources> = BTreeMap::new();
         for p in &pods.items {
             if let Some(n) = p.spec.as_ref().and_then(|s| s.node_name.clone())
@@ -44,6 +49,7 @@ pub async fn run(client: Client) {
                 schedulable(n)
                     && fits_selectors(pod, n)
                     && tolerates(pod, n)
+                    && storage.allows(pod, n)
                     && req.sum_fits_in(used.get(&name).unwrap_or(&Resources::default()), &free)
             });
             let ns = pod.metadata.namespace.clone().unwrap_or_default();
@@ -73,6 +79,75 @@ pub async fn run(client: Client) {
                 None => {}
             }
         }
+    }
+}
+
+/// The volume objects pods refer to.
+struct Storage {
+    claims: Vec<PersistentVolumeClaim>,
+    volumes: Vec<PersistentVolume>,
+    classes: Vec<StorageClass>,
+}
+
+impl Storage {
+    async fn read(client: &Client) -> Option<Storage> {
+        let lp = ListParams::default();
+        Some(Storage {
+            claims: Api::<PersistentVolumeClaim>::all(client.clone()).list(&lp).await.ok()?.items,
+            volumes: Api::<PersistentVolume>::all(client.clone()).list(&lp).await.ok()?.items,
+            classes: Api::<StorageClass>::all(client.clone()).list(&lp).await.ok()?.items,
+        })
+    }
+
+    /// Whether every claim the pod uses exists and its volume (bound) or its class's allowed
+    /// topologies (unbound, WaitForFirstConsumer) admit node `n`.
+    fn allows(&self, pod: &Pod, n: &Node) -> bool {
+        let empty = BTreeMap::new();
+        let labels = n.metadata.labels.as_ref().unwrap_or(&empty);
+        let ns = pod.metadata.namespace.as_deref();
+        let pod_name = pod.metadata.name.as_deref().unwrap_or("");
+        pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()).all(|v| {
+            let claim = match (&v.persistent_volume_claim, &v.ephemeral) {
+                (Some(src), _) => src.claim_name.clone(),
+                (None, Some(_)) => format!("{pod_name}-{}", v.name),
+                (None, None) => return true,
+            };
+            let Some(pvc) = self
+                .claims
+                .iter()
+                .find(|c| c.metadata.namespace.as_deref() == ns && c.metadata.name.as_ref() == Some(&claim))
+            else {
+                return false;
+            };
+            let spec = pvc.spec.as_ref();
+            if let Some(pv_name) = spec.and_then(|s| s.volume_name.as_deref()).filter(|n| !n.is_empty()) {
+                let Some(pv) = self.volumes.iter().find(|pv| pv.metadata.name.as_deref() == Some(pv_name)) else {
+                    return false;
+                };
+                let terms = pv.spec.as_ref().and_then(|s| s.node_affinity.as_ref()?.required.as_ref());
+                return terms.is_none_or(|t| {
+                    t.node_selector_terms
+                        .iter()
+                        .any(|t| t.match_expressions.iter().flatten().all(|e| matches_expression(e, labels)))
+                });
+            }
+            let class = spec.and_then(|s| s.storage_class_name.as_deref()).unwrap_or("");
+            let Some(sc) = self.classes.iter().find(|c| c.metadata.name.as_deref() == Some(class)) else {
+                return false;
+            };
+            if sc.volume_binding_mode.as_deref() != Some("WaitForFirstConsumer") {
+                return false;
+            }
+            sc.allowed_topologies.as_ref().is_none_or(|terms| {
+                terms.is_empty()
+                    || terms.iter().any(|t| {
+                        t.match_label_expressions
+                            .iter()
+                            .flatten()
+                            .all(|e| labels.get(&e.key).is_some_and(|v| e.values.contains(v)))
+                    })
+            })
+        })
     }
 }
 
