@@ -22,7 +22,9 @@ use tenon_api::common::NodeSelectorRequirementWithMinValues;
 use tenon_api::cron::CronSchedule;
 use tenon_api::duration::{parse_budget_duration, parse_duration, parse_nillable_duration};
 use tenon_api::quantity::{parse_milli, parse_units};
-use tenon_api::wellknown::{LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE, TAINT_UNREGISTERED, condition};
+use tenon_api::wellknown::{
+    LABEL_HOSTNAME, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE, TAINT_UNREGISTERED, condition,
+};
 use tenon_api::{NodeClaim, NodePool};
 use thiserror::Error;
 
@@ -309,8 +311,49 @@ pub fn pod(p: &core::Pod) -> Result<Pod, ConvertError> {
     })
 }
 
-/// Zone requirements from a pod's persistent volumes: a bound volume's node affinity, or an
-/// unbound claim's StorageClass `allowedTopologies`.
+/// The claim behind each of a pod's volumes that has one, with the field naming it: the
+/// claim a `persistentVolumeClaim` volume names, or the one the ephemeral volume controller
+/// creates for an `ephemeral` volume (`<pod>-<volume>`).
+fn pod_claims(p: &core::Pod) -> Vec<(String, String)> {
+    let pod = p.metadata.name.as_deref().unwrap_or("");
+    let volumes = p.spec.iter().flat_map(|s| s.volumes.iter().flatten()).enumerate();
+    volumes
+        .filter_map(|(i, v)| {
+            if let Some(src) = &v.persistent_volume_claim {
+                Some((src.claim_name.clone(), format!("spec.volumes[{i}].persistentVolumeClaim.claimName")))
+            } else {
+                v.ephemeral.as_ref().map(|_| (format!("{pod}-{}", v.name), format!("spec.volumes[{i}].ephemeral")))
+            }
+        })
+        .collect()
+}
+
+fn find_claim<'a>(
+    claims: &'a [core::PersistentVolumeClaim],
+    ns: &str,
+    name: &str,
+) -> Option<&'a core::PersistentVolumeClaim> {
+    claims.iter().find(|c| c.metadata.namespace.as_deref() == Some(ns) && c.metadata.name.as_deref() == Some(name))
+}
+
+fn find_named<'a, T: k8s_openapi::Metadata<Ty = meta::ObjectMeta>>(objects: &'a [T], name: &str) -> Option<&'a T> {
+    objects.iter().find(|o| o.metadata().name.as_deref() == Some(name))
+}
+
+/// Set by the PV controller once a claim's binding is complete.
+const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
+
+/// Zone keys CSI drivers use that mean the node's zone.
+fn zone_alias(key: &str) -> &str {
+    match key {
+        "topology.ebs.csi.aws.com/zone" | "failure-domain.beta.kubernetes.io/zone" => LABEL_ZONE,
+        k => k,
+    }
+}
+
+/// Requirements from a pod's persistent volumes: a bound volume's node affinity (without
+/// the hostname of a local or hostPath volume, which pins the old node, not the data), or
+/// an unbound claim's StorageClass `allowedTopologies`.
 pub fn volume_requirements(
     p: &core::Pod,
     claims: &[core::PersistentVolumeClaim],
@@ -319,43 +362,102 @@ pub fn volume_requirements(
 ) -> Requirements {
     let ns = p.metadata.namespace.as_deref().unwrap_or("default");
     let mut out = Requirements::new();
-    for v in p.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
-        let Some(src) = &v.persistent_volume_claim else { continue };
-        let Some(pvc) = claims.iter().find(|c| {
-            c.metadata.namespace.as_deref() == Some(ns) && c.metadata.name.as_deref() == Some(&src.claim_name)
-        }) else {
-            continue;
-        };
+    for (name, _) in pod_claims(p) {
+        let Some(pvc) = find_claim(claims, ns, &name) else { continue };
         let spec = pvc.spec.as_ref();
-        if let Some(pv_name) = spec.and_then(|s| s.volume_name.as_deref()) {
-            let terms = volumes
-                .iter()
-                .find(|pv| pv.metadata.name.as_deref() == Some(pv_name))
-                .and_then(|pv| pv.spec.as_ref()?.node_affinity.as_ref()?.required.as_ref())
-                .map(|sel| sel.node_selector_terms.clone())
-                .unwrap_or_default();
-            if let Some(first) = terms.first() {
-                for r in term_requirements(first)
-                    .iter()
-                    .filter(|r| r.key == LABEL_ZONE || r.key == "topology.ebs.csi.aws.com/zone")
-                {
-                    out.add(Requirement::in_values(LABEL_ZONE, r.values().iter().cloned()));
+        if let Some(pv_name) = spec.and_then(|s| s.volume_name.as_deref()).filter(|n| !n.is_empty()) {
+            let Some(pv) = find_named(volumes, pv_name).and_then(|pv| pv.spec.as_ref()) else { continue };
+            let local = pv.local.is_some() || pv.host_path.is_some();
+            let terms = pv.node_affinity.as_ref().and_then(|a| a.required.as_ref()).map(|s| &s.node_selector_terms);
+            for e in terms.and_then(|t| t.first()).into_iter().flat_map(|t| t.match_expressions.iter().flatten()) {
+                if local && e.key == LABEL_HOSTNAME {
+                    continue;
                 }
+                out.add(requirement(zone_alias(&e.key), &e.operator, e.values.as_deref().unwrap_or(&[])));
             }
-        } else if let Some(sc) = spec
-            .and_then(|s| s.storage_class_name.as_deref())
-            .and_then(|n| classes.iter().find(|c| c.metadata.name.as_deref() == Some(n)))
+        } else if let Some(sc) = spec.and_then(|s| s.storage_class_name.as_deref()).and_then(|n| find_named(classes, n))
         {
             for term in sc.allowed_topologies.iter().flatten().take(1) {
                 for e in term.match_label_expressions.iter().flatten() {
-                    if e.key == LABEL_ZONE || e.key == "topology.ebs.csi.aws.com/zone" {
-                        out.add(Requirement::in_values(LABEL_ZONE, e.values.iter().cloned()));
-                    }
+                    out.add(Requirement::in_values(zone_alias(&e.key), e.values.iter().cloned()));
                 }
             }
         }
     }
     out
+}
+
+/// Why kube-scheduler would not place the pod for its volumes, so provisioning for it would
+/// launch a node it never uses (Karpenter's PVC validation): the claim is missing, being
+/// deleted or Lost; its volume is missing or being deleted; it names a volume but is not
+/// bound yet; or it is unbound and its StorageClass is missing, unnamed or binds Immediately.
+pub fn volume_problem(
+    p: &core::Pod,
+    claims: &[core::PersistentVolumeClaim],
+    volumes: &[core::PersistentVolume],
+    classes: &[storage::StorageClass],
+) -> Option<ConvertError> {
+    let ns = p.metadata.namespace.as_deref().unwrap_or("default");
+    let object = format!("Pod {ns}/{}", p.metadata.name.as_deref().unwrap_or(""));
+    for (name, field) in pod_claims(p) {
+        let fail = |message: String| Some(err(&object, &field, message));
+        let Some(pvc) = find_claim(claims, ns, &name) else {
+            return fail(format!(
+                "PersistentVolumeClaim {ns}/{name} not found; create it (an ephemeral volume's claim is created by Kubernetes shortly after the pod)"
+            ));
+        };
+        if pvc.metadata.deletion_timestamp.is_some() {
+            return fail(format!(
+                "PersistentVolumeClaim {ns}/{name} is being deleted; recreate the pod with a claim that is not"
+            ));
+        }
+        let spec = pvc.spec.as_ref();
+        let volume_name = spec.and_then(|s| s.volume_name.as_deref()).filter(|n| !n.is_empty());
+        if pvc.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Lost") {
+            return fail(format!(
+                "PersistentVolumeClaim {ns}/{name} is Lost: its PersistentVolume {} no longer exists; restore the volume or replace the claim",
+                volume_name.unwrap_or("")
+            ));
+        }
+        let class = spec.and_then(|s| s.storage_class_name.as_deref()).unwrap_or("");
+        if let Some(pv_name) = volume_name {
+            match find_named(volumes, pv_name) {
+                None => {
+                    return fail(format!(
+                        "PersistentVolumeClaim {ns}/{name} names PersistentVolume {pv_name}, which does not exist; create the volume or fix spec.volumeName"
+                    ));
+                }
+                Some(pv) if pv.metadata.deletion_timestamp.is_some() => {
+                    return fail(format!("PersistentVolume {pv_name} of claim {ns}/{name} is being deleted"));
+                }
+                Some(_) => {}
+            }
+            // kube-scheduler treats a claim naming a volume as unbound until the PV
+            // controller has marked the binding complete.
+            if !pvc.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(ANN_BIND_COMPLETED)) {
+                return fail(format!(
+                    "PersistentVolumeClaim {ns}/{name} names PersistentVolume {pv_name} but is not bound yet (no {ANN_BIND_COMPLETED} annotation)"
+                ));
+            }
+        } else {
+            if class.is_empty() {
+                return fail(format!(
+                    "PersistentVolumeClaim {ns}/{name} is unbound and names no StorageClass; set spec.storageClassName or bind it to a volume"
+                ));
+            }
+            let Some(sc) = find_named(classes, class) else {
+                return fail(format!(
+                    "StorageClass {class} of unbound claim {ns}/{name} not found; create it or fix spec.storageClassName"
+                ));
+            };
+            if sc.volume_binding_mode.as_deref() == Some("Immediate") {
+                return fail(format!(
+                    "PersistentVolumeClaim {ns}/{name} is unbound and StorageClass {class} binds Immediately, so its volume decides the node; wait for it to bind or use volumeBindingMode: WaitForFirstConsumer"
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// Taints a node carries only while it starts: not a reason to avoid it when simulating.
@@ -708,6 +810,12 @@ pub fn snapshot(
         }
         match pod(p) {
             Ok(mut converted) => {
+                if !bound
+                    && let Some(e) = volume_problem(p, &objects.claims, &objects.volumes, &objects.storage_classes)
+                {
+                    errors.push(e);
+                    continue;
+                }
                 converted.volume_requirements =
                     volume_requirements(p, &objects.claims, &objects.volumes, &objects.storage_classes);
                 snap.pods.push(converted);

@@ -537,10 +537,13 @@ fn every_way_of_tolerating_the_nodepool_taint_schedules() {
 /// Karpenter's suite StorageClass: zones 2 and 3, bound on first consumer.
 const ZONAL_CLASS: &str = "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: zonal}\nprovisioner: test-provisioner\nvolumeBindingMode: WaitForFirstConsumer\nallowedTopologies: [{matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [test-zone-2, test-zone-3]}]}]\n";
 
-/// A claim `name`: `spec` is the flow mapping body of its spec.
+/// A claim `name`: `spec` is the flow mapping body of its spec. A claim naming its volume
+/// is marked bound, as the PV controller marks it (and Karpenter's test fixture does).
 fn claim(c: &mut Cluster, name: &str, spec: &str) {
+    let annotations =
+        if spec.contains("volumeName:") { ", annotations: {pv.kubernetes.io/bind-completed: \"yes\"}" } else { "" };
     c.claim(&format!(
-        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: {name}, namespace: default}}\nspec: {{accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}, {spec}}}\n"
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: {name}, namespace: default{annotations}}}\nspec: {{accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}, {spec}}}\n"
     ));
 }
 
@@ -570,6 +573,59 @@ fn with_claim(claim: &str, extra: &str) -> String {
     ))
 }
 
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1995
+#[test]
+fn a_pod_whose_claim_does_not_exist_is_ignored() {
+    let mut c = cluster();
+    c.pending("{name: p}", &with_claim("invalid", ""));
+    let d = c.decide_ignoring();
+    // Karpenter's ignored-pod count: exactly this pod is left out.
+    assert_eq!(d.ignored.len(), 1, "{:?}", d.ignored);
+    let e = d.ignored_pod("p").expect("the pod is ignored");
+    assert_eq!(e.field, "spec.volumes[0].persistentVolumeClaim.claimName");
+    assert!(e.message.contains("PersistentVolumeClaim default/invalid not found"), "{e}");
+    assert!(d.plan.nodeclaims.is_empty());
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2024
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2054
+#[test]
+fn unbound_claims_without_a_storage_class_are_ignored() {
+    for (class, why) in
+        [("\"\"", "names no StorageClass"), ("missing-storage-class", "StorageClass missing-storage-class")]
+    {
+        let mut c = cluster();
+        claim(&mut c, "data", &format!("storageClassName: {class}"));
+        c.pending("{name: p}", &with_claim("data", ""));
+        let d = c.decide_ignoring();
+        let e = d.ignored_pod("p").unwrap_or_else(|| panic!("class {class}: not ignored"));
+        assert!(e.message.contains(why), "{e}");
+        assert!(d.plan.nodeclaims.is_empty());
+    }
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2066
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2077
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2090
+#[test]
+fn a_pod_with_an_invalid_claim_does_not_stop_the_others() {
+    type Setup = fn(&mut Cluster);
+    let invalid: [(&str, Setup); 3] = [
+        ("pvc", |_| {}),
+        ("storage class", |c| claim(c, "invalid", "storageClassName: invalid-storage-class")),
+        ("volume name", |c| claim(c, "invalid", "volumeName: invalid-volume-name")),
+    ];
+    for (case, setup) in invalid {
+        let mut c = cluster();
+        setup(&mut c);
+        c.pending("{name: invalid-pod}", &with_claim("invalid", ""));
+        c.pending("{name: p}", "");
+        let d = c.decide_ignoring();
+        assert!(d.ignored_pod("invalid-pod").is_some(), "{case}: not ignored");
+        assert!(d.nodeclaim_of("p").is_some(), "{case}: {}", d.plan.render(&d.snap));
+    }
+}
+
 /// karpenter:pkg/controllers/provisioning/suite_test.go:2004
 /// karpenter:pkg/controllers/provisioning/suite_test.go:2034
 #[test]
@@ -594,6 +650,35 @@ fn unbound_claims_narrow_the_zone_to_the_storage_class_zones() {
     assert_eq!(label(&c.decide(), "p", ZONE).as_deref(), Some("test-zone-3"));
 }
 
+/// A pod with an ephemeral volume `data` of StorageClass `zonal`, with more spec in `extra`.
+fn with_ephemeral(extra: &str) -> String {
+    spec(&format!(
+        "containers: [{{name: c, image: i}}], volumes: [{{name: data, ephemeral: {{volumeClaimTemplate: {{spec: {{accessModes: [ReadWriteOnce], storageClassName: zonal, resources: {{requests: {{storage: 1Gi}}}}}}}}}}}}]{extra}"
+    ))
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2116
+#[test]
+fn an_ephemeral_claim_narrows_the_zone_to_the_storage_class_zones() {
+    let mut c = cluster();
+    c.storage_class(ZONAL_CLASS);
+    claim(&mut c, "p-data", "storageClassName: zonal");
+    c.pending("{name: p}", &with_ephemeral(&format!(", {}", affinity_in(ZONE, "test-zone-1, test-zone-3"))));
+    assert_eq!(label(&c.decide(), "p", ZONE).as_deref(), Some("test-zone-3"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2150
+#[test]
+fn ephemeral_storage_class_zones_the_pod_excludes_do_not_schedule() {
+    let mut c = cluster();
+    c.storage_class(ZONAL_CLASS);
+    claim(&mut c, "p-data", "storageClassName: zonal");
+    c.pending("{name: p}", &with_ephemeral(&format!(", {}", affinity_in(ZONE, "test-zone-1"))));
+    let d = c.decide();
+    assert!(!d.scheduled("p"));
+    assert!(d.unschedulable("p").is_some());
+}
+
 /// karpenter:pkg/controllers/provisioning/suite_test.go:2138
 #[test]
 fn storage_class_zones_the_pod_excludes_do_not_schedule() {
@@ -615,6 +700,17 @@ fn bound_claims_pin_the_zone_of_their_volume() {
     assert_eq!(label(&c.decide(), "p", ZONE).as_deref(), Some("test-zone-3"));
 }
 
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2182
+#[test]
+fn a_bound_ephemeral_claim_pins_the_zone_of_its_volume() {
+    let mut c = cluster();
+    c.storage_class(ZONAL_CLASS);
+    zone3_volume(&mut c);
+    claim(&mut c, "p-data", "storageClassName: zonal, volumeName: zone-3-volume");
+    c.pending("{name: p}", &with_ephemeral(""));
+    assert_eq!(label(&c.decide(), "p", ZONE).as_deref(), Some("test-zone-3"));
+}
+
 /// karpenter:pkg/controllers/provisioning/suite_test.go:2317
 #[test]
 fn volume_zones_the_pod_excludes_do_not_schedule() {
@@ -624,6 +720,19 @@ fn volume_zones_the_pod_excludes_do_not_schedule() {
     claim(&mut c, "data", "storageClassName: zonal, volumeName: zone-3-volume");
     c.pending("{name: p}", &with_claim("data", &format!(", {}", affinity_in(ZONE, "test-zone-1"))));
     assert!(!c.decide().scheduled("p"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2330
+#[test]
+fn ephemeral_volume_zones_the_pod_excludes_do_not_schedule() {
+    let mut c = cluster();
+    c.storage_class(ZONAL_CLASS);
+    zone3_volume(&mut c);
+    claim(&mut c, "p-data", "storageClassName: zonal, volumeName: zone-3-volume");
+    c.pending("{name: p}", &with_ephemeral(&format!(", {}", affinity_in(ZONE, "test-zone-1"))));
+    let d = c.decide();
+    assert!(!d.scheduled("p"));
+    assert!(d.unschedulable("p").is_some());
 }
 
 /// karpenter:pkg/controllers/provisioning/suite_test.go:2353
@@ -682,6 +791,25 @@ fn local_ephemeral_volume_hostname_affinity_is_ignored() {
         let d = c.decide();
         assert!(d.nodeclaim_of("p").is_some(), "{source}: {}", d.plan.render(&d.snap));
     }
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2290
+#[test]
+fn a_network_volume_s_hostname_affinity_is_kept() {
+    let mut c = cluster();
+    c.storage_class(ZONAL_CLASS);
+    volume(
+        &mut c,
+        "pinned",
+        &format!(
+            "{CSI}, nodeAffinity: {{required: {{nodeSelectorTerms: [{{matchExpressions: [{{key: kubernetes.io/hostname, operator: In, values: [some-random-node]}}]}}]}}}}"
+        ),
+    );
+    claim(&mut c, "data", "storageClassName: zonal, volumeName: pinned");
+    c.pending("{name: p}", &with_claim("data", ""));
+    let d = c.decide();
+    assert!(!d.scheduled("p"), "{}", d.plan.render(&d.snap));
+    assert!(d.unschedulable("p").is_some());
 }
 
 // ----- Preferential Fallback -----

@@ -873,6 +873,74 @@ fn a_node_local_volume_s_hostname_term_does_not_pin_the_pod_to_its_other_terms()
     }
 }
 
+/// StorageClass `default-storage-class` of Karpenter's VolumeUsage cases, binding `mode`.
+fn other_provider_class(c: &mut Cluster, mode: &str) {
+    c.storage_class(&format!("{{metadata: {{name: default-storage-class}}, provisioner: other-provider, volumeBindingMode: {mode}, allowedTopologies: [{{matchLabelExpressions: [{{key: topology.kubernetes.io/zone, values: [test-zone-1]}}]}}]}}"));
+}
+
+/// Asserts the pod is left out of provisioning for its volumes, naming `field` and `why`.
+fn assert_ignored_for_volume(d: &Decision, pod: &str, why: &str) {
+    let e = d.ignored_pod(pod).unwrap_or_else(|| panic!("{pod} was not left out: {}", d.plan.render(&d.snap)));
+    assert!(e.field.starts_with("spec.volumes[") && e.message.contains(why), "{e}");
+    assert!(d.plan.nodeclaims.is_empty(), "{}", d.plan.render(&d.snap));
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:3662
+#[test]
+fn an_unbound_claim_of_an_immediate_class_launches_nothing() {
+    let mut c = suite(default_types());
+    other_provider_class(&mut c, "Immediate");
+    c.claim("{metadata: {name: tmp-ephemeral, namespace: default}, spec: {storageClassName: default-storage-class, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}");
+    c.pending("{name: p}", &mounting(&["tmp-ephemeral"]));
+    assert_ignored_for_volume(&c.decide_ignoring(), "p", "binds Immediately");
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:3684
+#[test]
+fn a_claim_being_deleted_launches_nothing() {
+    let mut c = suite(default_types());
+    other_provider_class(&mut c, "WaitForFirstConsumer");
+    c.claim("{metadata: {name: tmp-ephemeral, namespace: default, deletionTimestamp: \"2026-11-30T00:00:00Z\", finalizers: [kubernetes.io/pvc-protection]}, spec: {storageClassName: default-storage-class, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}");
+    c.pending("{name: p}", &mounting(&["tmp-ephemeral"]));
+    assert_ignored_for_volume(&c.decide_ignoring(), "p", "is being deleted");
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:3707
+#[test]
+fn a_bound_volume_being_deleted_launches_nothing() {
+    let mut c = suite(default_types());
+    c.pending(
+        "{name: p}",
+        "  volumes: [{name: tmp-ephemeral, ephemeral: {volumeClaimTemplate: {spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}}}]\n",
+    );
+    c.volume("{metadata: {name: pv, deletionTimestamp: \"2026-11-30T00:00:00Z\", finalizers: [kubernetes.io/pv-protection]}, spec: {csi: {driver: other-provider, volumeHandle: test-handle}, accessModes: [ReadWriteOnce], capacity: {storage: 100Gi}}}");
+    c.claim("{metadata: {name: p-tmp-ephemeral, namespace: default, annotations: {pv.kubernetes.io/bind-completed: \"yes\"}}, spec: {volumeName: pv, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}");
+    let d = c.decide_ignoring();
+    assert_ignored_for_volume(&d, "p", "PersistentVolume pv of claim default/p-tmp-ephemeral is being deleted");
+    assert_eq!(d.ignored_pod("p").unwrap().field, "spec.volumes[0].ephemeral");
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:3749
+#[test]
+fn a_lost_claim_launches_nothing() {
+    let mut c = suite(default_types());
+    other_provider_class(&mut c, "WaitForFirstConsumer");
+    c.claim("{metadata: {name: tmp-ephemeral, namespace: default}, spec: {storageClassName: default-storage-class, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}, status: {phase: Lost}}");
+    c.pending("{name: p}", &mounting(&["tmp-ephemeral"]));
+    assert_ignored_for_volume(&c.decide_ignoring(), "p", "is Lost");
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:3807
+#[test]
+fn a_claim_naming_a_volume_but_not_marked_bound_launches_nothing() {
+    let mut c = suite(default_types());
+    other_provider_class(&mut c, "WaitForFirstConsumer");
+    c.volume("{metadata: {name: pv}, spec: {csi: {driver: other-provider, volumeHandle: test-handle}, accessModes: [ReadWriteOnce], capacity: {storage: 100Gi}}}");
+    c.claim("{metadata: {name: tmp-ephemeral, namespace: default}, spec: {storageClassName: default-storage-class, volumeName: pv, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}");
+    c.pending("{name: p}", &mounting(&["tmp-ephemeral"]));
+    assert_ignored_for_volume(&c.decide_ignoring(), "p", "pv.kubernetes.io/bind-completed");
+}
+
 /// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:3808
 #[test]
 fn a_claim_bound_by_name_and_marked_bound_schedules() {
@@ -904,6 +972,22 @@ fn an_ephemeral_volume_whose_claim_is_bound_schedules_whatever_its_class() {
         let d = c.decide();
         assert_eq!(d.plan.nodeclaims.len(), 1, "class {class:?}: {}", d.plan.render(&d.snap));
         assert!(d.nodeclaim_of("p").is_some());
+    }
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:3895
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:3896
+#[test]
+fn an_ephemeral_volume_whose_claim_does_not_exist_yet_launches_nothing() {
+    for class in ["non-existent", ""] {
+        let mut c = suite(default_types());
+        c.pending(
+            "{name: p}",
+            &format!(
+                "  volumes: [{{name: tmp-ephemeral, ephemeral: {{volumeClaimTemplate: {{spec: {{storageClassName: \"{class}\", accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}}}}}}}]\n"
+            ),
+        );
+        assert_ignored_for_volume(&c.decide_ignoring(), "p", "PersistentVolumeClaim default/p-tmp-ephemeral not found");
     }
 }
 

@@ -52,12 +52,28 @@ volumeBindingMode: WaitForFirstConsumer
 ---
 apiVersion: v1
 kind: PersistentVolumeClaim
-metadata: {name: data, namespace: karpenter-lab}
+# The annotation is what Kubernetes' PV controller adds once it binds a pre-bound claim;
+# the emulator runs no PV controller, and without it the claim counts as unbound.
+metadata: {name: data, namespace: karpenter-lab, annotations: {pv.kubernetes.io/bind-completed: "yes"}}
 spec:
   accessModes: [ReadWriteOnce]
   storageClassName: gp3
   volumeName: data-1a
   resources: {requests: {storage: 10Gi}}
+"#;
+
+/// A pod using a claim that does not exist.
+const ORPHAN: &str = r#"apiVersion: v1
+kind: Pod
+metadata: {name: orphan, namespace: karpenter-lab}
+spec:
+  nodeSelector: {capacity.example.io/pool: zonal}
+  containers:
+    - name: pause
+      image: public.ecr.aws/eks-distro/kubernetes/pause:3.10
+      resources: {requests: {cpu: "1", memory: 512Mi}}
+      volumeMounts: [{name: data, mountPath: /data}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: missing}}]
 "#;
 
 fn deployment(name: &str, volume: bool) -> String {
@@ -110,6 +126,22 @@ async fn a_pod_follows_its_volume_to_its_zone_and_consolidation_keeps_it_there()
     let free = eventually(Duration::from_secs(60), "the free pod bound", || async { zone_of(&c, "free").await }).await;
     assert_eq!(free, "us-east-1b", "spot in us-east-1b is the cheaper offering");
 
+    // A pod whose claim does not exist gets nothing launched for it, and is told why.
+    let before = c.nodeclaims().await.len();
+    c.apply_yaml("orphan", ORPHAN);
+    let event = eventually(Duration::from_secs(60), "a FailedScheduling Event on the orphan", || async {
+        c.events_for("orphan").await.into_iter().find(|e| e.reason.as_deref() == Some("FailedScheduling"))
+    })
+    .await;
+    let message = event.message.unwrap_or_default();
+    assert!(
+        message.contains("spec.volumes[0].persistentVolumeClaim.claimName")
+            && message.contains("PersistentVolumeClaim karpenter-lab/missing not found"),
+        "{message}"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(c.nodeclaims().await.len(), before, "nothing launched for the orphan pod");
+
     // With its volume in us-east-1a, the pod gets a node there, though b is cheaper and the
     // free pod's node in b has room for it.
     c.apply_yaml("volume", VOLUME);
@@ -117,6 +149,9 @@ async fn a_pod_follows_its_volume_to_its_zone_and_consolidation_keeps_it_there()
     let zone =
         eventually(Duration::from_secs(60), "the volume's pod bound", || async { zone_of(&c, "vol").await }).await;
     assert_eq!(zone, "us-east-1a", "the pod's volume lives in us-east-1a");
+    let unbound: Vec<Pod> = c.pods(INFLATE_NS).await;
+    let orphan = unbound.iter().find(|p| p.metadata.name.as_deref() == Some("orphan")).expect("the orphan pod");
+    assert!(orphan.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none(), "the orphan pod has no place");
     let claims = c.nodeclaims().await;
     assert!(
         claims.iter().any(|nc| label(&nc.metadata.labels, "topology.kubernetes.io/zone") == Some("us-east-1a")

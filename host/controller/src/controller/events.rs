@@ -33,6 +33,17 @@ impl Involved {
         }
     }
 
+    /// A pod as read from the API server.
+    pub fn pod_object(p: &k8s_openapi::api::core::v1::Pod) -> Involved {
+        Involved {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            namespace: p.metadata.namespace.clone(),
+            name: p.metadata.name.clone().unwrap_or_default(),
+            uid: p.metadata.uid.clone(),
+        }
+    }
+
     pub fn pod(p: &tenon_core::model::Pod) -> Involved {
         Involved {
             api_version: "v1".into(),

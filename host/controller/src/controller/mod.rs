@@ -497,9 +497,20 @@ impl Controller {
     async fn provision(&mut self, objects: &ClusterObjects, catalogs: &Catalogs) {
         let started = Instant::now();
         let (mut snap, errors) = snapshot(objects, catalogs);
+        let mut ignored_pods = 0;
         for e in &errors {
             tracing::warn!(error = %e, "object left out of the decision");
+            // A pod left out is told why on itself, where its owner looks.
+            if let Some(p) =
+                objects.pods.iter().find(|p| format!("Pod {}", tenon_core::convert::pod_key(p)) == e.object)
+            {
+                ignored_pods += 1;
+                let obj = Involved::pod_object(p);
+                let message = format!("Failed to schedule pod, {}: {}", e.field, e.message);
+                self.recorder.publish(&self.client, &obj, "Warning", "FailedScheduling", &message).await;
+            }
         }
+        self.metrics.set("karpenter_scheduler_ignored_pod_count", f64::from(ignored_pods));
         // A NodePool being deleted keeps its nodes until they are drained, but gets no more.
         let deleting: BTreeSet<&str> = objects
             .nodepools

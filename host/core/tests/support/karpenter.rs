@@ -292,12 +292,19 @@ impl Cluster {
     /// The snapshot the controller would decide from, and the decision (Karpenter's price
     /// order). Objects that cannot be read fail the test.
     pub fn decide(&self) -> Decision {
+        let d = self.decide_ignoring();
+        assert!(d.ignored.is_empty(), "objects the controller could not read: {:?}", d.ignored);
+        d
+    }
+
+    /// As [`Cluster::decide`], keeping what the controller leaves out of the decision
+    /// (Karpenter's ignored pods) in [`Decision::ignored`].
+    pub fn decide_ignoring(&self) -> Decision {
         let catalog = self.catalog.clone();
-        let (mut snap, errors) = convert::snapshot(&self.objects, &move |_| catalog.clone(), self.now);
-        assert!(errors.is_empty(), "objects the controller could not read: {errors:?}");
+        let (mut snap, ignored) = convert::snapshot(&self.objects, &move |_| catalog.clone(), self.now);
         snap.max_instance_types = self.max_instance_types;
         let plan = schedule(&snap, &PriceScorer);
-        Decision { snap, plan }
+        Decision { snap, plan, ignored }
     }
 }
 
@@ -305,6 +312,8 @@ impl Cluster {
 pub struct Decision {
     pub snap: ClusterSnapshot,
     pub plan: ProvisioningPlan,
+    /// Objects left out of the decision, and why.
+    pub ignored: Vec<convert::ConvertError>,
 }
 
 impl Decision {
@@ -322,6 +331,12 @@ impl Decision {
     pub fn nominated(&self, pod: &str) -> Option<&str> {
         let i = self.index(pod);
         self.plan.nominations.iter().find(|n| n.pod == i).map(|n| n.node.as_str())
+    }
+
+    /// Why pod `pod` (namespace `default`) was left out of the decision, if it was.
+    pub fn ignored_pod(&self, pod: &str) -> Option<&convert::ConvertError> {
+        let object = format!("Pod default/{pod}");
+        self.ignored.iter().find(|e| e.object == object)
     }
 
     /// Whether the pod gets a place: a new NodeClaim or an existing node.
