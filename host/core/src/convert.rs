@@ -58,9 +58,24 @@ pub fn resources(
 /// A node selector requirement as the core's [`Requirement`]. Unknown operators select
 /// nothing (the API server rejects them; a decision must not guess).
 pub fn requirement(key: &str, operator: &str, values: &[String]) -> Requirement {
+    let key = normalized_label(key);
     match Operator::parse(operator) {
         Some(op) => Requirement::new(key, op, values.iter().cloned()),
         None => Requirement::new(key, Operator::DoesNotExist, Vec::<String>::new()),
+    }
+}
+
+/// The label a deprecated or driver-specific alias stands for (Karpenter's
+/// `NormalizedLabels`, with the EBS CSI driver's zone key the AWS provider adds), so a pod
+/// selecting `beta.kubernetes.io/arch` means `kubernetes.io/arch`.
+pub fn normalized_label(key: &str) -> &str {
+    match key {
+        "failure-domain.beta.kubernetes.io/zone" | "topology.ebs.csi.aws.com/zone" => LABEL_ZONE,
+        "failure-domain.beta.kubernetes.io/region" => tenon_api::wellknown::LABEL_REGION,
+        "beta.kubernetes.io/arch" => tenon_api::wellknown::LABEL_ARCH,
+        "beta.kubernetes.io/os" => tenon_api::wellknown::LABEL_OS,
+        "beta.kubernetes.io/instance-type" => LABEL_INSTANCE_TYPE,
+        k => k,
     }
 }
 
@@ -212,7 +227,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod, ConvertError> {
     let spec = p.spec.as_ref().ok_or_else(|| err(&object, "spec", "missing"))?;
     let labels = p.metadata.labels.clone().unwrap_or_default();
     let node_selector = Requirements::from_iter(
-        spec.node_selector.iter().flatten().map(|(k, v)| Requirement::in_values(k, [v.clone()])),
+        spec.node_selector.iter().flatten().map(|(k, v)| Requirement::in_values(normalized_label(k), [v.clone()])),
     );
     let affinity = spec.affinity.as_ref();
     let node_aff = affinity.and_then(|a| a.node_affinity.as_ref());
@@ -343,14 +358,6 @@ fn find_named<'a, T: k8s_openapi::Metadata<Ty = meta::ObjectMeta>>(objects: &'a 
 /// Set by the PV controller once a claim's binding is complete.
 const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
 
-/// Zone keys CSI drivers use that mean the node's zone.
-fn zone_alias(key: &str) -> &str {
-    match key {
-        "topology.ebs.csi.aws.com/zone" | "failure-domain.beta.kubernetes.io/zone" => LABEL_ZONE,
-        k => k,
-    }
-}
-
 /// Requirements from a pod's persistent volumes: a bound volume's node affinity (without
 /// the hostname of a local or hostPath volume, which pins the old node, not the data), or
 /// an unbound claim's StorageClass `allowedTopologies`.
@@ -373,13 +380,13 @@ pub fn volume_requirements(
                 if local && e.key == LABEL_HOSTNAME {
                     continue;
                 }
-                out.add(requirement(zone_alias(&e.key), &e.operator, e.values.as_deref().unwrap_or(&[])));
+                out.add(requirement(&e.key, &e.operator, e.values.as_deref().unwrap_or(&[])));
             }
         } else if let Some(sc) = spec.and_then(|s| s.storage_class_name.as_deref()).and_then(|n| find_named(classes, n))
         {
             for term in sc.allowed_topologies.iter().flatten().take(1) {
                 for e in term.match_label_expressions.iter().flatten() {
-                    out.add(Requirement::in_values(zone_alias(&e.key), e.values.iter().cloned()));
+                    out.add(Requirement::in_values(normalized_label(&e.key), e.values.iter().cloned()));
                 }
             }
         }

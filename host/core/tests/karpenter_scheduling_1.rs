@@ -579,6 +579,17 @@ fn pods_selecting_different_arch_os_or_zone_get_separate_nodes() {
     assert_split([(ZONE, "test-zone-1"), (ZONE, "test-zone-2")]);
 }
 
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:1367
+#[test]
+fn the_deprecated_instance_type_label_means_the_stable_one() {
+    assert_split([("beta.kubernetes.io/instance-type", "small-instance-type"), (TYPE, "default-instance-type")]);
+    // Selecting by the alias picks that type.
+    let mut c = pool_requiring(&[]);
+    c.pending("{name: p}", &selecting(&[("beta.kubernetes.io/instance-type", "small-instance-type")]));
+    let d = c.decide();
+    assert_eq!(d.node_labels("p").get(TYPE).map(String::as_str), Some("small-instance-type"));
+}
+
 /// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:1284
 /// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:1305
 /// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:1327
