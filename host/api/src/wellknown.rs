@@ -39,6 +39,22 @@ pub const LABEL_INSTANCE_GPU_NAME: &str = "karpenter.k8s.aws/instance-gpu-name";
 pub const LABEL_INSTANCE_GPU_MANUFACTURER: &str = "karpenter.k8s.aws/instance-gpu-manufacturer";
 pub const LABEL_INSTANCE_GPU_COUNT: &str = "karpenter.k8s.aws/instance-gpu-count";
 pub const LABEL_INSTANCE_GPU_MEMORY: &str = "karpenter.k8s.aws/instance-gpu-memory";
+pub const LABEL_INSTANCE_ACCELERATOR_NAME: &str = "karpenter.k8s.aws/instance-accelerator-name";
+pub const LABEL_INSTANCE_ACCELERATOR_MANUFACTURER: &str = "karpenter.k8s.aws/instance-accelerator-manufacturer";
+pub const LABEL_INSTANCE_ACCELERATOR_COUNT: &str = "karpenter.k8s.aws/instance-accelerator-count";
+pub const LABEL_INSTANCE_CAPABILITY_FLEX: &str = "karpenter.k8s.aws/instance-capability-flex";
+pub const LABEL_INSTANCE_CPU_CLOCK_MHZ: &str = "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz";
+pub const LABEL_INSTANCE_ENCRYPTION_IN_TRANSIT: &str = "karpenter.k8s.aws/instance-encryption-in-transit-supported";
+pub const LABEL_INSTANCE_NITRO_ENCLAVES: &str = "karpenter.k8s.aws/instance-nitro-enclaves-supported";
+pub const LABEL_INSTANCE_TENANCY: &str = "karpenter.k8s.aws/instance-tenancy";
+
+// Extended resources the AWS provider publishes for instance types.
+pub const RESOURCE_NVIDIA_GPU: &str = "nvidia.com/gpu";
+pub const RESOURCE_AMD_GPU: &str = "amd.com/gpu";
+pub const RESOURCE_HABANA_GAUDI: &str = "habana.ai/gaudi";
+pub const RESOURCE_AWS_NEURON: &str = "aws.amazon.com/neuron";
+pub const RESOURCE_AWS_NEURON_CORE: &str = "aws.amazon.com/neuroncore";
+pub const RESOURCE_EFA: &str = "vpc.amazonaws.com/efa";
 
 /// Labels in restricted domains that users may still constrain (Karpenter core's
 /// `WellKnownLabels`), plus the deprecated aliases Kubernetes still accepts.
@@ -67,10 +83,10 @@ pub const WELL_KNOWN_AWS_LABELS: &[&str] = &[
     LABEL_INSTANCE_SIZE,
     LABEL_INSTANCE_CPU,
     LABEL_INSTANCE_CPU_MANUFACTURER,
-    "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
+    LABEL_INSTANCE_CPU_CLOCK_MHZ,
     LABEL_INSTANCE_MEMORY,
     LABEL_INSTANCE_HYPERVISOR,
-    "karpenter.k8s.aws/instance-encryption-in-transit-supported",
+    LABEL_INSTANCE_ENCRYPTION_IN_TRANSIT,
     LABEL_INSTANCE_LOCAL_NVME,
     LABEL_INSTANCE_NETWORK_BANDWIDTH,
     LABEL_INSTANCE_EBS_BANDWIDTH,
@@ -78,10 +94,12 @@ pub const WELL_KNOWN_AWS_LABELS: &[&str] = &[
     LABEL_INSTANCE_GPU_MANUFACTURER,
     LABEL_INSTANCE_GPU_COUNT,
     LABEL_INSTANCE_GPU_MEMORY,
-    "karpenter.k8s.aws/instance-accelerator-name",
-    "karpenter.k8s.aws/instance-accelerator-manufacturer",
-    "karpenter.k8s.aws/instance-accelerator-count",
-    "karpenter.k8s.aws/instance-capability-flex",
+    LABEL_INSTANCE_ACCELERATOR_NAME,
+    LABEL_INSTANCE_ACCELERATOR_MANUFACTURER,
+    LABEL_INSTANCE_ACCELERATOR_COUNT,
+    LABEL_INSTANCE_CAPABILITY_FLEX,
+    LABEL_INSTANCE_NITRO_ENCLAVES,
+    LABEL_INSTANCE_TENANCY,
     "karpenter.k8s.aws/capacity-reservation-id",
 ];
 

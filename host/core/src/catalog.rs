@@ -250,6 +250,11 @@ pub fn aws(opts: &AwsCatalogOptions) -> Result<Vec<InstanceType>, CatalogError> 
     Ok(out)
 }
 
+/// EC2's names as label values: lower case, spaces as dashes (`Radeon Pro V520`).
+fn kebab(s: &str) -> String {
+    s.to_ascii_lowercase().replace(' ', "-")
+}
+
 /// Karpenter's kube-reserved CPU in millicores for `vcpus` cores.
 pub fn kube_reserved_cpu_milli(vcpus: i64) -> i64 {
     let cores = vcpus * 1000;
@@ -304,30 +309,41 @@ pub fn instance_type_from_info(
     let (family, size) = name.split_once('.')?;
     let category: String = family.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
     let generation: String = family[category.len()..].chars().take_while(char::is_ascii_digit).collect();
-    let manufacturer = info["ProcessorInfo"]["Manufacturer"].as_str().unwrap_or("").to_ascii_lowercase();
+    let flex = family.contains("-flex");
     let mut labels: Vec<(&str, String)> = vec![
         (wk::LABEL_INSTANCE_TYPE, name.to_string()),
         (wk::LABEL_ARCH, arch.to_string()),
         (wk::LABEL_OS, "linux".to_string()),
+        (wk::LABEL_REGION, opts.region.clone()),
         (wk::LABEL_INSTANCE_CATEGORY, category),
         (wk::LABEL_INSTANCE_FAMILY, family.to_string()),
         (wk::LABEL_INSTANCE_SIZE, size.to_string()),
         (wk::LABEL_INSTANCE_CPU, vcpus.to_string()),
-        (wk::LABEL_INSTANCE_CPU_MANUFACTURER, manufacturer),
+        (wk::LABEL_INSTANCE_CPU_MANUFACTURER, kebab(info["ProcessorInfo"]["Manufacturer"].as_str().unwrap_or(""))),
         (wk::LABEL_INSTANCE_MEMORY, mem_mib.to_string()),
         (wk::LABEL_INSTANCE_HYPERVISOR, info["Hypervisor"].as_str().unwrap_or("").to_string()),
         (
-            "karpenter.k8s.aws/instance-encryption-in-transit-supported",
+            wk::LABEL_INSTANCE_ENCRYPTION_IN_TRANSIT,
             net["EncryptionInTransitSupported"].as_bool().unwrap_or(false).to_string(),
         ),
+        (wk::LABEL_INSTANCE_NITRO_ENCLAVES, (info["NitroEnclavesSupport"].as_str() == Some("supported")).to_string()),
+        (wk::LABEL_INSTANCE_CAPABILITY_FLEX, flex.to_string()),
+        // Dedicated tenancy needs the launch to ask for it, which Tenon does not yet do.
+        (wk::LABEL_INSTANCE_TENANCY, "default".to_string()),
     ];
     if !generation.is_empty() {
         labels.push((wk::LABEL_INSTANCE_GENERATION, generation));
     }
+    if let Some(ghz) = info["ProcessorInfo"]["SustainedClockSpeedInGhz"].as_f64() {
+        labels.push((wk::LABEL_INSTANCE_CPU_CLOCK_MHZ, ((ghz * 1000.0).round() as i64).to_string()));
+    }
     if let Some(gbps) = net["NetworkCards"][0]["BaselineBandwidthInGbps"].as_f64() {
         labels.push((wk::LABEL_INSTANCE_NETWORK_BANDWIDTH, ((gbps * 1000.0).round() as i64).to_string()));
     }
-    if let Some(mbps) = info["EbsInfo"]["EbsOptimizedInfo"]["MaximumBandwidthInMbps"].as_i64() {
+    // Only EBS-optimized-by-default types publish a bandwidth, as Karpenter's do.
+    if let Some(mbps) = info["EbsInfo"]["EbsOptimizedInfo"]["MaximumBandwidthInMbps"].as_i64()
+        && info["EbsInfo"]["EbsOptimizedSupport"].as_str() == Some("default")
+    {
         labels.push((wk::LABEL_INSTANCE_EBS_BANDWIDTH, mbps.to_string()));
     }
     if let Some(gb) = info["InstanceStorageInfo"]["TotalSizeInGB"].as_i64()
@@ -335,18 +351,49 @@ pub fn instance_type_from_info(
     {
         labels.push((wk::LABEL_INSTANCE_LOCAL_NVME, gb.to_string()));
     }
-    if let Some(gpu) = info["GpuInfo"]["Gpus"].get(0) {
-        let count = gpu["Count"].as_i64().unwrap_or(0);
-        let maker = gpu["Manufacturer"].as_str().unwrap_or("").to_ascii_lowercase();
-        labels.push((wk::LABEL_INSTANCE_GPU_NAME, gpu["Name"].as_str().unwrap_or("").to_ascii_lowercase()));
-        labels.push((wk::LABEL_INSTANCE_GPU_MANUFACTURER, maker.clone()));
-        labels.push((wk::LABEL_INSTANCE_GPU_COUNT, count.to_string()));
+    let gpus = info["GpuInfo"]["Gpus"].as_array().map(Vec::as_slice).unwrap_or_default();
+    // GPU labels describe a type with one kind of GPU; capacity counts every kind.
+    if let [gpu] = gpus {
+        labels.push((wk::LABEL_INSTANCE_GPU_NAME, kebab(gpu["Name"].as_str().unwrap_or(""))));
+        labels.push((wk::LABEL_INSTANCE_GPU_MANUFACTURER, kebab(gpu["Manufacturer"].as_str().unwrap_or(""))));
+        labels.push((wk::LABEL_INSTANCE_GPU_COUNT, gpu["Count"].as_i64().unwrap_or(0).to_string()));
         labels.push((wk::LABEL_INSTANCE_GPU_MEMORY, gpu["MemoryInfo"]["SizeInMiB"].as_i64().unwrap_or(0).to_string()));
-        match maker.as_str() {
-            "nvidia" => capacity.set("nvidia.com/gpu", count),
-            "amd" => capacity.set("amd.com/gpu", count),
-            _ => {}
+    }
+    for (maker, resource) in
+        [("NVIDIA", wk::RESOURCE_NVIDIA_GPU), ("AMD", wk::RESOURCE_AMD_GPU), ("Habana", wk::RESOURCE_HABANA_GAUDI)]
+    {
+        let count: i64 =
+            gpus.iter().filter(|g| g["Manufacturer"].as_str() == Some(maker)).filter_map(|g| g["Count"].as_i64()).sum();
+        if count > 0 {
+            capacity.set(resource, count);
         }
+    }
+    let neuron = info["NeuronInfo"]["NeuronDevices"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let inference = info["InferenceAcceleratorInfo"]["Accelerators"].as_array().map(Vec::as_slice).unwrap_or_default();
+    // Accelerator labels: a single Neuron device kind, else a single inference accelerator.
+    let accelerator = match (neuron, inference) {
+        ([device], _) => Some((device["Name"].as_str().unwrap_or(""), "aws", device["Count"].as_i64().unwrap_or(0))),
+        ([], [a]) => Some((
+            a["Name"].as_str().unwrap_or(""),
+            a["Manufacturer"].as_str().unwrap_or(""),
+            a["Count"].as_i64().unwrap_or(0),
+        )),
+        _ => None,
+    };
+    if let Some((accel, maker, count)) = accelerator {
+        labels.push((wk::LABEL_INSTANCE_ACCELERATOR_NAME, kebab(accel)));
+        labels.push((wk::LABEL_INSTANCE_ACCELERATOR_MANUFACTURER, kebab(maker)));
+        labels.push((wk::LABEL_INSTANCE_ACCELERATOR_COUNT, count.to_string()));
+    }
+    let devices: i64 = neuron.iter().filter_map(|d| d["Count"].as_i64()).sum();
+    if devices > 0 {
+        capacity.set(wk::RESOURCE_AWS_NEURON, devices);
+        // Cores as Karpenter counts them: the first device kind's cores per device.
+        let cores_per_device = neuron[0]["CoreInfo"]["Count"].as_i64().unwrap_or(0);
+        capacity.set(wk::RESOURCE_AWS_NEURON_CORE, neuron[0]["Count"].as_i64().unwrap_or(0) * cores_per_device);
+    }
+    if let Some(efa) = net["EfaInfo"]["MaximumEfaInterfaces"].as_i64().filter(|n| *n > 0) {
+        capacity.set(wk::RESOURCE_EFA, efa);
     }
     let reqs = Requirements::from_iter(labels.into_iter().map(|(k, v)| Requirement::in_values(k, [v])));
 

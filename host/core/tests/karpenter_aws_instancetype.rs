@@ -7,12 +7,16 @@
 //! where a case checks one component, the test fixes the others at their defaults and
 //! checks the sum, or compares two catalogs that differ only in that component.
 
-use std::collections::BTreeMap;
-use tenon_core::catalog::{AmiFamilyFlags, AwsCatalogOptions, KubeletModel, aws};
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use support::GIB;
+use support::karpenter::{Cluster, Decision};
+use tenon_core::catalog::{AmiFamilyFlags, AwsCatalogOptions, KubeletModel, aws, instance_type_from_info};
 use tenon_core::instancetype::InstanceType;
 
 const MIB: i64 = 1 << 20;
-const GIB: i64 = 1 << 30;
 
 fn catalog(kubelet: KubeletModel, family: AmiFamilyFlags) -> Vec<InstanceType> {
     aws(&AwsCatalogOptions { kubelet, ami_family: family, ..AwsCatalogOptions::default() }).unwrap()
@@ -261,5 +265,214 @@ fn allocatable_never_exceeds_what_the_kubelet_reports() {
         let a = t.allocatable();
         assert!(a.memory <= memory_ki * 1024, "{name}: allocatable memory {} > kubelet's {}Ki", a.memory, memory_ki);
         assert!(a.cpu <= cpu_milli, "{name}: allocatable cpu {}m > kubelet's {cpu_milli}m", a.cpu);
+    }
+}
+
+// ----- Scheduling onto the fake EC2's types -----
+
+/// The instance types of the AWS provider's fake EC2 (`pkg/fake`), as the bundled
+/// DescribeInstanceTypes data describes them; g4ad.16xlarge, which the bundled data lacks,
+/// is a stand-in with its published shape.
+fn fake_ec2() -> Arc<Vec<InstanceType>> {
+    const NAMES: &[&str] = &[
+        "c6g.large",
+        "g4dn.8xlarge",
+        "g5.12xlarge",
+        "inf2.24xlarge",
+        "inf2.xlarge",
+        "m5.large",
+        "m5.metal",
+        "m5.xlarge",
+        "m5.2xlarge",
+        "m5.4xlarge",
+        "m5.8xlarge",
+        "m6idn.32xlarge",
+        "m7i-flex.large",
+        "p5.48xlarge",
+        "t3.large",
+        "t4g.medium",
+        "t4g.small",
+        "t4g.xlarge",
+        "trn1.2xlarge",
+    ];
+    let mut types: Vec<InstanceType> = catalog(KubeletModel::default(), AmiFamilyFlags::DEFAULT)
+        .into_iter()
+        .filter(|t| NAMES.contains(&t.name.as_str()))
+        .collect();
+    assert_eq!(types.len(), NAMES.len(), "every fake type is in the bundled catalog");
+    types.push(g4ad_16xlarge(serde_json::json!({})));
+    Arc::new(types)
+}
+
+/// g4ad.16xlarge (4 AMD Radeon Pro V520), with `extra` fields merged into its description.
+fn g4ad_16xlarge(extra: serde_json::Value) -> InstanceType {
+    let mut info = serde_json::json!({
+        "InstanceType": "g4ad.16xlarge",
+        "Hypervisor": "nitro",
+        "VCpuInfo": {"DefaultVCpus": 64},
+        "MemoryInfo": {"SizeInMiB": 262144},
+        "ProcessorInfo": {"Manufacturer": "AMD", "SupportedArchitectures": ["x86_64"], "SustainedClockSpeedInGhz": 3.0},
+        "GpuInfo": {"Gpus": [{"Name": "Radeon Pro V520", "Manufacturer": "AMD", "Count": 4, "MemoryInfo": {"SizeInMiB": 8192}}]},
+        "NetworkInfo": {
+            "DefaultNetworkCardIndex": 0,
+            "Ipv4AddressesPerInterface": 30,
+            "MaximumNetworkInterfaces": 8,
+            "EncryptionInTransitSupported": true,
+            "NetworkCards": [{"NetworkCardIndex": 0, "MaximumNetworkInterfaces": 8, "BaselineBandwidthInGbps": 25.0}]
+        },
+        "SupportedUsageClasses": ["on-demand", "spot"],
+        "NitroEnclavesSupport": "supported"
+    });
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        info[k] = v.clone();
+    }
+    let name = info["InstanceType"].as_str().unwrap().to_string();
+    instance_type_from_info(
+        &name,
+        &info,
+        3.468,
+        &["us-east-1a", "us-east-1b"],
+        &|_| None,
+        &AwsCatalogOptions::default(),
+    )
+    .expect("a launchable type")
+}
+
+/// The suite's NodePool: on-demand only, `extra` more requirements (flow sequence items).
+fn fake_cluster(extra: &str) -> Cluster {
+    let mut c = Cluster::new(fake_ec2());
+    c.nodepool(
+        "default",
+        &format!(
+            "  template:\n    spec:\n      requirements: [{{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}{extra}]\n"
+        ),
+    );
+    c
+}
+
+/// A pod requesting (and limited to) `n` of `resource`.
+fn requesting(c: &mut Cluster, pod: &str, resource: &str, n: u32) {
+    c.pending(
+        &format!("{{name: {pod}}}"),
+        &format!(
+            "  containers: [{{name: c, image: i, resources: {{requests: {{{resource}: \"{n}\"}}, limits: {{{resource}: \"{n}\"}}}}}}]\n"
+        ),
+    );
+}
+
+/// Every pod lands on `instance_type`, on `nodes` NodeClaims in all.
+fn assert_all_on(d: &Decision, pods: &[&str], instance_type: &str, nodes: usize) {
+    let mut claims = BTreeSet::new();
+    for p in pods {
+        let labels = d.node_labels(p);
+        assert_eq!(labels.get("node.kubernetes.io/instance-type").map(String::as_str), Some(instance_type), "{p}");
+        let nc = d.nodeclaim_of(p).unwrap();
+        claims.insert(d.plan.nodeclaims.iter().position(|x| std::ptr::eq(x, nc)).unwrap());
+    }
+    assert_eq!(claims.len(), nodes, "{}", d.plan.render(&d.snap));
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:765
+#[test]
+fn nvidia_gpu_requests_pack_onto_the_type_that_holds_them() {
+    let mut c = fake_cluster("");
+    for (p, n) in [("a", 5), ("b", 2), ("c", 5)] {
+        requesting(&mut c, p, "nvidia.com/gpu", n);
+    }
+    assert_all_on(&c.decide(), &["a", "b", "c"], "p5.48xlarge", 2);
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:798
+#[test]
+fn neuron_device_requests_pack_onto_inf2_24xlarge() {
+    let mut c = fake_cluster("");
+    for (p, n) in [("a", 2), ("b", 2), ("c", 4)] {
+        requesting(&mut c, p, "aws.amazon.com/neuron", n);
+    }
+    assert_all_on(&c.decide(), &["a", "b", "c"], "inf2.24xlarge", 2);
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:831
+#[test]
+fn a_neuron_device_request_launches_trn1() {
+    let mut c = fake_cluster(", {key: node.kubernetes.io/instance-type, operator: In, values: [trn1.2xlarge]}");
+    requesting(&mut c, "a", "aws.amazon.com/neuron", 1);
+    assert_all_on(&c.decide(), &["a"], "trn1.2xlarge", 1);
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:857
+#[test]
+fn neuron_core_requests_count_the_cores_of_each_device() {
+    let mut c = fake_cluster(", {key: node.kubernetes.io/instance-type, operator: In, values: [inf2.xlarge]}");
+    requesting(&mut c, "a", "aws.amazon.com/neuroncore", 2);
+    assert_all_on(&c.decide(), &["a"], "inf2.xlarge", 1);
+    // inf2.xlarge has one Inferentia2 device of two cores: three do not fit.
+    let mut c = fake_cluster(", {key: node.kubernetes.io/instance-type, operator: In, values: [inf2.xlarge]}");
+    requesting(&mut c, "a", "aws.amazon.com/neuroncore", 3);
+    assert!(!c.decide().scheduled("a"));
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:884
+#[test]
+fn efa_requests_share_one_p5() {
+    let mut c = fake_cluster(", {key: node.kubernetes.io/instance-type, operator: In, values: [p5.48xlarge]}");
+    requesting(&mut c, "a", "vpc.amazonaws.com/efa", 1);
+    requesting(&mut c, "b", "vpc.amazonaws.com/efa", 2);
+    assert_all_on(&c.decide(), &["a", "b"], "p5.48xlarge", 1);
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:916
+#[test]
+fn amd_gpu_requests_pack_onto_g4ad() {
+    let mut c = fake_cluster("");
+    for (p, n) in [("a", 1), ("b", 2), ("c", 4)] {
+        requesting(&mut c, p, "amd.com/gpu", n);
+    }
+    let d = c.decide();
+    assert_all_on(&d, &["a", "b", "c"], "g4ad.16xlarge", 2);
+    // EC2's "Radeon Pro V520" becomes a label value.
+    assert_eq!(
+        d.node_labels("a").get("karpenter.k8s.aws/instance-gpu-name").map(String::as_str),
+        Some("radeon-pro-v520")
+    );
+}
+
+const FLEX: &str = "karpenter.k8s.aws/instance-capability-flex";
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:655
+#[test]
+fn a_pod_selecting_flex_gets_a_flex_type() {
+    let mut c = fake_cluster("");
+    c.pending("{name: p}", &format!("  nodeSelector: {{{FLEX}: \"true\"}}\n"));
+    let labels = c.decide().node_labels("p");
+    assert_eq!(labels.get(FLEX).map(String::as_str), Some("true"));
+    assert!(labels["node.kubernetes.io/instance-type"].contains("flex"), "{labels:?}");
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:667
+#[test]
+fn a_nodepool_disallowing_flex_does_not_schedule_a_flex_pod() {
+    let mut c = fake_cluster(&format!(", {{key: {FLEX}, operator: NotIn, values: [\"true\"]}}"));
+    c.pending("{name: p}", &format!("  nodeSelector: {{{FLEX}: \"true\"}}\n"));
+    assert!(!c.decide().scheduled("p"));
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:682
+#[test]
+fn a_pod_refusing_flex_gets_a_non_flex_type() {
+    let mut c = fake_cluster("");
+    c.pending("{name: p}", &format!("  nodeSelector: {{{FLEX}: \"false\"}}\n"));
+    let labels = c.decide().node_labels("p");
+    assert_eq!(labels.get(FLEX).map(String::as_str), Some("false"));
+    assert!(!labels["node.kubernetes.io/instance-type"].contains("flex"), "{labels:?}");
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:3500
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:3517
+#[test]
+fn nitro_enclaves_support_becomes_a_label() {
+    for (support, value) in [("supported", "true"), ("unsupported", "false")] {
+        let t = g4ad_16xlarge(serde_json::json!({"InstanceType": "m5.large", "NitroEnclavesSupport": support}));
+        assert_eq!(t.label("karpenter.k8s.aws/instance-nitro-enclaves-supported"), Some(value), "{support}");
     }
 }
