@@ -13,6 +13,15 @@ pub struct Offering {
     pub available: bool,
 }
 
+impl Offering {
+    /// Whether it is available in a zone and capacity type `reqs` allow.
+    pub fn allowed_by(&self, reqs: &Requirements) -> bool {
+        self.available
+            && reqs.get(LABEL_ZONE).is_none_or(|z| z.has(&self.zone))
+            && reqs.get(LABEL_CAPACITY_TYPE).is_none_or(|c| c.has(&self.capacity_type))
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct InstanceType {
     pub name: String,
@@ -53,11 +62,7 @@ impl InstanceType {
 
     /// Available offerings whose zone and capacity type `reqs` allow.
     pub fn compatible_offerings<'a>(&'a self, reqs: &'a Requirements) -> impl Iterator<Item = &'a Offering> + 'a {
-        let zone = reqs.get(LABEL_ZONE);
-        let ct = reqs.get(LABEL_CAPACITY_TYPE);
-        self.offerings.iter().filter(move |o| {
-            o.available && zone.is_none_or(|z| z.has(&o.zone)) && ct.is_none_or(|c| c.has(&o.capacity_type))
-        })
+        self.offerings.iter().filter(move |o| o.allowed_by(reqs))
     }
 
     /// The cheapest available offering `reqs` allow.

@@ -8,6 +8,7 @@ pub mod cloud;
 pub mod convert;
 pub mod disruption;
 pub mod instancetype;
+pub mod launch;
 pub mod model;
 pub mod plan;
 pub mod policy_failure;

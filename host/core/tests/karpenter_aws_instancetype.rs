@@ -476,3 +476,68 @@ fn nitro_enclaves_support_becomes_a_label() {
         assert_eq!(t.label("karpenter.k8s.aws/instance-nitro-enclaves-supported"), Some(value), "{support}");
     }
 }
+
+// ----- What a launch asks EC2 for -----
+
+/// The offerings the launch of `pod`'s NodeClaim may use, cheapest first (before the
+/// NodePool's scorer ranks them): what CreateFleet's overrides are drawn from.
+fn launch_offerings(d: &Decision, pod: &str) -> Vec<(String, String, f64)> {
+    let nc = d.nodeclaim_of(pod).unwrap_or_else(|| panic!("{pod} scheduled: {}", d.plan.render(&d.snap)));
+    let types = &d.snap.nodepools[nc.nodepool].instance_types;
+    tenon_core::launch::launch_candidates(&nc.requirements, &nc.requests, types)
+        .iter()
+        .map(|c| (c.instance_type.name.clone(), c.offering.capacity_type.clone(), c.offering.price))
+        .collect()
+}
+
+fn one_cpu_pod(c: &mut Cluster) {
+    c.pending(
+        "{name: p}",
+        "  containers: [{name: c, image: i, resources: {requests: {cpu: \"1\"}, limits: {cpu: \"1\"}}}]\n",
+    );
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:581
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:600
+#[test]
+fn a_launch_leaves_out_metal_and_gpu_types_while_a_generic_one_fits() {
+    let mut c = fake_cluster("");
+    one_cpu_pod(&mut c);
+    let offered = launch_offerings(&c.decide(), "p");
+    assert!(!offered.is_empty());
+    for (t, _, _) in &offered {
+        assert!(!t.contains("metal") && !t.starts_with('g') && !t.starts_with("p5") && !t.starts_with("inf"), "{t}");
+    }
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:546
+#[test]
+fn min_values_keep_metal_in_the_launch() {
+    let mut c = Cluster::new(fake_ec2());
+    c.nodepool(
+        "default",
+        "  template:\n    spec:\n      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot], minValues: 1}]\n",
+    );
+    one_cpu_pod(&mut c);
+    let offered = launch_offerings(&c.decide(), "p");
+    assert!(offered.iter().any(|(t, _, _)| t.contains("metal")), "{offered:?}");
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:476
+#[test]
+fn flexible_capacity_launches_only_spot_cheaper_than_the_cheapest_on_demand() {
+    let mut c = Cluster::new(fake_ec2());
+    c.nodepool(
+        "default",
+        "  template:\n    spec:\n      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}]\n",
+    );
+    one_cpu_pod(&mut c);
+    let offered = launch_offerings(&c.decide(), "p");
+    let cheapest_on_demand =
+        offered.iter().filter(|(_, ct, _)| ct == "on-demand").map(|(_, _, p)| *p).fold(f64::MAX, f64::min);
+    let spot: Vec<_> = offered.iter().filter(|(_, ct, _)| ct == "spot").collect();
+    assert!(!spot.is_empty() && cheapest_on_demand < f64::MAX, "{offered:?}");
+    for (t, _, price) in spot {
+        assert!(*price < cheapest_on_demand, "{t} spot at {price} is not cheaper than on-demand {cheapest_on_demand}");
+    }
+}

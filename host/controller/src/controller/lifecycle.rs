@@ -14,7 +14,7 @@ use tenon_core::cloud::{Instance, LaunchOption, LaunchRequest};
 use tenon_core::convert::requirements_with_min_values;
 use tenon_core::instancetype::InstanceType;
 use tenon_core::resources::{Resources, format_amount};
-use tenon_core::scorer::{Candidate, Scorer, ScoringInput, normalise_ranking};
+use tenon_core::scorer::{Scorer, ScoringInput, normalise_ranking};
 
 pub fn now_time() -> Time {
     Time(jiff_now())
@@ -85,38 +85,16 @@ pub fn with_condition(nc: &NodeClaim, t: &str, ok: bool, reason: &str, message: 
     conds
 }
 
-fn type_fits(it: &InstanceType, reqs: &tenon_core::requirements::Requirements, requests: &Resources) -> bool {
-    requests.fits_in(it.allocatable())
-        && reqs.iter().all(|r| match it.requirements.get(&r.key) {
-            Some(a) => a.overlaps(r),
-            None => true,
-        })
-}
-
-/// The offerings a NodeClaim may launch as, best first: every compatible, available offering
-/// of every instance type its requirements allow, in price order (ties by name and zone), then
-/// ranked by the NodePool's scorer. The launch does not know the NodeClaim's pods, so the
-/// scorer sees `pod_count` 0; scorers that weigh pods rank them when the plan is made.
+/// The offerings a NodeClaim may launch as, best first: its launch candidates
+/// ([`tenon_core::launch::launch_candidates`]) ranked by the NodePool's scorer. The launch
+/// does not know the NodeClaim's pods, so the scorer sees `pod_count` 0; scorers that weigh pods rank them when the plan is made.
 pub fn launch_options(nc: &NodeClaim, types: &[InstanceType], scorer: &dyn Scorer, now: i64) -> Vec<LaunchOption> {
     let reqs = requirements_with_min_values(&nc.spec.requirements);
     let object = format!("NodeClaim {}", nc.metadata.name.as_deref().unwrap_or_default());
     let requests =
         tenon_core::convert::resources(Some(&nc.spec.resources.requests), &object, "spec.resources.requests")
             .unwrap_or_default();
-    let mut candidates: Vec<Candidate<'_>> = Vec::new();
-    for it in types.iter().filter(|it| type_fits(it, &reqs, &requests)) {
-        for o in it.compatible_offerings(&reqs).filter(|o| o.available) {
-            candidates.push(Candidate { instance_type: it, offering: o });
-        }
-    }
-    candidates.sort_by(|a, b| {
-        a.offering
-            .price
-            .total_cmp(&b.offering.price)
-            .then(a.instance_type.name.cmp(&b.instance_type.name))
-            .then(a.offering.zone.cmp(&b.offering.zone))
-            .then(a.offering.capacity_type.cmp(&b.offering.capacity_type))
-    });
+    let candidates = tenon_core::launch::launch_candidates(&reqs, &requests, types);
     let pool = nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)).cloned().unwrap_or_default();
     let n = candidates.len();
     let input = ScoringInput { nodepool: &pool, now, requests: &requests, pod_count: 0, candidates };
