@@ -119,11 +119,6 @@ pub fn nodeclaim(plan: &NewNodeClaim, np: &NodePool, instance_types: &[&str]) ->
     nc
 }
 
-/// The cluster as provisioning sees it: pods on the nodes of NodeClaims being deleted count
-/// as pending (Karpenter's "reschedulable pods"), so their capacity is launched while the
-/// node drains instead of after. Only for provisioning: draining must see them where they are.
-/// Borrows the cluster unchanged when nothing is leaving (every pass): only a drain pays for
-/// the copy.
 /// Where a nominated pod goes, as Karpenter's `Nominated` Event names it: the NodeClaim
 /// and, once registered, its Node (`nodeclaim/a, node/b`).
 pub fn nominated_to(snap: &tenon_core::ClusterSnapshot, node: &str) -> String {
@@ -137,6 +132,11 @@ pub fn nominated_to(snap: &tenon_core::ClusterSnapshot, node: &str) -> String {
     }
 }
 
+/// The cluster as provisioning sees it: pods on the nodes of NodeClaims being deleted count
+/// as pending (Karpenter's "reschedulable pods"), so their capacity is launched while the
+/// node drains instead of after. Only for provisioning: draining must see them where they are.
+/// Borrows the cluster unchanged when nothing is leaving (every pass): only a drain pays for
+/// the copy.
 pub fn with_displaced_pods(objects: &ClusterObjects) -> std::borrow::Cow<'_, ClusterObjects> {
     let leaving: BTreeSet<&str> = objects
         .nodeclaims
