@@ -10,6 +10,7 @@ pub mod disruption;
 pub mod instancetype;
 pub mod launch;
 pub mod model;
+pub mod nodeclaim;
 pub mod plan;
 pub mod policy_failure;
 pub mod requirements;

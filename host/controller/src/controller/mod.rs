@@ -568,7 +568,7 @@ impl Controller {
     ) -> Option<String> {
         let np =
             objects.nodepools.iter().find(|np| np.metadata.name.as_deref() == Some(planned.nodepool_name.as_str()))?;
-        let nc = provisioner::nodeclaim(planned, np, &planned.instance_type_names(snap));
+        let nc = tenon_core::nodeclaim::nodeclaim(planned, np, &planned.instance_type_names(snap));
         let api: Api<NodeClaim> = Api::all(self.client.clone());
         match api.create(&PostParams::default(), &nc).await {
             Ok(created) => {

@@ -1,16 +1,9 @@
-//! The provisioner: batches pending pods (Karpenter's idle and max windows), asks the core
-//! for a plan, and turns each planned NodeClaim into a `karpenter.sh/v1` NodeClaim object.
+//! The provisioner: batches pending pods (Karpenter's idle and max windows) and shapes the
+//! cluster it decides on; `tenon_core::nodeclaim` turns the plan into NodeClaim objects.
 
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
-use tenon_api::nodeclaim::ResourceRequirements;
-use tenon_api::wellknown as wk;
-use tenon_api::{NodeClaim, NodeClaimSpec, NodePool};
 use tenon_core::convert::{ClusterObjects, is_active, is_daemon};
-use tenon_core::plan::NewNodeClaim;
-use tenon_core::resources::format_amount;
 
 /// Karpenter's batching: a batch opens with the first new pending pod, closes after
 /// `idle` without another, or after `max` in any case.
@@ -63,60 +56,6 @@ impl Batcher {
     pub fn decided(&mut self, now: Instant) {
         self.retry_at = Some(now + RETRY_PENDING);
     }
-}
-
-/// The NodeClaim object for a planned NodeClaim of `np` (named `<nodepool>-<suffix>` by the
-/// API server through generateName); `instance_types` are the plan's options, which the
-/// NodeClaim pins with `node.kubernetes.io/instance-type In [...]` as Karpenter does.
-pub fn nodeclaim(plan: &NewNodeClaim, np: &NodePool, instance_types: &[&str]) -> NodeClaim {
-    let pool = np.metadata.name.clone().unwrap_or_default();
-    let t = &np.spec.template;
-    let mut labels = t.metadata.labels.clone();
-    labels.insert(wk::LABEL_NODEPOOL.into(), pool.clone());
-    let mut annotations = t.metadata.annotations.clone();
-    annotations.insert(wk::ANNOTATION_NODEPOOL_HASH.into(), np.template_hash());
-    annotations.insert(wk::ANNOTATION_NODEPOOL_HASH_VERSION.into(), tenon_api::hash::NODEPOOL_HASH_VERSION.into());
-    // The placeholder hostname the simulation used is not a real constraint.
-    let mut reqs = plan.requirements.clone();
-    let kept: Vec<_> = reqs.iter().filter(|r| r.key != wk::LABEL_HOSTNAME).cloned().collect();
-    reqs = kept.into_iter().collect();
-    if !instance_types.is_empty() {
-        reqs.add(tenon_core::requirements::Requirement::in_values(
-            wk::LABEL_INSTANCE_TYPE,
-            instance_types.iter().copied(),
-        ));
-    }
-    let requests: BTreeMap<String, Quantity> = plan
-        .requests
-        .entries()
-        .into_iter()
-        .filter(|(_, v)| *v > 0)
-        .map(|(k, v)| (k.clone(), Quantity(format_amount(&k, v))))
-        .collect();
-    let spec = NodeClaimSpec {
-        taints: t.spec.taints.clone(),
-        startup_taints: t.spec.startup_taints.clone(),
-        requirements: tenon_core::convert::api_requirements(&reqs),
-        resources: ResourceRequirements { requests },
-        node_class_ref: t.spec.node_class_ref.clone(),
-        termination_grace_period: t.spec.termination_grace_period.clone(),
-        expire_after: t.spec.expire_after.clone(),
-    };
-    let mut nc = NodeClaim::new("", spec);
-    nc.metadata.name = None;
-    nc.metadata.generate_name = Some(format!("{pool}-"));
-    nc.metadata.labels = Some(labels);
-    nc.metadata.annotations = Some(annotations);
-    nc.metadata.finalizers = Some(vec![wk::FINALIZER_TERMINATION.into()]);
-    nc.metadata.owner_references = Some(vec![OwnerReference {
-        api_version: "karpenter.sh/v1".into(),
-        kind: "NodePool".into(),
-        name: pool,
-        uid: np.metadata.uid.clone().unwrap_or_default(),
-        block_owner_deletion: Some(true),
-        controller: None,
-    }]);
-    nc
 }
 
 /// Where a nominated pod goes, as Karpenter's `Nominated` Event names it: the NodeClaim
@@ -196,61 +135,6 @@ mod tests {
     }
 
     use super::*;
-    use std::sync::Arc;
-    use tenon_core::catalog::{AwsCatalogOptions, aws};
-
-    #[test]
-    fn planned_nodeclaims_become_karpenter_nodeclaims() {
-        let root =
-            std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("run under cargo test")).join("../..");
-        let np: NodePool = serde_yaml::from_str(
-            &std::fs::read_to_string(root.join("examples/seeds/lab-general/nodepool-lab-general.yaml")).unwrap(),
-        )
-        .unwrap();
-        let cat = Arc::new(aws(&AwsCatalogOptions::default()).unwrap());
-        let mut snap = tenon_core::ClusterSnapshot { now: 0, ..Default::default() };
-        snap.nodepools.push(tenon_core::convert::nodepool(&np, cat).unwrap());
-        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "inflate-1", "namespace": "karpenter-lab", "uid": "u1"},
-            "spec": {"nodeSelector": {"capacity.example.io/pool": "lab-general"},
-                     "containers": [{"name": "pause", "image": "pause", "resources": {"requests": {"cpu": "1", "memory": "256Mi"}}}]},
-            "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
-        }))
-        .unwrap();
-        snap.pods.push(tenon_core::convert::pod(&pod).unwrap());
-        let plan = tenon_core::schedule(&snap, &tenon_core::scorer::PriceScorer);
-        assert_eq!(plan.nodeclaims.len(), 1);
-        let names = plan.nodeclaims[0].instance_type_names(&snap);
-        let nc = nodeclaim(&plan.nodeclaims[0], &np, &names);
-        assert_eq!(nc.metadata.generate_name.as_deref(), Some("lab-general-"));
-        let labels = nc.metadata.labels.clone().unwrap();
-        assert_eq!(labels["karpenter.sh/nodepool"], "lab-general");
-        assert_eq!(labels["capacity.example.io/pool"], "lab-general");
-        assert_eq!(nc.metadata.annotations.clone().unwrap()["karpenter.sh/nodepool-hash"], np.template_hash());
-        assert_eq!(nc.metadata.finalizers.clone().unwrap(), ["karpenter.sh/termination"]);
-        assert_eq!(nc.metadata.owner_references.clone().unwrap()[0].kind, "NodePool");
-        assert_eq!(nc.spec.node_class_ref.as_ref().unwrap().name, "lab-general");
-        let keys: Vec<&str> = nc.spec.requirements.iter().map(|r| r.key.as_str()).collect();
-        assert!(!keys.contains(&"kubernetes.io/hostname"), "no placeholder hostname: {keys:?}");
-        let types = nc
-            .spec
-            .requirements
-            .iter()
-            .find(|r| r.key == "node.kubernetes.io/instance-type")
-            .expect("instance types pinned");
-        assert_eq!(types.values.len(), names.len());
-        let gen_ = nc.spec.requirements.iter().find(|r| r.key == "karpenter.k8s.aws/instance-generation").unwrap();
-        assert_eq!((gen_.operator.as_str(), gen_.values.as_slice()), ("Gt", &["4".to_string()][..]));
-        assert!(nc.spec.resources.requests.contains_key("cpu"));
-        assert_eq!(nc.spec.expire_after, "720h");
-        // What the API server will accept.
-        let problems = tenon_api::validation::validate_nodeclaim(&{
-            let mut named = nc.clone();
-            named.metadata.name = Some("lab-general-x1y2z".into());
-            named
-        });
-        assert!(problems.iter().all(|p| p.severity != tenon_api::validation::Severity::Error), "{problems:?}");
-    }
 
     #[test]
     fn batches_close_after_idle_or_max() {
@@ -300,7 +184,7 @@ mod tests {
 
     #[test]
     fn pods_of_a_deleting_nodeclaim_count_as_pending_for_provisioning_only() {
-        let nc: NodeClaim = serde_yaml::from_str(
+        let nc: tenon_api::NodeClaim = serde_yaml::from_str(
             "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: a, deletionTimestamp: \"2026-11-30T00:00:00Z\"}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: x}\n  requirements: []\nstatus: {nodeName: node-a}\n",
         )
         .unwrap();
