@@ -2,7 +2,7 @@
 //! API server stores, the cloud launches and the node registers with.
 
 use crate::plan::NewNodeClaim;
-use crate::requirements::Requirement;
+use crate::requirements::{Requirement, is_well_known};
 use crate::resources::format_amount;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -26,6 +26,17 @@ pub fn nodeclaim(plan: &NewNodeClaim, np: &NodePool, instance_types: &[&str]) ->
     let mut reqs = plan.requirements.clone();
     let kept: Vec<_> = reqs.iter().filter(|r| r.key != wk::LABEL_HOSTNAME).cloned().collect();
     reqs = kept.into_iter().collect();
+    // Custom labels get a value now, so the node registers with them and kube-scheduler can
+    // bind the pods that asked for them; well-known ones come from the instance type.
+    for r in reqs.iter() {
+        let restricted = r.key.split('/').next().is_some_and(|d| d == "karpenter.sh" || d.ends_with(".karpenter.sh"));
+        if !is_well_known(&r.key)
+            && !restricted
+            && let Some(v) = r.label_value()
+        {
+            labels.insert(r.key.clone(), v);
+        }
+    }
     if !instance_types.is_empty() {
         reqs.add(Requirement::in_values(wk::LABEL_INSTANCE_TYPE, instance_types.iter().copied()));
     }

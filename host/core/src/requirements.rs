@@ -227,6 +227,18 @@ impl Requirement {
     pub fn any(&self) -> Option<&str> {
         if self.complement { None } else { self.values.first().map(String::as_str) }
     }
+
+    /// A label value a new node can carry to satisfy it: the first listed value, or for
+    /// `NotIn`, `Exists`, `Gt` and `Lt` the smallest non-negative integer allowed (Karpenter
+    /// picks one at random from the same range). `None` for `DoesNotExist` or when nothing fits.
+    pub fn label_value(&self) -> Option<String> {
+        if !self.complement {
+            return self.values.iter().find(|v| self.within_bounds(v)).cloned();
+        }
+        let from = self.gt.map_or(0, |g| g.saturating_add(1)).max(0);
+        let to = self.lt.unwrap_or(i64::MAX);
+        (from..to).take(self.values.len() + 1).map(|n| n.to_string()).find(|v| !self.values.contains(v))
+    }
 }
 
 impl fmt::Display for Requirement {
@@ -414,6 +426,18 @@ mod tests {
 
     fn req(op: Operator, vals: &[&str]) -> Requirement {
         Requirement::new("k", op, vals.iter().copied())
+    }
+
+    #[test]
+    fn label_values_satisfy_the_requirement() {
+        assert_eq!(req(In, &["b", "a"]).label_value().as_deref(), Some("a"));
+        assert_eq!(req(NotIn, &["0", "1"]).label_value().as_deref(), Some("2"));
+        assert_eq!(req(Exists, &[]).label_value().as_deref(), Some("0"));
+        assert_eq!(req(DoesNotExist, &[]).label_value(), None);
+        assert_eq!(req(Gt, &["5"]).label_value().as_deref(), Some("6"));
+        assert_eq!(req(Lt, &["4"]).label_value().as_deref(), Some("0"));
+        let none = req(Gt, &["5"]).intersection(&req(Lt, &["6"]));
+        assert_eq!(none.label_value(), None, "nothing lies strictly between 5 and 6");
     }
 
     #[test]

@@ -812,6 +812,197 @@ fn a_network_volume_s_hostname_affinity_is_kept() {
     assert!(d.unschedulable("p").is_some());
 }
 
+// ----- Labels and NodeClaim creation -----
+
+/// The created NodeClaim's requirement on `key`: (operator, sorted values).
+fn written(nc: &tenon_api::NodeClaim, key: &str) -> Option<(String, Vec<String>)> {
+    nc.spec.requirements.iter().find(|r| r.key == key).map(|r| {
+        let mut v = r.values.clone();
+        v.sort();
+        (r.operator.clone(), v)
+    })
+}
+
+fn in_(values: &[&str]) -> Option<(String, Vec<String>)> {
+    let mut v: Vec<String> = values.iter().map(|s| s.to_string()).collect();
+    v.sort();
+    Some(("In".into(), v))
+}
+
+/// The fake types that fit a pod requesting nothing (all of them but none on labels).
+fn all_type_names(c: &Cluster) -> Vec<String> {
+    c.catalog_names()
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1546
+#[test]
+fn nodes_get_template_labels_and_a_value_for_each_custom_requirement() {
+    let mut c = Cluster::new(default_types());
+    pool(
+        &mut c,
+        "default",
+        "  template:\n    metadata: {labels: {test-key-1: test-value-1}}\n    spec:\n      requirements:\n        - {key: test-key-2, operator: In, values: [test-value-2]}\n        - {key: test-key-3, operator: NotIn, values: [test-value-3]}\n        - {key: test-key-4, operator: Lt, values: [\"4\"]}\n        - {key: test-key-5, operator: Gt, values: [\"5\"]}\n        - {key: test-key-6, operator: Exists}\n        - {key: test-key-7, operator: DoesNotExist}\n",
+    );
+    c.pending("{name: p}", "");
+    let labels = c.decide().created("p").metadata.labels.unwrap();
+    assert_eq!(labels[NODEPOOL], "default");
+    assert_eq!(labels["test-key-1"], "test-value-1");
+    assert_eq!(labels["test-key-2"], "test-value-2");
+    assert_ne!(labels["test-key-3"], "test-value-3");
+    assert!(labels["test-key-4"].parse::<i64>().unwrap() < 4, "{labels:?}");
+    assert!(labels["test-key-5"].parse::<i64>().unwrap() > 5, "{labels:?}");
+    assert!(labels.contains_key("test-key-6"));
+    assert!(!labels.contains_key("test-key-7"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1623
+#[test]
+fn well_known_requirements_do_not_become_labels() {
+    let mut c = Cluster::new(default_types());
+    pool(
+        &mut c,
+        "default",
+        "  template: {spec: {requirements: [{key: foo, operator: In, values: [bar]}, {key: node.kubernetes.io/windows-build, operator: NotIn, values: [test-value]}]}}\n",
+    );
+    c.pending("{name: p}", "");
+    let labels = c.decide().created("p").metadata.labels.unwrap();
+    assert_eq!(labels["foo"], "bar");
+    assert!(!labels.contains_key("node.kubernetes.io/windows-build"), "{labels:?}");
+    assert!(!labels.contains_key("kubernetes.io/hostname"), "{labels:?}");
+}
+
+/// A pod's own custom requirement becomes a label too, so kube-scheduler can bind it there.
+#[test]
+fn a_pods_custom_requirement_becomes_a_label() {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "default", "  template: {spec: {requirements: [{key: team, operator: Exists}]}}\n");
+    c.pending("{name: p}", &spec("containers: [{name: c, image: i}], nodeSelector: {team: payments}"));
+    assert_eq!(c.decide().created("p").metadata.labels.unwrap()["team"], "payments");
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1695
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1716
+#[test]
+fn a_created_nodeclaim_pins_its_types_its_nodepool_and_the_pools_requirements() {
+    let mut c = cluster();
+    c.pending("{name: p}", "");
+    let nc = c.decide().created("p");
+    let all = all_type_names(&c);
+    let names: Vec<&str> = all.iter().map(String::as_str).collect();
+    assert_eq!(written(&nc, INSTANCE_TYPE), in_(&names));
+    assert_eq!(written(&nc, NODEPOOL), in_(&["default"]));
+
+    let mut c = Cluster::new(default_types());
+    pool(
+        &mut c,
+        "default",
+        "  template: {spec: {requirements: [{key: custom-requirement-key, operator: In, values: [value]}, {key: custom-requirement-key2, operator: In, values: [value]}]}}\n",
+    );
+    c.pending("{name: p}", "");
+    let nc = c.decide().created("p");
+    assert_eq!(written(&nc, INSTANCE_TYPE), in_(&names));
+    assert_eq!(written(&nc, NODEPOOL), in_(&["default"]));
+    assert_eq!(written(&nc, "custom-requirement-key"), in_(&["value"]));
+    assert_eq!(written(&nc, "custom-requirement-key2"), in_(&["value"]));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1766
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1803
+#[test]
+fn a_created_nodeclaim_pins_only_the_types_of_its_arch_or_os() {
+    for (key, value) in [("kubernetes.io/arch", "arm64"), ("kubernetes.io/os", "ios")] {
+        let mut c = Cluster::new(default_types());
+        pool(
+            &mut c,
+            "default",
+            &format!("  template: {{spec: {{requirements: [{{key: {key}, operator: In, values: [{value}]}}]}}}}\n"),
+        );
+        c.pending("{name: p}", "");
+        let nc = c.decide().created("p");
+        assert_eq!(written(&nc, key), in_(&[value]));
+        assert_eq!(written(&nc, INSTANCE_TYPE), in_(&["arm-instance-type"]), "{key}");
+    }
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1840
+#[test]
+fn a_created_nodeclaim_pins_only_the_types_holding_the_pods_resources() {
+    let mut c = cluster();
+    c.pending("{name: p}", &spec(&format!("containers: [{{name: c, image: i, resources: {{requests: {{{GPU_A}: \"1\"}}, limits: {{{GPU_A}: \"1\"}}}}}}]")));
+    assert_eq!(written(&c.decide().created("p"), INSTANCE_TYPE), in_(&["gpu-vendor-instance-type"]));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1867
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1885
+#[test]
+fn a_created_nodeclaim_is_owned_by_its_nodepool_and_names_its_class() {
+    let mut c = Cluster::new(default_types());
+    pool(
+        &mut c,
+        "default",
+        "  template: {spec: {nodeClassRef: {group: karpenter.test.sh, kind: TestNodeClass, name: test}}}\n",
+    );
+    c.objects.nodepools[0].metadata.uid = Some("np-uid".into());
+    c.pending("{name: p}", "");
+    let nc = c.decide().created("p");
+    let owner = &nc.metadata.owner_references.unwrap()[0];
+    assert_eq!(
+        (owner.api_version.as_str(), owner.kind.as_str(), owner.name.as_str(), owner.uid.as_str()),
+        ("karpenter.sh/v1", "NodePool", "default", "np-uid")
+    );
+    assert_eq!(owner.block_owner_deletion, Some(true));
+    let class = nc.spec.node_class_ref.unwrap();
+    assert_eq!(
+        (class.group.as_str(), class.kind.as_str(), class.name.as_str()),
+        ("karpenter.test.sh", "TestNodeClass", "test")
+    );
+}
+
+/// The created NodeClaim's resource requests as (name, quantity) pairs.
+fn requests(nc: &tenon_api::NodeClaim) -> Vec<(String, String)> {
+    nc.spec.resources.requests.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = list.iter().map(|(k, q)| (k.to_string(), q.to_string())).collect();
+    v.sort();
+    v
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1913
+#[test]
+fn a_created_nodeclaim_requests_what_its_pods_request() {
+    let mut c = cluster();
+    c.pending(
+        "{name: p}",
+        &spec(&format!("containers: [{{name: c, image: i, resources: {{requests: {{cpu: \"1\", memory: 1Mi, {GPU_A}: \"1\"}}, limits: {{{GPU_A}: \"1\"}}}}}}]")),
+    );
+    let nc = c.decide().created("p");
+    assert_eq!(requests(&nc), pairs(&[("cpu", "1"), ("memory", "1Mi"), (GPU_A, "1"), ("pods", "1")]));
+}
+
+const ONE_CPU_ONE_MI: &str = "containers: [{name: c, image: i, resources: {requests: {cpu: \"1\", memory: 1Mi}}}]";
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1939
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1959
+#[test]
+fn a_created_nodeclaim_requests_daemon_overhead_once() {
+    for (pods, cpu, memory, count) in [(1, "2", "2Mi", "2"), (2, "3", "3Mi", "3")] {
+        let mut c = cluster();
+        daemonset(&mut c, "ds", ONE_CPU_ONE_MI);
+        for i in 0..pods {
+            c.pending(&format!("{{name: p{i}}}"), &spec(ONE_CPU_ONE_MI));
+        }
+        let d = c.decide();
+        assert_eq!(d.plan.nodeclaims.len(), 1);
+        assert_eq!(
+            requests(&d.created("p0")),
+            pairs(&[("cpu", cpu), ("memory", memory), ("pods", count)]),
+            "{pods} pods"
+        );
+    }
+}
+
 // ----- Preferential Fallback -----
 
 /// karpenter:pkg/controllers/provisioning/suite_test.go:2389

@@ -211,6 +211,13 @@ impl Cluster {
         self
     }
 
+    /// The names of the catalog's instance types, sorted.
+    pub fn catalog_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.catalog.iter().map(|t| t.name.clone()).collect();
+        v.sort();
+        v
+    }
+
     /// A NodePool `default` with no requirements (Karpenter's `test.NodePool()`).
     pub fn default_nodepool(&mut self) -> &mut Self {
         self.nodepool("default", "  template:\n    spec:\n      requirements: []\n")
@@ -304,7 +311,7 @@ impl Cluster {
         let (mut snap, ignored) = convert::snapshot(&self.objects, &move |_| catalog.clone(), self.now);
         snap.max_instance_types = self.max_instance_types;
         let plan = schedule(&snap, &PriceScorer);
-        Decision { snap, plan, ignored }
+        Decision { snap, plan, ignored, nodepools: self.objects.nodepools.clone() }
     }
 }
 
@@ -314,6 +321,7 @@ pub struct Decision {
     pub plan: ProvisioningPlan,
     /// Objects left out of the decision, and why.
     pub ignored: Vec<convert::ConvertError>,
+    nodepools: Vec<NodePool>,
 }
 
 impl Decision {
@@ -331,6 +339,14 @@ impl Decision {
     pub fn nominated(&self, pod: &str) -> Option<&str> {
         let i = self.index(pod);
         self.plan.nominations.iter().find(|n| n.pod == i).map(|n| n.node.as_str())
+    }
+
+    /// The NodeClaim object the controller creates for pod `pod`'s new NodeClaim (what
+    /// Karpenter's fake cloud provider records as a `Create` call).
+    pub fn created(&self, pod: &str) -> tenon_api::NodeClaim {
+        let nc = self.nodeclaim_of(pod).unwrap_or_else(|| panic!("{pod} has no new NodeClaim"));
+        let np = self.nodepools.iter().find(|np| np.metadata.name.as_deref() == Some(&nc.nodepool_name)).unwrap();
+        tenon_core::nodeclaim::nodeclaim(nc, np, &nc.instance_type_names(&self.snap))
     }
 
     /// Why pod `pod` (namespace `default`) was left out of the decision, if it was.
