@@ -12,6 +12,8 @@ pub const LABEL_CAPACITY_TYPE: &str = "karpenter.sh/capacity-type";
 pub const LABEL_INITIALIZED: &str = "karpenter.sh/initialized";
 pub const LABEL_REGISTERED: &str = "karpenter.sh/registered";
 pub const LABEL_NODECLASS: &str = "karpenter.k8s.aws/ec2nodeclass";
+/// On a Node: whatever provisions it manages its taints, so registration leaves them.
+pub const LABEL_DO_NOT_SYNC_TAINTS: &str = "karpenter.sh/do-not-sync-taints";
 
 // Kubernetes labels.
 pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";

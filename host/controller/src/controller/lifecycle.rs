@@ -158,13 +158,17 @@ pub fn launched_status(nc: &NodeClaim, instance: &Instance, it: Option<&Instance
     })
 }
 
-/// The merge patch that registers `node` for `nc`: NodeClaim labels and taints synced,
+/// The merge patch that registers `node` for `nc`: NodeClaim labels, annotations and taints
+/// synced (taints not on a node labelled `karpenter.sh/do-not-sync-taints=true`),
 /// `karpenter.sh/unregistered` removed, the termination finalizer added.
 pub fn registration_patch(nc: &NodeClaim, node: &Node) -> Value {
     let mut labels = node.metadata.labels.clone().unwrap_or_default();
+    let sync_taints = labels.get(wk::LABEL_DO_NOT_SYNC_TAINTS).is_none_or(|v| v != "true");
     labels.extend(nc.metadata.labels.clone().unwrap_or_default());
+    let mut annotations = node.metadata.annotations.clone().unwrap_or_default();
+    annotations.extend(nc.metadata.annotations.clone().unwrap_or_default());
     let mut taints = super::termination::taints_without(node, wk::TAINT_UNREGISTERED);
-    for t in nc.spec.taints.iter().chain(&nc.spec.startup_taints) {
+    for t in nc.spec.taints.iter().chain(&nc.spec.startup_taints).filter(|_| sync_taints) {
         let v = json!({"key": t.key, "value": t.value, "effect": t.effect});
         if !taints.iter().any(|x| x["key"] == v["key"] && x["effect"] == v["effect"]) {
             taints.push(v);
@@ -174,7 +178,10 @@ pub fn registration_patch(nc: &NodeClaim, node: &Node) -> Value {
     if !finalizers.iter().any(|f| f == wk::FINALIZER_TERMINATION) {
         finalizers.push(wk::FINALIZER_TERMINATION.into());
     }
-    json!({"metadata": {"labels": labels, "finalizers": finalizers}, "spec": {"taints": taints}})
+    json!({
+        "metadata": {"labels": labels, "annotations": annotations, "finalizers": finalizers},
+        "spec": {"taints": taints}
+    })
 }
 
 /// Initialized: the Node is Ready and none of the NodeClaim's startup taints remain.
@@ -264,6 +271,39 @@ spec:
         let mut not_ready = ready.clone();
         not_ready.status.as_mut().unwrap().conditions.as_mut().unwrap()[0].status = "False".into();
         assert!(!initialized(&nc, &not_ready));
+    }
+
+    /// karpenter:pkg/controllers/provisioning/suite_test.go:1528
+    #[test]
+    fn registration_syncs_the_nodeclaims_annotations() {
+        let mut nc = seed_nodeclaim();
+        nc.metadata.annotations = Some([("karpenter.sh/do-not-disrupt".to_string(), "true".to_string())].into());
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": "n", "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+            "spec": {"taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]}
+        }))
+        .unwrap();
+        let p = registration_patch(&nc, &node);
+        assert_eq!(p["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"], "true");
+        assert_eq!(p["metadata"]["annotations"]["node.alpha.kubernetes.io/ttl"], "0", "the kubelet's stay");
+    }
+
+    /// A node labelled `karpenter.sh/do-not-sync-taints=true` keeps its own taints: whatever
+    /// provisions it manages them (only `karpenter.sh/unregistered` is still removed).
+    #[test]
+    fn registration_leaves_the_taints_of_a_do_not_sync_taints_node() {
+        let mut nc = seed_nodeclaim();
+        nc.spec.taints =
+            vec![serde_json::from_value(json!({"key": "dedicated", "value": "x", "effect": "NoSchedule"})).unwrap()];
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": "n", "labels": {"karpenter.sh/do-not-sync-taints": "true"}},
+            "spec": {"taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}, {"key": "own", "effect": "NoSchedule"}]}
+        }))
+        .unwrap();
+        let p = registration_patch(&nc, &node);
+        let keys: Vec<&str> =
+            p["spec"]["taints"].as_array().unwrap().iter().filter_map(|t| t["key"].as_str()).collect();
+        assert_eq!(keys, ["own"]);
     }
 
     #[test]
