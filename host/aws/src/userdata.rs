@@ -46,6 +46,38 @@ pub enum UserDataError {
 
 const BOUNDARY: &str = "//TENON//";
 
+/// Labels the kubelet may set on its own Node (the NodeRestriction rules): any outside the
+/// kubernetes.io and k8s.io domains, the kubelet.kubernetes.io and node.kubernetes.io
+/// namespaces, and the few well-known ones it reports itself. A kubelet given any other
+/// label in those domains refuses to start; registration adds those through the API.
+pub fn kubelet_may_set(key: &str) -> bool {
+    const KUBELET_LABELS: &[&str] = &[
+        "kubernetes.io/hostname",
+        "kubernetes.io/arch",
+        "kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+        "failure-domain.kubernetes.io/zone",
+        "failure-domain.kubernetes.io/region",
+    ];
+    let Some((domain, _)) = key.split_once('/') else { return true };
+    let in_domain = |d: &str| domain == d || domain.ends_with(&format!(".{d}"));
+    if !in_domain("kubernetes.io") && !in_domain("k8s.io") {
+        return true;
+    }
+    KUBELET_LABELS.contains(&key) || in_domain("kubelet.kubernetes.io") || in_domain("node.kubernetes.io")
+}
+
+fn kubelet_labels(labels: &BTreeMap<String, String>) -> impl Iterator<Item = (&String, &String)> {
+    labels.iter().filter(|(k, _)| kubelet_may_set(k))
+}
+
 /// The user data for `family` (`AL2023`, `Bottlerocket`, `Custom`: the user's as is).
 pub fn render(
     family: &str,
@@ -66,7 +98,7 @@ fn yaml_str(s: &str) -> String {
 }
 
 fn label_flag(labels: &BTreeMap<String, String>) -> String {
-    labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+    kubelet_labels(labels).map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
 
 fn taint_flag(taints: &[Taint]) -> String {
@@ -170,7 +202,7 @@ fn bottlerocket(cluster: &ClusterInfo, node: &NodeBootstrap, custom: Option<&str
     kubelet_settings(k8s, &node.kubelet);
     let labels = k8s.entry("node-labels").or_insert_with(|| Value::Table(Table::new()));
     if let Value::Table(labels) = labels {
-        for (k, v) in &node.labels {
+        for (k, v) in kubelet_labels(&node.labels) {
             labels.insert(k.clone(), Value::String(v.clone()));
         }
     }
@@ -325,6 +357,30 @@ mod tests {
         );
         assert!(ud.contains("\"--register-with-taints=dedicated=batch:NoSchedule\""), "{ud}");
         assert!(ud.trim_end().ends_with("--//TENON//--"));
+    }
+
+    /// A kubelet given a kubernetes.io label it may not set itself refuses to start, so such
+    /// labels stay out of the bootstrap (registration adds them).
+    #[test]
+    fn labels_the_kubelet_may_not_set_stay_out_of_the_bootstrap() {
+        let mut n = node();
+        for k in [
+            "node-role.kubernetes.io/worker",
+            "k8s.io/test",
+            "subdomain.kubernetes.io/test",
+            "node.kubernetes.io/lifecycle",
+        ] {
+            n.labels.insert(k.into(), "x".into());
+        }
+        let ud = render("AL2023", &cluster(), &n, None).unwrap();
+        assert!(ud.contains("node.kubernetes.io/lifecycle=x"), "{ud}");
+        for refused in ["node-role.kubernetes.io", "k8s.io/test", "subdomain.kubernetes.io"] {
+            assert!(!ud.contains(refused), "{refused}: {ud}");
+        }
+        let ud = render("Bottlerocket", &cluster(), &n, None).unwrap();
+        assert!(ud.contains("node.kubernetes.io/lifecycle") && !ud.contains("node-role.kubernetes.io"), "{ud}");
+        assert!(kubelet_may_set("kubernetes.io/arch") && kubelet_may_set("example.com/team"));
+        assert!(kubelet_may_set("x.kubelet.kubernetes.io/y") && !kubelet_may_set("node-restriction.kubernetes.io/y"));
     }
 
     #[test]
