@@ -855,6 +855,31 @@ fn nodes_get_template_labels_and_a_value_for_each_custom_requirement() {
     assert!(!labels.contains_key("test-key-7"));
 }
 
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1579
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1601
+#[test]
+fn template_labels_in_kubernetes_domains_are_valid_and_label_the_node() {
+    for prefix in ["", "subdomain."] {
+        for domain in ["kubernetes.io", "k8s.io"] {
+            let key = format!("{prefix}{domain}/test");
+            let mut c = Cluster::new(default_types());
+            pool(
+                &mut c,
+                "default",
+                &format!("  template: {{metadata: {{labels: {{{key}: test-value}}}}, spec: {{requirements: []}}}}\n"),
+            );
+            let problems = tenon_api::validation::validate_nodepool(&c.objects.nodepools[0]);
+            assert!(problems.iter().all(|p| p.severity != tenon_api::validation::Severity::Error), "{problems:?}");
+            c.pending(
+                "{name: p}",
+                &spec(&format!("containers: [{{name: c, image: i}}], {}", affinity_in(&key, "test-value"))),
+            );
+            let d = c.decide();
+            assert_eq!(d.created("p").metadata.labels.unwrap().get(&key).map(String::as_str), Some("test-value"));
+        }
+    }
+}
+
 /// karpenter:pkg/controllers/provisioning/suite_test.go:1623
 #[test]
 fn well_known_requirements_do_not_become_labels() {

@@ -745,3 +745,29 @@ fn a_nodepool_that_is_not_ready_schedules_nothing() {
     not_scheduled(&d, "p", "NodePool Ready=False");
     assert!(d.unschedulable("p").is_some_and(|r| r.contains("not Ready")), "{:?}", d.unschedulable("p"));
 }
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:453
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:467
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:904
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:918
+#[test]
+fn requirements_on_kubernetes_domain_labels_are_valid_and_label_the_node() {
+    for prefix in ["", "subdomain."] {
+        let reqs: Vec<String> = ["kubernetes.io", "k8s.io"]
+            .iter()
+            .map(|d| expr(&format!("{prefix}{d}/test"), "In", &["test-value"]))
+            .collect();
+        let c = pool_requiring(&reqs);
+        let problems = tenon_api::validation::validate_nodepool(&c.objects.nodepools[0]);
+        assert!(
+            problems.iter().all(|p| p.severity != tenon_api::validation::Severity::Error),
+            "Karpenter accepts the NodePool: {problems:?}"
+        );
+        for domain in ["kubernetes.io", "k8s.io"] {
+            let mut c = pool_requiring(&reqs);
+            c.pending("{name: p}", "");
+            let labels = c.decide().created("p").metadata.labels.unwrap();
+            assert_eq!(labels.get(&format!("{prefix}{domain}/test")).map(String::as_str), Some("test-value"));
+        }
+    }
+}

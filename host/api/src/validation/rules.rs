@@ -72,7 +72,7 @@ fn domain(key: &str) -> &str {
 /// `nodepool_scoped` adds the rule that a NodePool may not name `karpenter.sh/nodepool`
 /// (Karpenter sets it).
 pub fn restricted_label(key: &str, nodepool_scoped: bool) -> Option<(String, String)> {
-    let hint_custom = "use a well-known label, or a custom label outside the kubernetes.io, k8s.io, karpenter.sh and karpenter.k8s.aws domains (e.g. example.com/pool)";
+    let hint_custom = "use a well-known label, or a custom label outside the karpenter.sh and karpenter.k8s.aws domains (e.g. example.com/pool)";
     if key == LABEL_HOSTNAME {
         return Some((
             format!("label {key:?} is restricted"),
@@ -88,18 +88,11 @@ pub fn restricted_label(key: &str, nodepool_scoped: bool) -> Option<(String, Str
     if WELL_KNOWN_KUBERNETES_LABELS.contains(&key) {
         return None;
     }
+    // Karpenter v1 restricts only its own domains; kubernetes.io and k8s.io labels are
+    // allowed (the kubelet cannot set most of them, so registration does, see user data).
     let d = domain(key);
     let restricted =
         |dom: &str| Some((format!("label domain {dom:?} is restricted ({key:?})"), hint_custom.to_string()));
-    if d.ends_with("kubernetes.io") {
-        if d.ends_with("node.kubernetes.io") || d.ends_with("node-restriction.kubernetes.io") {
-            return None;
-        }
-        return restricted("kubernetes.io");
-    }
-    if d.ends_with("k8s.io") && !d.ends_with("kops.k8s.io") {
-        return restricted("k8s.io");
-    }
     if d.ends_with("karpenter.sh") && key != LABEL_CAPACITY_TYPE && key != LABEL_NODEPOOL {
         return restricted("karpenter.sh");
     }
@@ -316,8 +309,10 @@ mod tests {
         assert!(restricted_label("karpenter.sh/nodepool", true).is_some());
         assert!(restricted_label("karpenter.sh/nodepool", false).is_none());
         assert!(restricted_label("karpenter.sh/custom", false).is_some());
-        assert!(restricted_label("k8s.io/foo", false).is_some());
-        assert!(restricted_label("foo.kubernetes.io/bar", false).is_some());
+        // Karpenter v1 allows the kubernetes.io and k8s.io domains.
+        assert!(restricted_label("k8s.io/foo", false).is_none());
+        assert!(restricted_label("foo.kubernetes.io/bar", false).is_none());
+        assert!(restricted_label("node-role.kubernetes.io/worker", true).is_none());
         assert!(restricted_label("karpenter.k8s.aws/instance-colour", false).is_some());
     }
 
