@@ -613,11 +613,14 @@ pub fn nodepool(np: &NodePool, instance_types: Arc<Vec<InstanceType>>) -> Result
         limits,
         instance_types,
         replicas: np.spec.replicas,
-        not_ready: np
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready" && c.status == "False"))
-            .map(|c| if c.message.is_empty() { c.reason.clone() } else { c.message.clone() }),
+        unavailable: if np.metadata.deletion_timestamp.is_some() {
+            Some("being deleted".into())
+        } else {
+            np.status
+                .as_ref()
+                .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready" && c.status == "False"))
+                .map(|c| format!("not Ready ({})", if c.message.is_empty() { &c.reason } else { &c.message }))
+        },
     })
 }
 

@@ -296,9 +296,9 @@ pub struct NodePoolTemplate {
     /// `spec.replicas`: a static NodePool keeps this many nodes and is never provisioned
     /// for pods (its nodes still take pods that fit them).
     pub replicas: Option<i64>,
-    /// Why the NodePool is not Ready (its `Ready` condition is False): it launches nothing
-    /// until it is. `None` while Ready or not yet judged.
-    pub not_ready: Option<String>,
+    /// Why the NodePool launches nothing now: it is being deleted, or not Ready (its `Ready`
+    /// condition is False). `None` while it may launch.
+    pub unavailable: Option<String>,
 }
 
 /// Everything a decision looks at. Built by one conversion module (`convert`) in the

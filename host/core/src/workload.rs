@@ -53,7 +53,7 @@ pub fn open_nodepool(name: &str, catalog: Arc<Vec<InstanceType>>) -> NodePoolTem
         termination_grace_period: None,
         hash: "0".into(),
         replicas: None,
-        not_ready: None,
+        unavailable: None,
     }
 }
 

@@ -855,6 +855,31 @@ fn nodes_get_template_labels_and_a_value_for_each_custom_requirement() {
     assert!(!labels.contains_key("test-key-7"));
 }
 
+/// karpenter:pkg/controllers/provisioning/suite_test.go:259
+/// karpenter:pkg/controllers/provisioning/suite_test.go:270
+#[test]
+fn a_created_nodeclaim_takes_the_nodepools_termination_grace_period() {
+    let mut c = cluster();
+    c.pending("{name: p}", "");
+    assert_eq!(c.decide().created("p").spec.termination_grace_period, None);
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "default", "  template: {spec: {requirements: [], terminationGracePeriod: 223h}}\n");
+    c.pending("{name: p}", "");
+    assert_eq!(c.decide().created("p").spec.termination_grace_period.as_deref(), Some("223h"));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:283
+#[test]
+fn a_nodepool_being_deleted_launches_nothing() {
+    let mut c = cluster();
+    c.objects.nodepools[0].metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time("2026-11-30T00:00:00Z".parse().unwrap()));
+    c.pending("{name: p}", "");
+    let d = c.decide();
+    assert!(d.plan.nodeclaims.is_empty());
+    assert!(d.unschedulable("p").is_some_and(|r| r.contains("being deleted")), "{:?}", d.unschedulable("p"));
+}
+
 /// karpenter:pkg/controllers/provisioning/suite_test.go:1579
 /// karpenter:pkg/controllers/provisioning/suite_test.go:1601
 #[test]

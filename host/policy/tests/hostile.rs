@@ -421,7 +421,7 @@ fn one_empty_node(nodes: BudgetNodes) -> ClusterSnapshot {
         termination_grace_period: None,
         hash: "h".into(),
         replicas: None,
-        not_ready: None,
+        unavailable: None,
     };
     ClusterSnapshot { now: NOW, nodepools: vec![pool], nodes: vec![node], ..Default::default() }
 }

@@ -511,14 +511,9 @@ impl Controller {
             }
         }
         self.metrics.set("karpenter_scheduler_ignored_pod_count", f64::from(ignored_pods));
-        // A NodePool being deleted keeps its nodes until they are drained, but gets no more.
-        let deleting: BTreeSet<&str> = objects
-            .nodepools
-            .iter()
-            .filter(|np| np.metadata.deletion_timestamp.is_some())
-            .filter_map(|np| np.metadata.name.as_deref())
-            .collect();
-        snap.nodepools.retain(|t| !deleting.contains(t.name.as_str()) && !self.invalid.contains(&t.name));
+        // A NodePool being deleted keeps its nodes until they are drained, but gets no more
+        // (the core skips it); one failing validation gets nothing at all.
+        snap.nodepools.retain(|t| !self.invalid.contains(&t.name));
         let policies = self.policies.active.clone();
         let decided = off_loop("provisioning", move || {
             let plan = tenon_core::schedule(&snap, &*policies);

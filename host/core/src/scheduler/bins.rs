@@ -558,8 +558,8 @@ impl<'a> Scheduler<'a> {
         }
         let mut reasons = Vec::new();
         for pool in 0..self.pools.len() {
-            if let Some(why) = &self.pools[pool].tpl.not_ready {
-                reasons.push(format!("nodepool {}: not Ready ({why})", self.pools[pool].tpl.name));
+            if let Some(why) = &self.pools[pool].tpl.unavailable {
+                reasons.push(format!("nodepool {}: {why}", self.pools[pool].tpl.name));
                 continue;
             }
             if self.pools[pool].tpl.replicas.is_some() {

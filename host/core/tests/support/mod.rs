@@ -70,7 +70,7 @@ pub fn pool(name: &str) -> NodePoolTemplate {
         termination_grace_period: None,
         hash: "0".into(),
         replicas: None,
-        not_ready: None,
+        unavailable: None,
     }
 }
 
