@@ -317,6 +317,9 @@ pub struct ClusterSnapshot {
     /// At most this many instance type options per NodeClaim (Karpenter's
     /// `MaxInstanceTypes`); `None`: [`crate::scheduler::MAX_INSTANCE_TYPES`].
     pub max_instance_types: Option<usize>,
+    /// Karpenter's `PREFERENCE_POLICY=Ignore`: pods' preferences (preferred node and pod
+    /// affinity and anti-affinity, ScheduleAnyway spreads) play no part in provisioning.
+    pub ignore_preferences: bool,
 }
 
 impl ClusterSnapshot {

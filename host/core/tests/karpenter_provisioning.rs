@@ -1053,6 +1053,105 @@ fn a_created_nodeclaim_requests_daemon_overhead_once() {
     }
 }
 
+// ----- Ignore Preferences -----
+
+/// Karpenter's `PreferencePolicy: Ignore` cluster with one default NodePool.
+fn ignoring_preferences() -> Cluster {
+    let mut c = cluster();
+    c.ignore_preferences = true;
+    c
+}
+
+/// A zone-1 pod (2 CPU), two zone-2 pods (3 CPU) and pod `p` (1 CPU, `extra` spec fields):
+/// `p` lands with the zone-1 pod, the node with fewer pods, unless a preference pulls it.
+fn zone_pods_and(c: &mut Cluster, extra: &str) {
+    c.pending(
+        "{name: z1, labels: {app: foo}}",
+        &spec(&format!("{}, nodeSelector: {{{ZONE}: test-zone-1}}", container("cpu: \"2\""))),
+    );
+    for i in 0..2 {
+        c.pending(
+            &format!("{{name: z2-{i}, labels: {{app: bar}}}}"),
+            &spec(&format!("{}, nodeSelector: {{{ZONE}: test-zone-2}}", container("cpu: \"3\""))),
+        );
+    }
+    c.pending("{name: p, labels: {app: baz}}", &spec(&format!("{}, {extra}", container("cpu: \"1\""))));
+}
+
+fn same_claim(d: &Decision, a: &str, b: &str) -> bool {
+    match (d.nodeclaim_of(a), d.nodeclaim_of(b)) {
+        (Some(x), Some(y)) => std::ptr::eq(x, y),
+        _ => false,
+    }
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2566
+#[test]
+fn ignored_node_affinity_preferences_do_not_pull_a_pod() {
+    let mut c = ignoring_preferences();
+    zone_pods_and(
+        &mut c,
+        &format!(
+            "affinity: {{nodeAffinity: {{preferredDuringSchedulingIgnoredDuringExecution: [{{weight: 1, preference: {{matchExpressions: [{{key: {ZONE}, operator: In, values: [test-zone-2]}}]}}}}]}}}}"
+        ),
+    );
+    let d = c.decide();
+    assert!(same_claim(&d, "p", "z1") && !same_claim(&d, "p", "z2-0"), "{}", d.plan.render(&d.snap));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2767
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2768
+#[test]
+fn ignored_pod_affinity_preferences_do_not_pull_a_pod() {
+    for key in [ZONE, "kubernetes.io/hostname"] {
+        let mut c = ignoring_preferences();
+        zone_pods_and(
+            &mut c,
+            &format!(
+                "affinity: {{podAffinity: {{preferredDuringSchedulingIgnoredDuringExecution: [{{weight: 1, podAffinityTerm: {{topologyKey: {key}, labelSelector: {{matchLabels: {{app: bar}}}}}}}}]}}}}"
+            ),
+        );
+        let d = c.decide();
+        assert!(same_claim(&d, "p", "z1") && !same_claim(&d, "p", "z2-0"), "{key}: {}", d.plan.render(&d.snap));
+    }
+}
+
+/// Five `app: foo` pods with `constraint` land on one node.
+fn five_share_a_node(constraint: &str) {
+    let mut c = ignoring_preferences();
+    for i in 0..5 {
+        c.pending(
+            &format!("{{name: p{i}, labels: {{app: foo}}}}"),
+            &spec(&format!("containers: [{{name: c, image: i}}], {constraint}")),
+        );
+    }
+    let d = c.decide();
+    assert_eq!(d.plan.nodeclaims.len(), 1, "{constraint}: {}", d.plan.render(&d.snap));
+    assert_eq!(d.plan.nodeclaims[0].pods.len(), 5);
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2660
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2661
+#[test]
+fn ignored_schedule_anyway_spreads_do_not_spread() {
+    for key in [ZONE, "kubernetes.io/hostname"] {
+        five_share_a_node(&format!(
+            "topologySpreadConstraints: [{{maxSkew: 1, topologyKey: {key}, whenUnsatisfiable: ScheduleAnyway, labelSelector: {{matchLabels: {{app: foo}}}}}}]"
+        ));
+    }
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2694
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2695
+#[test]
+fn ignored_anti_affinity_preferences_do_not_spread() {
+    for key in [ZONE, "kubernetes.io/hostname"] {
+        five_share_a_node(&format!(
+            "affinity: {{podAntiAffinity: {{preferredDuringSchedulingIgnoredDuringExecution: [{{weight: 1, podAffinityTerm: {{topologyKey: {key}, labelSelector: {{matchLabels: {{app: foo}}}}}}}}]}}}}"
+        ));
+    }
+}
+
 // ----- Preferential Fallback -----
 
 /// karpenter:pkg/controllers/provisioning/suite_test.go:2389

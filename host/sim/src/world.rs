@@ -562,6 +562,7 @@ impl<'p> World<'p> {
             pdbs,
             namespaces: BTreeMap::new(),
             max_instance_types: None,
+            ignore_preferences: false,
         }
     }
 

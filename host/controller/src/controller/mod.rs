@@ -514,6 +514,7 @@ impl Controller {
         // A NodePool being deleted keeps its nodes until they are drained, but gets no more
         // (the core skips it); one failing validation gets nothing at all.
         snap.nodepools.retain(|t| !self.invalid.contains(&t.name));
+        snap.ignore_preferences = self.settings.preference_policy == "Ignore";
         let policies = self.policies.active.clone();
         let decided = off_loop("provisioning", move || {
             let plan = tenon_core::schedule(&snap, &*policies);

@@ -74,6 +74,10 @@ pub struct Settings {
     /// ENIs the VPC CNI keeps for itself: fewer pods per node (Karpenter's `RESERVED_ENIS`).
     #[arg(long, env = "RESERVED_ENIS", default_value_t = 0, value_parser = clap::value_parser!(i64).range(0..))]
     pub reserved_enis: i64,
+    /// `Respect` pods' scheduling preferences while provisioning, or `Ignore` them (preferred
+    /// affinities and ScheduleAnyway spreads), as Karpenter's setting of the same name.
+    #[arg(long, env = "PREFERENCE_POLICY", default_value = "Respect", value_parser = ["Respect", "Ignore"])]
+    pub preference_policy: String,
 }
 
 /// A fraction in [0, 1).

@@ -85,6 +85,13 @@ impl PodState {
     /// computes the constraints in force.
     pub(crate) fn prepare(&mut self, pod: &Pod, topo: &Topology, snapshot: &ClusterSnapshot, pool_taints: &[&[Taint]]) {
         self.inverse = topo.inverse_groups_selecting(pod, snapshot);
+        if snapshot.ignore_preferences {
+            let r = &mut self.relax;
+            r.preferred_affinity_dropped = self.preferred_affinity.len();
+            r.preferred_anti_dropped = self.preferred_anti.len();
+            r.preferred_node_dropped = pod.preferred_node_affinity.len();
+            r.schedule_anyway_dropped = true;
+        }
         self.rebuild(pod, pool_taints, topo, snapshot);
     }
 

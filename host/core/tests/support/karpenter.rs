@@ -185,6 +185,8 @@ pub struct Cluster {
     pub now: i64,
     /// Karpenter's `scheduling.MaxInstanceTypes`, lowered by some of its cases.
     pub max_instance_types: Option<usize>,
+    /// Karpenter's `PreferencePolicy: Ignore` option.
+    pub ignore_preferences: bool,
     generated: usize,
 }
 
@@ -195,7 +197,14 @@ fn yaml<T: serde::de::DeserializeOwned>(s: &str) -> T {
 impl Cluster {
     /// Every NodePool launches from `catalog`.
     pub fn new(catalog: Arc<Vec<InstanceType>>) -> Cluster {
-        Cluster { objects: ClusterObjects::default(), catalog, now: NOW, max_instance_types: None, generated: 0 }
+        Cluster {
+            objects: ClusterObjects::default(),
+            catalog,
+            now: NOW,
+            max_instance_types: None,
+            ignore_preferences: false,
+            generated: 0,
+        }
     }
 
     /// A `karpenter.sh/v1` NodePool; `spec` is the YAML under `spec:` (indented 2).
@@ -310,6 +319,7 @@ impl Cluster {
         let catalog = self.catalog.clone();
         let (mut snap, ignored) = convert::snapshot(&self.objects, &move |_| catalog.clone(), self.now);
         snap.max_instance_types = self.max_instance_types;
+        snap.ignore_preferences = self.ignore_preferences;
         let plan = schedule(&snap, &PriceScorer);
         Decision { snap, plan, ignored, nodepools: self.objects.nodepools.clone() }
     }
