@@ -157,8 +157,8 @@ fn affinity_term(t: &core::PodAffinityTerm, labels: &BTreeMap<String, String>) -
 }
 
 /// Effective requests: containers plus restartable init containers (sidecars), or the largest
-/// init container with the sidecars started before it, whichever is larger; plus pod overhead
-/// and one pod slot.
+/// init container with the sidecars started before it, whichever is larger; pod-level cpu and
+/// memory requests instead where set; plus pod overhead and one pod slot.
 pub fn pod_requests(spec: &core::PodSpec, object: &str) -> Result<Resources, ConvertError> {
     let req = |c: &core::Container, field: &str| {
         resources(c.resources.as_ref().and_then(|r| r.requests.as_ref()), object, field)
@@ -180,6 +180,16 @@ pub fn pod_requests(spec: &core::PodSpec, object: &str) -> Result<Resources, Con
     }
     main.add(&sidecars);
     main.max_with(&init_peak);
+    // Pod-level requests (spec.resources) replace the containers' sum for cpu and memory.
+    let pod_level =
+        resources(spec.resources.as_ref().and_then(|r| r.requests.as_ref()), object, "spec.resources.requests")?;
+    let set = spec.resources.as_ref().and_then(|r| r.requests.as_ref());
+    if set.is_some_and(|r| r.contains_key("cpu")) {
+        main.cpu = pod_level.cpu;
+    }
+    if set.is_some_and(|r| r.contains_key("memory")) {
+        main.memory = pod_level.memory;
+    }
     main.add(&resources(spec.overhead.as_ref(), object, "spec.overhead")?);
     main.pods += 1;
     Ok(main)
@@ -540,7 +550,17 @@ pub fn daemonset(ds: &apps::DaemonSet) -> Result<DaemonSet, ConvertError> {
     let ns = ds.metadata.namespace.clone().unwrap_or_else(|| "default".into());
     let name = ds.metadata.name.clone().unwrap_or_default();
     let template = ds.spec.as_ref().map(|s| s.template.clone()).unwrap_or_default();
-    let as_pod = core::Pod { metadata: template.metadata.unwrap_or_default(), spec: template.spec, status: None };
+    let mut spec = template.spec;
+    // The API server defaults a Pod's missing requests to its limits, but not a template's.
+    for c in spec.iter_mut().flat_map(|s| s.containers.iter_mut().chain(s.init_containers.iter_mut().flatten())) {
+        let Some(r) = c.resources.as_mut() else { continue };
+        let limits = r.limits.clone().unwrap_or_default();
+        let requests = r.requests.get_or_insert_with(Default::default);
+        for (k, v) in limits {
+            requests.entry(k).or_insert(v);
+        }
+    }
+    let as_pod = core::Pod { metadata: template.metadata.unwrap_or_default(), spec, status: None };
     let mut p = pod(&as_pod).map_err(|e| err(&format!("DaemonSet {ns}/{name}"), &e.field, e.message))?;
     p.namespace = ns.clone();
     p.name = format!("{name}-template");

@@ -420,6 +420,47 @@ fn daemonset_overhead_larger_than_every_type_blocks_scheduling() {
     assert!(!c.decide().scheduled("p"));
 }
 
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1057
+#[test]
+fn a_daemonset_limit_without_a_request_counts_as_its_request() {
+    let mut c = cluster();
+    daemonset(
+        &mut c,
+        "ds",
+        "containers: [{name: c, image: i, resources: {limits: {cpu: \"10000\", memory: 10000Gi}, requests: {cpu: \"1\"}}}]",
+    );
+    c.pending("{name: p}", "");
+    assert!(!c.decide().scheduled("p"), "the 10000Gi memory limit is the daemon's request");
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1070
+#[test]
+fn a_daemonsets_overhead_is_the_larger_of_its_containers_and_init_containers() {
+    let mut c = cluster();
+    daemonset(
+        &mut c,
+        "ds",
+        "containers: [{name: c, image: i, resources: {limits: {cpu: \"10000\", memory: 1Gi}, requests: {cpu: \"1\"}}}], initContainers: [{name: init, image: i, resources: {limits: {cpu: \"10000\", memory: 3Gi}, requests: {cpu: \"3\"}}}]",
+    );
+    // The daemon reserves max(1, 3) = 3 CPU and max(1Gi, 3Gi) = 3Gi (limits standing in for
+    // the memory requests): the 2Gi type is too small, the 4-CPU, 4Gi one holds it.
+    c.pending("{name: p}", "");
+    assert_eq!(launched_capacity(&c.decide(), "p"), (4000, 4 * GIB));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1098
+#[test]
+fn a_daemonset_whose_init_container_limit_is_too_large_blocks_scheduling() {
+    let mut c = cluster();
+    daemonset(
+        &mut c,
+        "ds",
+        "containers: [{name: c, image: i, resources: {limits: {cpu: \"10000\", memory: 1Gi}, requests: {cpu: \"1\"}}}], initContainers: [{name: init, image: i, resources: {limits: {cpu: \"10000\", memory: 10000Gi}, requests: {cpu: \"1\"}}}]",
+    );
+    c.pending("{name: p}", "");
+    assert!(!c.decide().scheduled("p"));
+}
+
 /// karpenter:pkg/controllers/provisioning/suite_test.go:1119
 #[test]
 fn a_daemonset_init_container_larger_than_every_type_blocks_scheduling() {
@@ -810,6 +851,32 @@ fn a_network_volume_s_hostname_affinity_is_kept() {
     let d = c.decide();
     assert!(!d.scheduled("p"), "{}", d.plan.render(&d.snap));
     assert!(d.unschedulable("p").is_some());
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:685
+#[test]
+fn pod_level_requests_size_the_node() {
+    let mut types: Vec<InstanceType> = default_types().to_vec();
+    for (cpu, gib) in [(10, 4), (11, 5), (12, 6)] {
+        let f = fake(&format!("example-{cpu}")).resources(cpu, gib * GIB, 110).arch("arch").os(&["linux"]);
+        let price = f.price();
+        types.push(f.offerings(&[("spot", "test-zone-1", price, true)]).build());
+    }
+    let mut c = Cluster::new(Arc::new(types));
+    pool(&mut c, "default", "");
+    c.pending(
+        "{name: p}",
+        "  resources: {limits: {cpu: \"10\", memory: 4Gi}, requests: {cpu: \"9.9\", memory: 3.9Gi}}\n  containers: [{name: c, image: i, resources: {limits: {cpu: \"5\", memory: 1Gi}, requests: {cpu: \"5\", memory: 1Gi}}}]\n  initContainers:\n    - {name: a, image: i, resources: {limits: {cpu: \"6\", memory: 2Gi}, requests: {cpu: \"6\", memory: 2Gi}}}\n    - {name: b, image: i, restartPolicy: Always, resources: {limits: {cpu: \"4\", memory: 2Gi}, requests: {cpu: \"4\", memory: 2Gi}}}\n",
+    );
+    let d = c.decide();
+    assert_eq!(launched_capacity(&d, "p"), (10_000, 4 * GIB));
+    // The pod-level requests, not the containers' 9 CPU and 3Gi, are what the node must hold.
+    let requests = d.created("p").spec.resources.requests;
+    assert_eq!(
+        (requests["cpu"].0.as_str(), requests["memory"].0.as_str()),
+        ("9900m", "4187593114"),
+        "3.9Gi rounds up to whole bytes"
+    );
 }
 
 // ----- Labels and NodeClaim creation -----
