@@ -214,6 +214,56 @@ pub fn is_provisionable(p: &core::Pod) -> bool {
         && unschedulable
 }
 
+/// Whether capacity should be launched now for a pod on a node that is going away
+/// (Karpenter's currently-reschedulable pods): it is active, or a terminating StatefulSet
+/// pod (whose replacement keeps its name and needs a node); no DaemonSet or Node owns it;
+/// it is not marked `karpenter.sh/do-not-disrupt`; and no PodDisruptionBudget fully blocks
+/// its eviction (more than one selects it, or one allows no disruption whatever the count:
+/// `maxUnavailable: 0` or `0%`, `minAvailable: 100%`).
+pub fn is_reschedulable(p: &core::Pod, pdbs: &[policy::PodDisruptionBudget]) -> bool {
+    let owned_by = |kind: &str| p.metadata.owner_references.iter().flatten().any(|o| o.kind == kind);
+    let terminating = p.metadata.deletion_timestamp.is_some();
+    let active = is_active(p) && !terminating;
+    let annotations = p.metadata.annotations.as_ref();
+    let do_not_disrupt =
+        annotations.and_then(|a| a.get(tenon_api::wellknown::ANNOTATION_DO_NOT_DISRUPT)).is_some_and(|v| v == "true");
+    (active || (owned_by("StatefulSet") && terminating && is_active(p)))
+        && !is_daemon(p)
+        && !owned_by("Node")
+        && !do_not_disrupt
+        && !(active && fully_blocked(p, pdbs))
+}
+
+fn fully_blocked(p: &core::Pod, pdbs: &[policy::PodDisruptionBudget]) -> bool {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    let labels = p.metadata.labels.clone().unwrap_or_default();
+    let matching: Vec<&policy::PodDisruptionBudget> = pdbs
+        .iter()
+        .filter(|b| b.metadata.namespace == p.metadata.namespace)
+        .filter(|b| selector(b.spec.as_ref().and_then(|s| s.selector.as_ref())).matches(&labels))
+        .collect();
+    let unready = || {
+        p.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "False"))
+    };
+    match matching.as_slice() {
+        [] => false,
+        [b] => {
+            let spec = b.spec.as_ref();
+            if spec.and_then(|s| s.unhealthy_pod_eviction_policy.as_deref()) == Some("AlwaysAllow") && unready() {
+                return false;
+            }
+            matches!(spec.and_then(|s| s.max_unavailable.as_ref()), Some(IntOrString::Int(0)))
+                || matches!(spec.and_then(|s| s.max_unavailable.as_ref()), Some(IntOrString::String(v)) if v == "0%")
+                || matches!(spec.and_then(|s| s.min_available.as_ref()), Some(IntOrString::String(v)) if v == "100%")
+        }
+        // The eviction API refuses a pod more than one budget selects.
+        _ => true,
+    }
+}
+
 /// Whether a DaemonSet owns the pod (it comes with every node; nothing provisions for it).
 pub fn is_daemon(p: &core::Pod) -> bool {
     p.metadata.owner_references.iter().flatten().any(|o| o.kind == "DaemonSet")

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
-use tenon_core::convert::{ClusterObjects, is_active, is_daemon};
+use tenon_core::convert::{ClusterObjects, is_reschedulable};
 
 /// Karpenter's batching: a batch opens with the first new pending pod, closes after
 /// `idle` without another, or after `max` in any case.
@@ -72,8 +72,8 @@ pub fn nominated_to(snap: &tenon_core::ClusterSnapshot, node: &str) -> String {
 }
 
 /// The cluster as provisioning sees it: pods on the nodes of NodeClaims being deleted count
-/// as pending (Karpenter's "reschedulable pods"), so their capacity is launched while the
-/// node drains instead of after. Only for provisioning: draining must see them where they are.
+/// as pending when they are reschedulable ([`is_reschedulable`]), so their capacity is
+/// launched while the node drains instead of after. Only for provisioning: draining must see them where they are.
 /// Borrows the cluster unchanged when nothing is leaving (every pass): only a drain pays for
 /// the copy.
 pub fn with_displaced_pods(objects: &ClusterObjects) -> std::borrow::Cow<'_, ClusterObjects> {
@@ -89,9 +89,11 @@ pub fn with_displaced_pods(objects: &ClusterObjects) -> std::borrow::Cow<'_, Clu
     let mut out = objects.clone();
     for p in &mut out.pods {
         let on_leaving = p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| leaving.contains(n));
-        if !on_leaving || is_daemon(p) || !is_active(p) || p.metadata.deletion_timestamp.is_some() {
+        if !on_leaving || !is_reschedulable(p, &objects.pdbs) {
             continue;
         }
+        // What provisioning sees is the pod's replacement (a StatefulSet's keeps the name).
+        p.metadata.deletion_timestamp = None;
         if let Some(spec) = p.spec.as_mut() {
             spec.node_name = None;
         }
@@ -180,6 +182,86 @@ mod tests {
         let two: BTreeSet<String> = ["impossible".to_string(), "new".to_string()].into();
         b.tick(&two, t0 + Duration::from_millis(7500), idle, max);
         assert!(b.open());
+    }
+
+    /// A cluster whose NodeClaim `a` (node `node-a`) is being deleted, holding pod `p` (its
+    /// metadata extra fields in `meta`, e.g. owners), with `pdbs` selecting `app: p`: how many
+    /// NodeClaims provisioning launches for it.
+    fn launched_for_a_pod_on_a_deleting_node(meta: &str, terminating: bool, pdbs: &[&str]) -> usize {
+        let np: tenon_api::NodePool = serde_yaml::from_str("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\nspec:\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n      requirements: []\n").unwrap();
+        let nc: tenon_api::NodeClaim = serde_yaml::from_str(
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: a, deletionTimestamp: \"2026-11-30T00:00:00Z\", labels: {karpenter.sh/nodepool: default}}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n  requirements: []\nstatus: {nodeName: node-a}\n",
+        )
+        .unwrap();
+        let deletion = if terminating { ", deletionTimestamp: \"2026-11-30T00:00:00Z\"" } else { "" };
+        let pod: k8s_openapi::api::core::v1::Pod = serde_yaml::from_str(&format!(
+            "metadata: {{name: p, namespace: d, labels: {{app: p}}{deletion}{meta}}}\nspec: {{nodeName: node-a, containers: [{{name: c, image: i, resources: {{requests: {{memory: 100M}}}}}}]}}\nstatus: {{phase: Running}}\n"
+        ))
+        .unwrap();
+        let objects = ClusterObjects {
+            nodepools: vec![np],
+            nodeclaims: vec![nc],
+            pods: vec![pod],
+            pdbs: pdbs
+                .iter()
+                .enumerate()
+                .map(|(i, spec)| {
+                    serde_yaml::from_str(&format!(
+                        "metadata: {{name: pdb-{i}, namespace: d}}\nspec: {{selector: {{matchLabels: {{app: p}}}}, {spec}}}\n"
+                    ))
+                    .unwrap()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let view = with_displaced_pods(&objects);
+        let cat = std::sync::Arc::new(tenon_core::catalog::synthetic(4));
+        let (snap, errors) = tenon_core::convert::snapshot(&view, &move |_| cat.clone(), 0);
+        assert!(errors.is_empty(), "{errors:?}");
+        tenon_core::schedule(&snap, &tenon_core::scorer::PriceScorer).nodeclaims.len()
+    }
+
+    const OWNED_BY: &str = ", ownerReferences: [{apiVersion: apps/v1, kind: KIND, name: o, uid: u, controller: true}]";
+
+    /// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:4061
+    /// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:4087
+    /// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:4114
+    /// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:4171
+    /// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:4215
+    #[test]
+    fn pods_of_a_deleting_node_get_capacity_while_active_or_a_statefulsets() {
+        assert_eq!(launched_for_a_pod_on_a_deleting_node("", false, &[]), 1, "an active pod");
+        assert_eq!(launched_for_a_pod_on_a_deleting_node("", true, &[]), 0, "a terminating pod");
+        assert_eq!(launched_for_a_pod_on_a_deleting_node(&OWNED_BY.replace("KIND", "DaemonSet"), false, &[]), 0);
+        assert_eq!(launched_for_a_pod_on_a_deleting_node(&OWNED_BY.replace("KIND", "ReplicaSet"), true, &[]), 0);
+        assert_eq!(
+            launched_for_a_pod_on_a_deleting_node(&OWNED_BY.replace("KIND", "StatefulSet"), true, &[]),
+            1,
+            "a StatefulSet recreates its terminating pod under the same name"
+        );
+    }
+
+    /// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:4290
+    /// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:4294
+    /// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:4298
+    /// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:4302
+    #[test]
+    fn pods_a_budget_fully_blocks_get_no_capacity() {
+        for pdbs in [
+            &["maxUnavailable: 0"][..],
+            &["maxUnavailable: \"0%\""],
+            &["minAvailable: \"100%\""],
+            &["minAvailable: \"100%\"", "minAvailable: \"100%\""],
+        ] {
+            assert_eq!(launched_for_a_pod_on_a_deleting_node("", false, pdbs), 0, "{pdbs:?}");
+        }
+        assert_eq!(
+            launched_for_a_pod_on_a_deleting_node("", false, &["maxUnavailable: 1"]),
+            1,
+            "a budget allowing one"
+        );
+        let marked = ", annotations: {karpenter.sh/do-not-disrupt: \"true\"}";
+        assert_eq!(launched_for_a_pod_on_a_deleting_node(marked, false, &[]), 0, "do-not-disrupt");
     }
 
     #[test]
