@@ -46,6 +46,19 @@ struct Placement<'a> {
     ami: String,
 }
 
+/// `taints` plus `karpenter.sh/unregistered:NoExecute`: nothing schedules on the node until
+/// registration has synced the NodeClaim onto it (and removed this taint).
+fn with_unregistered(mut taints: Vec<tenon_core::taints::Taint>) -> Vec<tenon_core::taints::Taint> {
+    if !taints.iter().any(|t| t.key == wk::TAINT_UNREGISTERED && t.effect == tenon_core::taints::Effect::NoExecute) {
+        taints.push(tenon_core::taints::Taint {
+            key: wk::TAINT_UNREGISTERED.into(),
+            value: String::new(),
+            effect: tenon_core::taints::Effect::NoExecute,
+        });
+    }
+    taints
+}
+
 pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Instance, CloudError> {
     if let Some(existing) = p.find_by_nodeclaim(&req.nodeclaim).await? {
         tracing::info!(nodeclaim = %req.nodeclaim, instance = %existing.id, "instance already launched; not launching another");
@@ -137,7 +150,7 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
     node_labels.insert(wk::LABEL_NODEPOOL.into(), req.nodepool.clone());
     let bootstrap = NodeBootstrap {
         labels: node_labels,
-        taints: req.taints.iter().chain(&req.startup_taints).cloned().collect(),
+        taints: with_unregistered(req.taints.iter().chain(&req.startup_taints).cloned().collect()),
         kubelet: req.nodeclass.spec.kubelet.clone().unwrap_or_default(),
     };
     let user_data = userdata::render(&family, &p.settings.cluster, &bootstrap, req.nodeclass.spec.user_data.as_deref())

@@ -395,7 +395,12 @@ async fn create_fleet_launches_the_top_ranked_option_with_tags_and_reuses_templa
     let ud = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(data.user_data().unwrap()).unwrap())
         .unwrap();
     assert!(ud.contains("kind: NodeConfig") && ud.contains("name: \"fleet\""), "{ud}");
-    assert!(ud.contains("--register-with-taints=dedicated=batch:NoSchedule"), "{ud}");
+    // The node registers tainted karpenter.sh/unregistered until the controller has synced
+    // the NodeClaim's labels and taints onto it.
+    assert!(
+        ud.contains("--register-with-taints=dedicated=batch:NoSchedule,karpenter.sh/unregistered:NoExecute"),
+        "{ud}"
+    );
 
     // Another NodeClaim with the same configuration reuses the template; an arm64 option
     // needs the arm64 AMI, hence a second template.
