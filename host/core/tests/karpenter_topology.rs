@@ -1236,6 +1236,29 @@ fn without_default_constraints_owned_pods_share_a_node() {
     assert_eq!(hosts(&d, &names("p", 3)).len(), 1);
 }
 
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:3280
+#[test]
+fn nodes_carry_the_nodepools_taints() {
+    let mut c = Cluster::new(default_types());
+    c.nodepool("default", &pool_spec(&[ANY_CT], "", &["taints: [{key: test, value: bar, effect: NoSchedule}]"]));
+    c.pending("{name: p}", &spec(&[tolerations(&["{effect: NoSchedule, operator: Exists}"])]));
+    let taints = c.decide().created("p").spec.taints;
+    assert!(
+        taints.iter().any(|t| t.key == "test" && t.value.as_deref() == Some("bar") && t.effect == "NoSchedule"),
+        "{taints:?}"
+    );
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:3325
+#[test]
+fn a_pods_tolerations_generate_no_taints() {
+    let mut c = cluster();
+    c.pending("{name: p}", &spec(&[tolerations(&["{key: test-key, operator: Exists, effect: NoExecute}"])]));
+    let nc = c.decide().created("p");
+    // The node registers with only the karpenter.sh/unregistered taint its bootstrap adds.
+    assert!(nc.spec.taints.is_empty() && nc.spec.startup_taints.is_empty(), "{:?}", nc.spec);
+}
+
 /// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:3290
 #[test]
 fn only_pods_tolerating_the_nodepool_taint_schedule() {
