@@ -1343,3 +1343,33 @@ fn a_pod_avoided_by_an_undecided_zone_waits_a_round_then_takes_another_zone() {
     let (_, second) = on(&d, "avoided");
     assert_ne!(first.get(ZONE), second.get(ZONE), "the avoided pod shares the anti-affine pod's zone");
 }
+
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:3359
+#[test]
+fn a_volume_zone_narrows_placement_not_the_spread_domains() {
+    let mut c = Cluster::new(default_types());
+    c.nodepool(
+        "default",
+        &pool_spec(&["{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}"], "", &[]),
+    );
+    let constraint = format!(
+        "topologySpreadConstraints: [{{topologyKey: {ZONE}, maxSkew: 1, minDomains: 3, whenUnsatisfiable: DoNotSchedule, labelSelector: {{matchLabels: {{app: test}}}}}}]"
+    );
+    pods(&mut c, 3, "initial", "app: test", std::slice::from_ref(&constraint));
+    let d = provision(&mut c);
+    expect_skew(&d, ZONE, &[("app", "test")], &[1, 1, 1]);
+    c.volume("{metadata: {name: test-pv}, spec: {csi: {driver: test.driver, volumeHandle: h}, accessModes: [ReadWriteOnce], capacity: {storage: 1Gi}, nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [test-zone-1]}]}]}}}}");
+    c.claim("{metadata: {name: test-pvc, namespace: default, annotations: {pv.kubernetes.io/bind-completed: \"yes\"}}, spec: {volumeName: test-pv, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}");
+    c.pending(
+        "{name: with-pvc, labels: {app: test}}",
+        &spec(&[
+            constraint,
+            "containers: [{name: c, image: i}]".into(),
+            "volumes: [{name: v, persistentVolumeClaim: {claimName: test-pvc}}]".into(),
+        ]),
+    );
+    let d = provision(&mut c);
+    let (_, labels) = on(&d, "with-pvc");
+    assert_eq!(labels.get(ZONE).map(String::as_str), Some("test-zone-1"));
+    expect_skew(&d, ZONE, &[("app", "test")], &[1, 1, 2]);
+}

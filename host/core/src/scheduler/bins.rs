@@ -425,7 +425,7 @@ impl<'a> Scheduler<'a> {
             if bin.real && bin.reqs.get(key).is_none() {
                 return None;
             }
-            let allowed = self.topo.allowed(g, pod, self.snap, pod_dom, node_dom);
+            let allowed = self.topo.allowed(g, pod, self.snap, pod_dom, node_dom, ps.filter_reqs.get(key));
             if allowed.is_empty() || node_dom.is_some_and(|n| !n.overlaps(&allowed)) {
                 return None;
             }
@@ -542,7 +542,7 @@ impl<'a> Scheduler<'a> {
         }
         self.spread_mins.resize(self.topo.groups.len(), 0);
         for &g in &ps.groups {
-            self.spread_mins[g] = self.topo.spread_min(g, ps.reqs.get(self.topo.key(g)));
+            self.spread_mins[g] = self.topo.spread_min(g, ps.filter_reqs.get(self.topo.key(g)));
         }
         for i in 0..self.existing.len() {
             let b = self.existing[i];
@@ -648,7 +648,8 @@ impl<'a> Scheduler<'a> {
         }
         for &g in &ps.groups {
             let key = self.topo.key(g);
-            let allowed = self.topo.allowed(g, pod, self.snap, ps.reqs.get(key), bin.reqs.get(key));
+            let allowed =
+                self.topo.allowed(g, pod, self.snap, ps.reqs.get(key), bin.reqs.get(key), ps.filter_reqs.get(key));
             if allowed.is_empty() {
                 return format!("topology constraint on {key} cannot be satisfied");
             }

@@ -23,6 +23,9 @@ pub(crate) struct PodState {
     pub(crate) relax: Relaxation,
     /// Node requirements in force now.
     pub(crate) reqs: Requirements,
+    /// The same without the volumes' zones: the domains a spread constraint counts (a
+    /// volume narrows where the pod goes, not which domains its spread is measured over).
+    pub(crate) filter_reqs: Requirements,
     /// Topology groups in force now (own constraints and inverse anti-affinity).
     pub(crate) groups: Vec<usize>,
     /// (group, limit) for hostname-keyed groups in force: a bin holding more than `limit`
@@ -67,6 +70,7 @@ impl PodState {
             idx,
             relax: Relaxation::default(),
             reqs: Requirements::new(),
+            filter_reqs: Requirements::new(),
             groups: Vec::new(),
             hostname_limits: Vec::new(),
             owned_inverse,
@@ -98,7 +102,6 @@ impl PodState {
     fn rebuild(&mut self, pod: &Pod, pool_taints: &[&[Taint]], topo: &Topology, snapshot: &ClusterSnapshot) {
         let r = &self.relax;
         let mut reqs = pod.node_selector.clone();
-        reqs.add_all(&pod.volume_requirements);
         if let Some(term) = pod.required_node_affinity.get(r.node_term) {
             reqs.add_all(term);
         }
@@ -106,6 +109,8 @@ impl PodState {
         if let Some(term) = preferred.get(r.preferred_node_dropped) {
             reqs.add_all(term);
         }
+        self.filter_reqs = reqs.clone();
+        reqs.add_all(&pod.volume_requirements);
         self.reqs = reqs;
         let mut groups: Vec<usize> =
             self.spread.iter().filter(|(_, soft)| !(*soft && r.schedule_anyway_dropped)).map(|(g, _)| *g).collect();

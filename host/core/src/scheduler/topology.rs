@@ -124,10 +124,11 @@ impl Group {
     }
 }
 
-/// The node filter of a spread constraint with nodeAffinityPolicy Honor.
+/// The node filter of a spread constraint with nodeAffinityPolicy Honor: the pod's node
+/// selector and required affinity. Its volumes' zones narrow where it goes, not which
+/// domains the spread counts (kube-scheduler's filter reads only the pod's own terms).
 fn node_filter(pod: &Pod) -> Vec<Requirements> {
-    let mut base = pod.node_selector.clone();
-    base.add_all(&pod.volume_requirements);
+    let base = pod.node_selector.clone();
     if pod.required_node_affinity.is_empty() {
         vec![base]
     } else {
@@ -221,8 +222,9 @@ impl Topology {
         &self.groups[g].k.key
     }
 
-    /// The global minimum a spread group compares against, for a pod allowing `pod_domains`.
-    pub(crate) fn spread_min(&self, g: usize, pod_domains: Option<&Requirement>) -> i32 {
+    /// The global minimum a spread group compares against, over the domains `filter_domains`
+    /// (the pod's own node terms) allow.
+    pub(crate) fn spread_min(&self, g: usize, filter_domains: Option<&Requirement>) -> i32 {
         let group = &self.groups[g];
         let Kind::Spread { min_domains, .. } = group.k.kind else { return 0 };
         if group.k.key == LABEL_HOSTNAME {
@@ -230,7 +232,8 @@ impl Topology {
         }
         let mut n = 0;
         let mut min = i32::MAX;
-        for d in self.universe.get(&group.k.key).into_iter().flatten().filter(|d| pod_domains.is_none_or(|r| r.has(d)))
+        for d in
+            self.universe.get(&group.k.key).into_iter().flatten().filter(|d| filter_domains.is_none_or(|r| r.has(d)))
         {
             n += 1;
             min = min.min(group.count(d));
@@ -267,8 +270,9 @@ impl Topology {
     }
 
     /// The requirement on the group's key that `pod` must satisfy next, given what the pod
-    /// itself allows (`pod_domains`) and what the node allows (`node_domains`). `None` on
-    /// either side means unconstrained (`Exists`).
+    /// itself allows (`pod_domains`), what the node allows (`node_domains`) and, for a
+    /// spread, the domains it counts (`filter_domains`, the pod's own node terms). `None`
+    /// means unconstrained (`Exists`).
     pub(crate) fn allowed(
         &self,
         g: usize,
@@ -276,6 +280,7 @@ impl Topology {
         snapshot: &ClusterSnapshot,
         pod_domains: Option<&Requirement>,
         node_domains: Option<&Requirement>,
+        filter_domains: Option<&Requirement>,
     ) -> Requirement {
         let group = &self.groups[g];
         let key = group.k.key.as_str();
@@ -289,8 +294,9 @@ impl Topology {
                 let min = if key == LABEL_HOSTNAME {
                     0
                 } else {
+                    let counted = |d: &str| filter_domains.is_none_or(|r| r.has(d));
                     let eligible: Vec<i32> =
-                        universe.into_iter().flatten().filter(|d| pod_has(d)).map(|d| group.count(d)).collect();
+                        universe.into_iter().flatten().filter(|d| counted(d)).map(|d| group.count(d)).collect();
                     if min_domains.is_some_and(|m| (eligible.len() as i32) < m) {
                         0
                     } else {
