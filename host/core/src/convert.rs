@@ -357,7 +357,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod, ConvertError> {
         node_selector,
         required_node_affinity,
         preferred_node_affinity,
-        volume_requirements: Requirements::new(),
+        volume_requirements: Vec::new(),
         tolerations: spec.tolerations.iter().flatten().map(toleration).collect(),
         spread,
         affinity: terms(pod_aff.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref())),
@@ -418,38 +418,70 @@ fn find_named<'a, T: k8s_openapi::Metadata<Ty = meta::ObjectMeta>>(objects: &'a 
 /// Set by the PV controller once a claim's binding is complete.
 const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
 
-/// Requirements from a pod's persistent volumes: a bound volume's node affinity (without
-/// the hostname of a local or hostPath volume, which pins the old node, not the data), or
-/// an unbound claim's StorageClass `allowedTopologies`.
+/// Requirements from a pod's persistent volumes, as ORed alternatives: a bound volume's node
+/// affinity terms (without the hostname of a local or hostPath volume, which pins the old
+/// node, not the data), or an unbound claim's StorageClass `allowedTopologies` terms. With
+/// several volumes, every combination of their terms that can hold at once, in order. Empty
+/// when no volume constrains the node; one impossible alternative when none can hold.
 pub fn volume_requirements(
     p: &core::Pod,
     claims: &[core::PersistentVolumeClaim],
     volumes: &[core::PersistentVolume],
     classes: &[storage::StorageClass],
-) -> Requirements {
+) -> Vec<Requirements> {
     let ns = p.metadata.namespace.as_deref().unwrap_or("default");
-    let mut out = Requirements::new();
+    let mut out: Vec<Requirements> = Vec::new();
     for (name, _) in pod_claims(p) {
         let Some(pvc) = find_claim(claims, ns, &name) else { continue };
         let spec = pvc.spec.as_ref();
+        let mut options: Vec<Requirements> = Vec::new();
         if let Some(pv_name) = spec.and_then(|s| s.volume_name.as_deref()).filter(|n| !n.is_empty()) {
             let Some(pv) = find_named(volumes, pv_name).and_then(|pv| pv.spec.as_ref()) else { continue };
             let local = pv.local.is_some() || pv.host_path.is_some();
             let terms = pv.node_affinity.as_ref().and_then(|a| a.required.as_ref()).map(|s| &s.node_selector_terms);
-            for e in terms.and_then(|t| t.first()).into_iter().flat_map(|t| t.match_expressions.iter().flatten()) {
-                if local && e.key == LABEL_HOSTNAME {
-                    continue;
-                }
-                out.add(requirement(&e.key, &e.operator, e.values.as_deref().unwrap_or(&[])));
+            for term in terms.into_iter().flatten() {
+                options.push(Requirements::from_iter(
+                    term.match_expressions
+                        .iter()
+                        .flatten()
+                        .filter(|e| !(local && e.key == LABEL_HOSTNAME))
+                        .map(|e| requirement(&e.key, &e.operator, e.values.as_deref().unwrap_or(&[]))),
+                ));
             }
         } else if let Some(sc) = spec.and_then(|s| s.storage_class_name.as_deref()).and_then(|n| find_named(classes, n))
         {
-            for term in sc.allowed_topologies.iter().flatten().take(1) {
-                for e in term.match_label_expressions.iter().flatten() {
-                    out.add(Requirement::in_values(normalized_label(&e.key), e.values.iter().cloned()));
-                }
+            for term in sc.allowed_topologies.iter().flatten() {
+                options.push(Requirements::from_iter(
+                    term.match_label_expressions
+                        .iter()
+                        .flatten()
+                        .map(|e| Requirement::in_values(normalized_label(&e.key), e.values.iter().cloned())),
+                ));
             }
         }
+        // A term left with nothing (a local volume's hostname) leaves the volume unconstrained.
+        if options.is_empty() || options.iter().any(Requirements::is_empty) {
+            continue;
+        }
+        out = if out.is_empty() {
+            options
+        } else {
+            let combined: Vec<Requirements> = out
+                .iter()
+                .flat_map(|a| options.iter().map(move |b| (a, b)))
+                .filter(|(a, b)| a.is_compatible(b))
+                .map(|(a, b)| {
+                    let mut r = a.clone();
+                    r.add_all(b);
+                    r
+                })
+                .collect();
+            if combined.is_empty() {
+                // No zone serves every volume: nothing can place the pod.
+                return vec![Requirements::from_iter([Requirement::in_values(LABEL_ZONE, Vec::<String>::new())])];
+            }
+            combined
+        };
     }
     out
 }

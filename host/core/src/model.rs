@@ -72,8 +72,8 @@ pub struct Pod {
     pub required_node_affinity: Vec<Requirements>,
     /// Preferred node affinity terms, heaviest first.
     pub preferred_node_affinity: Vec<(i32, Requirements)>,
-    /// Zone requirements from the pod's volumes.
-    pub volume_requirements: Requirements,
+    /// Requirements from the pod's volumes: ORed alternatives, tried in order. Empty means none.
+    pub volume_requirements: Vec<Requirements>,
     pub tolerations: Vec<Toleration>,
     pub spread: Vec<SpreadConstraint>,
     pub affinity: Vec<AffinityTerm>,
@@ -108,7 +108,7 @@ impl Default for Pod {
             node_selector: Requirements::default(),
             required_node_affinity: Vec::new(),
             preferred_node_affinity: Vec::new(),
-            volume_requirements: Requirements::default(),
+            volume_requirements: Vec::new(),
             tolerations: Vec::new(),
             spread: Vec::new(),
             affinity: Vec::new(),

@@ -873,6 +873,68 @@ fn a_node_local_volume_s_hostname_term_does_not_pin_the_pod_to_its_other_terms()
     }
 }
 
+/// Two pods `{prefix}-0` and `{prefix}-1`, each mounting claim `{claim}-{i}`, that may not
+/// share a zone; the zones their nodes get.
+fn zones_of_two_anti_affine_pods(c: &mut Cluster, prefix: &str, claim: &str) -> (String, String) {
+    for i in 0..2 {
+        c.pending(
+            &format!("{{name: {prefix}-{i}, labels: {{app: {prefix}}}}}"),
+            &format!(
+                "{}  affinity: {{podAntiAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: [{{topologyKey: topology.kubernetes.io/zone, labelSelector: {{matchLabels: {{app: {prefix}}}}}}}]}}}}\n",
+                mounting(&[&format!("{claim}-{i}")])
+            ),
+        );
+    }
+    let d = c.decide();
+    let zone = |p: &str| d.node_labels(p).get("topology.kubernetes.io/zone").cloned().unwrap_or_default();
+    (zone(&format!("{prefix}-0")), zone(&format!("{prefix}-1")))
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:3047
+#[test]
+fn a_volume_in_either_of_two_zones_lets_anti_affine_pods_take_both() {
+    let mut c = suite(default_types());
+    for i in 0..2 {
+        c.volume(&format!("{{metadata: {{name: multi-zone-pv-{i}}}, spec: {{csi: {{driver: test.driver, volumeHandle: h{i}}}, accessModes: [ReadWriteOnce], capacity: {{storage: 1Gi}}, nodeAffinity: {{required: {{nodeSelectorTerms: [{{matchExpressions: [{{key: topology.kubernetes.io/zone, operator: In, values: [test-zone-1]}}]}}, {{matchExpressions: [{{key: topology.kubernetes.io/zone, operator: In, values: [test-zone-2]}}]}}]}}}}}}}}"));
+        c.claim(&format!("{{metadata: {{name: multi-zone-pvc-{i}, namespace: default, annotations: {{pv.kubernetes.io/bind-completed: \"yes\"}}}}, spec: {{volumeName: multi-zone-pv-{i}, accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}}}"));
+    }
+    let (a, b) = zones_of_two_anti_affine_pods(&mut c, "pod", "multi-zone-pvc");
+    assert!(
+        ["test-zone-1", "test-zone-2"].contains(&a.as_str()) && ["test-zone-1", "test-zone-2"].contains(&b.as_str())
+    );
+    assert_ne!(a, b);
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:3118
+#[test]
+fn a_storage_class_allowing_either_of_two_zones_lets_anti_affine_pods_take_both() {
+    let mut c = suite(default_types());
+    c.storage_class("{metadata: {name: multi-zone-sc}, provisioner: test-provisioner, volumeBindingMode: WaitForFirstConsumer, allowedTopologies: [{matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [test-zone-1]}]}, {matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [test-zone-2]}]}]}");
+    for i in 0..2 {
+        c.claim(&format!("{{metadata: {{name: multi-zone-pvc-{i}, namespace: default}}, spec: {{storageClassName: multi-zone-sc, accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}}}"));
+    }
+    let (a, b) = zones_of_two_anti_affine_pods(&mut c, "sc-pod", "multi-zone-pvc");
+    assert!(
+        ["test-zone-1", "test-zone-2"].contains(&a.as_str()) && ["test-zone-1", "test-zone-2"].contains(&b.as_str())
+    );
+    assert_ne!(a, b);
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:3165
+#[test]
+fn the_volume_alternative_every_claim_and_a_type_allow_is_the_one_taken() {
+    let mut c = suite(default_types());
+    c.storage_class(&format!("{{metadata: {{name: pruned-overlap-a}}, provisioner: p, volumeBindingMode: WaitForFirstConsumer, allowedTopologies: [{{matchLabelExpressions: [{{key: {EXOTIC}, values: [required]}}]}}, {{matchLabelExpressions: [{{key: {EXOTIC}, values: [optional]}}]}}]}}"));
+    c.storage_class(&format!("{{metadata: {{name: pruned-overlap-b}}, provisioner: p, volumeBindingMode: WaitForFirstConsumer, allowedTopologies: [{{matchLabelExpressions: [{{key: topology.kubernetes.io/zone, values: [test-zone-1]}}, {{key: {EXOTIC}, values: [optional]}}]}}, {{matchLabelExpressions: [{{key: topology.kubernetes.io/zone, values: [test-zone-2]}}, {{key: {EXOTIC}, values: [required]}}]}}]}}"));
+    for class in ["a", "b"] {
+        c.claim(&format!("{{metadata: {{name: pruned-overlap-pvc-{class}, namespace: default}}, spec: {{storageClassName: pruned-overlap-{class}, accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}}}"));
+    }
+    c.pending("{name: p}", &mounting(&["pruned-overlap-pvc-a", "pruned-overlap-pvc-b"]));
+    let labels = c.decide().node_labels("p");
+    assert_eq!(labels.get("topology.kubernetes.io/zone").map(String::as_str), Some("test-zone-1"));
+    assert_eq!(labels.get(EXOTIC).map(String::as_str), Some("optional"));
+}
+
 /// StorageClass `default-storage-class` of Karpenter's VolumeUsage cases, binding `mode`.
 fn other_provider_class(c: &mut Cluster, mode: &str) {
     c.storage_class(&format!("{{metadata: {{name: default-storage-class}}, provisioner: other-provider, volumeBindingMode: {mode}, allowedTopologies: [{{matchLabelExpressions: [{{key: topology.kubernetes.io/zone, values: [test-zone-1]}}]}}]}}"));

@@ -222,7 +222,7 @@ fn min_values_keeps_enough_variety() {
 #[test]
 fn volume_zone_pins_the_node() {
     let mut a = pod("a", 100, 1);
-    a.volume_requirements = reqs(&[req("topology.kubernetes.io/zone", In, &["zone-c"])]);
+    a.volume_requirements = vec![reqs(&[req("topology.kubernetes.io/zone", In, &["zone-c"])])];
     let plan = run(&snapshot(vec![pool("p")], vec![a]));
     assert_eq!(zone_of(&plan.nodeclaims[0].requirements).as_deref(), Some("zone-c"));
 }

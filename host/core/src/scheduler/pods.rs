@@ -10,6 +10,8 @@ use crate::taints::{Taint, untolerated};
 pub(crate) struct Relaxation {
     /// Index of the ORed required node-affinity term in use.
     node_term: usize,
+    /// Index of the ORed volume alternative in use.
+    volume_alt: usize,
     preferred_node_dropped: usize,
     preferred_affinity_dropped: usize,
     preferred_anti_dropped: usize,
@@ -110,7 +112,9 @@ impl PodState {
             reqs.add_all(term);
         }
         self.filter_reqs = reqs.clone();
-        reqs.add_all(&pod.volume_requirements);
+        if let Some(alt) = pod.volume_requirements.get(r.volume_alt) {
+            reqs.add_all(alt);
+        }
         self.reqs = reqs;
         let mut groups: Vec<usize> =
             self.spread.iter().filter(|(_, soft)| !(*soft && r.schedule_anyway_dropped)).map(|(g, _)| *g).collect();
@@ -139,8 +143,12 @@ impl PodState {
         snapshot: &ClusterSnapshot,
     ) -> bool {
         let r = &mut self.relax;
-        let relaxed = if r.node_term + 1 < pod.required_node_affinity.len() {
+        let relaxed = if r.volume_alt + 1 < pod.volume_requirements.len() {
+            r.volume_alt += 1;
+            true
+        } else if r.node_term + 1 < pod.required_node_affinity.len() {
             r.node_term += 1;
+            r.volume_alt = 0;
             true
         } else if r.preferred_affinity_dropped < self.preferred_affinity.len() {
             r.preferred_affinity_dropped += 1;
