@@ -568,7 +568,8 @@ fn ephemeral(t: &Taint, startup: &[Taint]) -> bool {
         || startup.iter().any(|s| s.key == t.key && s.effect == t.effect)
 }
 
-/// A Node. `startup_taints` are its NodePool's, ignored while simulating.
+/// A Node. `startup_taints` are its NodePool's: with the known ephemeral taints, ignored until
+/// the node is initialized (unmanaged nodes count as initialized).
 pub fn node(n: &core::Node, startup_taints: &[Taint]) -> Result<Node, ConvertError> {
     let name = n.metadata.name.clone().unwrap_or_default();
     let object = format!("Node {name}");
@@ -576,12 +577,16 @@ pub fn node(n: &core::Node, startup_taints: &[Taint]) -> Result<Node, ConvertErr
     let spec = n.spec.as_ref();
     let taints: Vec<Taint> = spec.and_then(|s| s.taints.as_ref()).into_iter().flatten().filter_map(taint).collect();
     let disrupted = taints.iter().any(|t| t.key == tenon_api::wellknown::TAINT_DISRUPTED);
+    let initialized = !labels.contains_key(LABEL_NODEPOOL)
+        || labels.get(tenon_api::wellknown::LABEL_INITIALIZED).is_some_and(|v| v == "true");
     let status = n.status.as_ref();
     Ok(Node {
         name,
         nodepool: labels.get(LABEL_NODEPOOL).cloned(),
         requirements: Requirements::from_iter(labels.iter().map(|(k, v)| Requirement::in_values(k, [v.clone()]))),
-        taints: taints.into_iter().filter(|t| !ephemeral(t, startup_taints)).collect(),
+        // Until a managed node is initialized its startup and not-ready taints are passing;
+        // after, any of them back on the node (a kubelet gone NotReady) is real.
+        taints: taints.into_iter().filter(|t| initialized || !ephemeral(t, startup_taints)).collect(),
         allocatable: resources(status.and_then(|s| s.allocatable.as_ref()), &object, "status.allocatable")?,
         capacity: resources(status.and_then(|s| s.capacity.as_ref()), &object, "status.capacity")?,
         in_flight: false,

@@ -503,25 +503,6 @@ fn a_startup_taint_does_not_keep_pods_off_an_uninitialized_node() {
     assert_eq!(d.nominated("second"), Some(node1.as_str()), "{}", d.plan.render(&d.snap));
 }
 
-/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:2174
-#[test]
-fn a_not_ready_node_still_counts_as_in_flight_once_labelled_initialized() {
-    let mut c = suite(default_types());
-    let spec = requesting("cpu: 10m");
-    c.pending("{name: first}", &spec);
-    let d = c.decide();
-    let node1 = launch(&mut c, &d, true).remove(0);
-    label_node(&mut c, &node1, "karpenter.sh/initialized", "true");
-    set_taints(
-        &mut c,
-        &node1,
-        "[{key: node.kubernetes.io/not-ready, effect: NoSchedule}, {key: node.kubernetes.io/unreachable, effect: NoSchedule}, {key: node.cloudprovider.kubernetes.io/uninitialized, value: \"true\", effect: NoSchedule}]",
-    );
-    c.pending("{name: second}", &spec);
-    let d = c.decide();
-    assert_eq!(d.nominated("second"), Some(node1.as_str()), "{}", d.plan.render(&d.snap));
-}
-
 /// A DaemonSet `name` whose pods have `spec` (YAML under the template's `spec:`, indented 6).
 fn daemonset(c: &mut Cluster, name: &str, spec: &str) {
     c.daemonset(&format!(
@@ -933,6 +914,45 @@ fn the_volume_alternative_every_claim_and_a_type_allow_is_the_one_taken() {
     let labels = c.decide().node_labels("p");
     assert_eq!(labels.get("topology.kubernetes.io/zone").map(String::as_str), Some("test-zone-1"));
     assert_eq!(labels.get(EXOTIC).map(String::as_str), Some("optional"));
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:2040
+#[test]
+fn a_not_ready_taint_is_ignored_only_until_the_node_is_initialized() {
+    let mut c = suite(default_types());
+    c.pending("{name: initial}", "");
+    let d = c.decide();
+    let node = launch(&mut c, &d, true).remove(0);
+    delete_pod(&mut c, "initial");
+    set_taints(&mut c, &node, "[{key: node.kubernetes.io/not-ready, effect: NoExecute}]");
+    c.pending("{name: second}", "");
+    assert_eq!(c.decide().nominated("second"), Some(node.as_str()), "uninitialized: the taint is passing");
+    c.objects.pods.retain(|p| p.metadata.name.as_deref() != Some("second"));
+    initialize(&mut c, &node);
+    c.pending("{name: third}", "");
+    let d = c.decide();
+    assert_ne!(d.nominated("third"), Some(node.as_str()), "initialized: the taint is real");
+    assert!(d.nodeclaim_of("third").is_some());
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:2143
+#[test]
+fn a_startup_taint_back_after_initialization_keeps_pods_off() {
+    let mut c = Cluster::new(default_types());
+    c.nodepool(
+        "default",
+        &pool_spec("      startupTaints: [{key: ignore-me, value: nothing-to-see-here, effect: NoSchedule}]\n"),
+    );
+    c.pending("{name: initial}", "");
+    let d = c.decide();
+    let node = launch(&mut c, &d, true).remove(0);
+    delete_pod(&mut c, "initial");
+    initialize(&mut c, &node);
+    set_taints(&mut c, &node, "[{key: ignore-me, value: nothing-to-see-here, effect: NoSchedule}]");
+    c.pending("{name: second}", "");
+    let d = c.decide();
+    assert_ne!(d.nominated("second"), Some(node.as_str()));
+    assert!(d.nodeclaim_of("second").is_some(), "{}", d.plan.render(&d.snap));
 }
 
 /// StorageClass `default-storage-class` of Karpenter's VolumeUsage cases, binding `mode`.
