@@ -102,7 +102,7 @@ pub fn decode_and_validate(doc: Value) -> Decoded {
 
 fn typed<T: DeserializeOwned>(doc: Value, r: &mut Report, validate: fn(&T) -> Vec<Problem>) -> Option<T> {
     let mut unknown = Vec::new();
-    let mut record = |path: serde_ignored::Path<'_>| unknown.push(render(&path));
+    let mut record = |path: serde_ignored::Path<'_>| unknown.push(render_path(&path));
     let de = serde_ignored::Deserializer::new(doc, &mut record);
     let result: Result<T, _> = serde_path_to_error::deserialize(de);
     for path in unknown.into_iter().filter(|p| p != "apiVersion" && p != "kind") {
@@ -127,15 +127,15 @@ fn typed<T: DeserializeOwned>(doc: Value, r: &mut Report, validate: fn(&T) -> Ve
     }
 }
 
-fn render(path: &serde_ignored::Path<'_>) -> String {
+pub(crate) fn render_path(path: &serde_ignored::Path<'_>) -> String {
     use serde_ignored::Path;
     match path {
         Path::Root => String::new(),
-        Path::Seq { parent, index } => format!("{}[{index}]", render(parent)),
+        Path::Seq { parent, index } => format!("{}[{index}]", render_path(parent)),
         Path::Map { parent, key } => {
-            let p = render(parent);
+            let p = render_path(parent);
             if p.is_empty() { key.to_string() } else { format!("{p}.{key}") }
         }
-        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => render(parent),
+        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => render_path(parent),
     }
 }

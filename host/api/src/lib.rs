@@ -15,6 +15,7 @@ pub mod nodeclaim;
 pub mod nodepool;
 pub mod policy;
 pub mod quantity;
+pub mod scheduler_config;
 pub mod validation;
 pub mod wellknown;
 

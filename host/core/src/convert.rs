@@ -1,6 +1,7 @@
 //! The one place Kubernetes and Karpenter objects become the core's model. The controller,
 //! the simulator and tests all build snapshots through here, so a field is interpreted once.
 
+use crate::default_spread::{DefaultSpread, Selecting};
 use crate::instancetype::InstanceType;
 use crate::model::{
     AffinityTerm, Budget, BudgetNodes, ClaimInfo, ConsolidationPolicy, DaemonSet, DisruptionReason, DisruptionSettings,
@@ -22,6 +23,7 @@ use tenon_api::common::NodeSelectorRequirementWithMinValues;
 use tenon_api::cron::CronSchedule;
 use tenon_api::duration::{parse_budget_duration, parse_duration, parse_nillable_duration};
 use tenon_api::quantity::{parse_milli, parse_units};
+use tenon_api::scheduler_config::SchedulerConfig;
 use tenon_api::wellknown::{
     LABEL_HOSTNAME, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE, TAINT_UNREGISTERED, condition,
 };
@@ -127,6 +129,23 @@ fn with_match_label_keys(
         }
     }
     sel
+}
+
+/// A topology spread constraint as the scheduler reads it.
+fn spread_constraint(c: &core::TopologySpreadConstraint, labels: &BTreeMap<String, String>) -> SpreadConstraint {
+    SpreadConstraint {
+        key: c.topology_key.clone(),
+        max_skew: c.max_skew,
+        when_unsatisfiable: if c.when_unsatisfiable == "ScheduleAnyway" {
+            WhenUnsatisfiable::ScheduleAnyway
+        } else {
+            WhenUnsatisfiable::DoNotSchedule
+        },
+        selector: with_match_label_keys(selector(c.label_selector.as_ref()), c.match_label_keys.as_ref(), labels),
+        min_domains: c.min_domains,
+        honor_node_affinity: c.node_affinity_policy.as_deref() != Some("Ignore"),
+        honor_node_taints: c.node_taints_policy.as_deref() == Some("Honor"),
+    }
 }
 
 fn taint(t: &core::Taint) -> Option<Taint> {
@@ -311,24 +330,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod, ConvertError> {
         v.sort_by_key(|t| std::cmp::Reverse(t.0));
         v
     };
-    let spread = spec
-        .topology_spread_constraints
-        .iter()
-        .flatten()
-        .map(|c| SpreadConstraint {
-            key: c.topology_key.clone(),
-            max_skew: c.max_skew,
-            when_unsatisfiable: if c.when_unsatisfiable == "ScheduleAnyway" {
-                WhenUnsatisfiable::ScheduleAnyway
-            } else {
-                WhenUnsatisfiable::DoNotSchedule
-            },
-            selector: with_match_label_keys(selector(c.label_selector.as_ref()), c.match_label_keys.as_ref(), &labels),
-            min_domains: c.min_domains,
-            honor_node_affinity: c.node_affinity_policy.as_deref() != Some("Ignore"),
-            honor_node_taints: c.node_taints_policy.as_deref() == Some("Honor"),
-        })
-        .collect();
+    let spread = spec.topology_spread_constraints.iter().flatten().map(|c| spread_constraint(c, &labels)).collect();
     let host_ports = spec
         .containers
         .iter()
@@ -833,7 +835,8 @@ pub fn api_requirements(reqs: &Requirements) -> Vec<NodeSelectorRequirementWithM
     out
 }
 
-/// Everything read from the API server that a decision needs.
+/// Everything read from the API server that a decision needs, and the kube-scheduler
+/// settings it mirrors.
 #[derive(Clone, Debug, Default)]
 pub struct ClusterObjects {
     pub nodepools: Vec<NodePool>,
@@ -846,6 +849,13 @@ pub struct ClusterObjects {
     pub claims: Vec<core::PersistentVolumeClaim>,
     pub volumes: Vec<core::PersistentVolume>,
     pub storage_classes: Vec<storage::StorageClass>,
+    /// What selects pods, for default spread constraints (read only when they are set).
+    pub services: Vec<core::Service>,
+    pub replica_sets: Vec<apps::ReplicaSet>,
+    pub stateful_sets: Vec<apps::StatefulSet>,
+    pub replication_controllers: Vec<core::ReplicationController>,
+    /// The cluster's kube-scheduler settings the simulation mirrors (`SCHEDULER_CONFIG`).
+    pub scheduler: SchedulerConfig,
 }
 
 /// Builds the snapshot a decision sees. Objects that cannot be read are left out and
@@ -919,6 +929,15 @@ pub fn snapshot(
         }
     }
     snap.nodes = nodes;
+    let mut default_spread = DefaultSpread::new(
+        objects.scheduler.default_constraints(),
+        Selecting {
+            services: &objects.services,
+            replica_sets: &objects.replica_sets,
+            stateful_sets: &objects.stateful_sets,
+            replication_controllers: &objects.replication_controllers,
+        },
+    );
     for p in &objects.pods {
         let bound = p.spec.as_ref().is_some_and(|s| s.node_name.is_some());
         let counts = (bound && is_active(p)) || is_provisionable(p);
@@ -935,6 +954,8 @@ pub fn snapshot(
                 }
                 converted.volume_requirements =
                     volume_requirements(p, &objects.claims, &objects.volumes, &objects.storage_classes);
+                let defaults = default_spread.for_pod(p);
+                converted.spread.extend(defaults.iter().map(|c| spread_constraint(c, &converted.labels)));
                 snap.pods.push(converted);
             }
             Err(e) => errors.push(e),

@@ -6,6 +6,7 @@
 pub mod catalog;
 pub mod cloud;
 pub mod convert;
+pub mod default_spread;
 pub mod disruption;
 pub mod instancetype;
 pub mod launch;

@@ -1373,3 +1373,208 @@ fn a_volume_zone_narrows_placement_not_the_spread_domains() {
     assert_eq!(labels.get(ZONE).map(String::as_str), Some("test-zone-1"));
     expect_skew(&d, ZONE, &[("app", "test")], &[1, 1, 2]);
 }
+
+// ---- DefaultConstraints (SCHEDULER_CONFIG) --------------------------------------------------
+
+/// `SCHEDULER_CONFIG` with these default constraints (flow YAML items, no selector).
+fn defaults(c: &mut Cluster, constraints: &[&str]) {
+    c.scheduler_config(&format!("podTopologySpread: {{defaultConstraints: [{}]}}", constraints.join(", ")));
+}
+
+const ZONE_DEFAULT: &str = "{topologyKey: topology.kubernetes.io/zone, maxSkew: 1, whenUnsatisfiable: DoNotSchedule}";
+const HOST_DEFAULT: &str = "{topologyKey: kubernetes.io/hostname, maxSkew: 1, whenUnsatisfiable: DoNotSchedule}";
+
+/// The suite's cluster with ReplicaSet `rs` selecting `test: test`.
+fn owned_cluster() -> Cluster {
+    let mut c = cluster();
+    c.replica_set("rs", "{matchLabels: {test: test}}");
+    c
+}
+
+/// `n` pending pods named `{prefix}-{i}` labelled `labels`, controlled by ReplicaSet `rs`.
+fn owned_pods(c: &mut Cluster, n: usize, prefix: &str, labels: &str, rs: &str, spec: &str) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            let name = format!("{prefix}-{i}");
+            c.pending(
+                &format!(
+                    "{{name: {name}, labels: {{{labels}}}, ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: {rs}, uid: {rs}-uid, controller: true}}]}}"
+                ),
+                spec,
+            );
+            name
+        })
+        .collect()
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:3009
+#[test]
+fn default_zonal_spread_applies_to_a_pod_without_constraints_of_its_own() {
+    let mut c = owned_cluster();
+    defaults(&mut c, &[ZONE_DEFAULT]);
+    owned_pods(&mut c, 4, "p", TEST, "rs", "");
+    let d = provision(&mut c);
+    expect_skew(&d, ZONE, SEL, &[1, 1, 2]);
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:3015
+#[test]
+fn default_hostname_spread_puts_each_pod_on_its_own_node() {
+    let mut c = owned_cluster();
+    defaults(&mut c, &[HOST_DEFAULT]);
+    owned_pods(&mut c, 3, "p", TEST, "rs", "");
+    let d = provision(&mut c);
+    expect_skew(&d, HOST, SEL, &[1, 1, 1]);
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:3027
+#[test]
+fn a_pods_own_constraints_replace_the_default() {
+    let mut c = owned_cluster();
+    defaults(&mut c, &[HOST_DEFAULT]);
+    let pods = owned_pods(&mut c, 3, "p", TEST, "rs", &spec(&[tscs(&[spread(HOST, 3)])]));
+    let d = provision(&mut c);
+    assert_eq!(hosts(&d, &pods).len(), 1, "{}", d.plan.render(&d.snap));
+}
+
+/// The suite's NodePool limited to `zones`.
+fn zones_only(c: &mut Cluster, zones: &str) {
+    set_pool(
+        c,
+        "default",
+        &pool_spec(&[ANY_CT, &format!("{{key: {ZONE}, operator: In, values: [{zones}]}}")], "", &[]),
+    );
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:3051
+#[test]
+fn min_domains_is_carried_through_a_default() {
+    let mut c = owned_cluster();
+    zones_only(&mut c, "test-zone-1, test-zone-2");
+    defaults(
+        &mut c,
+        &["{topologyKey: topology.kubernetes.io/zone, maxSkew: 1, whenUnsatisfiable: DoNotSchedule, minDomains: 3}"],
+    );
+    owned_pods(&mut c, 3, "p", TEST, "rs", "");
+    let d = provision(&mut c);
+    expect_skew(&d, ZONE, SEL, &[1, 1]);
+}
+
+fn single_zone_min_domains(action: &str) -> Cluster {
+    let mut c = owned_cluster();
+    zones_only(&mut c, "test-zone-1");
+    defaults(
+        &mut c,
+        &[&format!(
+            "{{topologyKey: topology.kubernetes.io/zone, maxSkew: 1, whenUnsatisfiable: {action}, minDomains: 3}}"
+        )],
+    );
+    c
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:3086
+#[test]
+fn an_unsatisfiable_do_not_schedule_default_is_not_scheduled_past() {
+    let mut c = single_zone_min_domains("DoNotSchedule");
+    let pods = owned_pods(&mut c, 3, "p", TEST, "rs", "");
+    let d = c.decide();
+    let placed = pods.iter().filter(|p| d.scheduled(p)).count();
+    assert_eq!(placed, 1, "{}", d.plan.render(&d.snap));
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:3103
+#[test]
+fn an_unsatisfiable_schedule_anyway_default_is_relaxed() {
+    let mut c = single_zone_min_domains("ScheduleAnyway");
+    let pods = owned_pods(&mut c, 3, "p", TEST, "rs", "");
+    let d = c.decide();
+    for p in &pods {
+        assert!(d.scheduled(p), "{p}\n{}", d.plan.render(&d.snap));
+    }
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:3137
+#[test]
+fn a_pod_with_no_owner_and_no_service_gets_no_default() {
+    let mut c = cluster();
+    defaults(&mut c, &[HOST_DEFAULT]);
+    c.pending_n(3, "p", TEST, "");
+    let d = provision(&mut c);
+    let pods: Vec<String> = (0..3).map(|i| format!("p-{i}")).collect();
+    assert_eq!(hosts(&d, &pods).len(), 1, "{}", d.plan.render(&d.snap));
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:3146
+#[test]
+fn pods_already_running_count_through_the_deduced_selector() {
+    let mut c = owned_cluster();
+    zones_only(&mut c, "test-zone-1, test-zone-2");
+    defaults(&mut c, &[ZONE_DEFAULT]);
+    test_node(&mut c, "existing", &format!("{ZONE}: test-zone-1, {HOST}: existing"), "", Some("100"));
+    for i in 0..2 {
+        c.bound(
+            &format!(
+                "{{name: old-{i}, labels: {{{TEST}}}, ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: rs, uid: rs-uid, controller: true}}]}}"
+            ),
+            "existing",
+            "",
+        );
+    }
+    let pods = owned_pods(&mut c, 2, "new", TEST, "rs", "");
+    let d = provision(&mut c);
+    for p in &pods {
+        assert_eq!(on(&d, p).1.get(ZONE).map(String::as_str), Some("test-zone-2"), "{p}");
+    }
+    expect_skew(&d, ZONE, SEL, &[2, 2]);
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:3188
+#[test]
+fn each_workload_spreads_on_its_own() {
+    let mut c = owned_cluster();
+    defaults(&mut c, &[ZONE_DEFAULT]);
+    c.replica_set("other", "{matchLabels: {test: other}}");
+    let mut pods = owned_pods(&mut c, 3, "a", TEST, "rs", "");
+    pods.extend(owned_pods(&mut c, 3, "b", "test: other", "other", ""));
+    let d = provision(&mut c);
+    for p in &pods {
+        on(&d, p);
+    }
+    expect_skew(&d, ZONE, SEL, &[1, 1, 1]);
+    expect_skew(&d, ZONE, &[("test", "other")], &[1, 1, 1]);
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:3213
+#[test]
+fn each_deployment_revision_spreads_on_its_own() {
+    let mut c = cluster();
+    defaults(&mut c, &[ZONE_DEFAULT]);
+    c.replica_set("old", "{matchLabels: {test: test, pod-template-hash: old}}");
+    c.replica_set("new", "{matchLabels: {test: test, pod-template-hash: new}}");
+    let mut pods = owned_pods(&mut c, 3, "o", "test: test, pod-template-hash: old", "old", "");
+    pods.extend(owned_pods(&mut c, 3, "n", "test: test, pod-template-hash: new", "new", ""));
+    let d = provision(&mut c);
+    for p in &pods {
+        on(&d, p);
+    }
+    expect_skew(&d, ZONE, &[("pod-template-hash", "old")], &[1, 1, 1]);
+    expect_skew(&d, ZONE, &[("pod-template-hash", "new")], &[1, 1, 1]);
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/topology_test.go:3244
+#[test]
+fn a_service_gives_a_selector_to_a_pod_with_no_supported_owner() {
+    let mut c = cluster();
+    defaults(&mut c, &[ZONE_DEFAULT]);
+    c.service("web", &format!("{{{TEST}}}"));
+    for i in 0..4 {
+        c.pending(
+            &format!(
+                "{{name: p-{i}, labels: {{{TEST}}}, ownerReferences: [{{apiVersion: batch/v1, kind: Job, name: job, uid: job-uid, controller: true}}]}}"
+            ),
+            "",
+        );
+    }
+    let d = provision(&mut c);
+    expect_skew(&d, ZONE, SEL, &[1, 1, 2]);
+}

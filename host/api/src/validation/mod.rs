@@ -7,7 +7,7 @@
 mod ec2nodeclass;
 mod nodeclaim;
 mod nodepool;
-mod rules;
+pub(crate) mod rules;
 
 pub use ec2nodeclass::validate_ec2nodeclass;
 pub use nodeclaim::validate_nodeclaim;

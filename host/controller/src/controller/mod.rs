@@ -130,7 +130,10 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         settings.metrics_port,
     )
     .await?;
-    let stores = Stores::start(&client);
+    let stores = Stores::start(&client, &settings.scheduler_config);
+    if !settings.scheduler_config.default_constraints().is_empty() {
+        tracing::info!(defaults = ?settings.scheduler_config.default_constraints(), "SCHEDULER_CONFIG: default topology spread for pods without constraints of their own");
+    }
     tracing::info!(cluster = %settings.cluster_name, "waiting for caches to sync");
     stores.wait_synced().await?;
     // Fetch the catalog before the first pending pod does (it takes seconds); instance

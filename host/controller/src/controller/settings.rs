@@ -4,6 +4,7 @@
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
+use tenon_api::scheduler_config::SchedulerConfig;
 
 #[derive(Args, Clone, Debug)]
 pub struct Settings {
@@ -78,6 +79,14 @@ pub struct Settings {
     /// affinities and ScheduleAnyway spreads), as Karpenter's setting of the same name.
     #[arg(long, env = "PREFERENCE_POLICY", default_value = "Respect", value_parser = ["Respect", "Ignore"])]
     pub preference_policy: String,
+    /// The cluster's kube-scheduler settings Karpenter mirrors (YAML or JSON): today
+    /// `podTopologySpread.defaultConstraints`, applied to pods without spread constraints.
+    #[arg(long, env = "SCHEDULER_CONFIG", default_value = "", value_parser = scheduler_config)]
+    pub scheduler_config: SchedulerConfig,
+}
+
+fn scheduler_config(s: &str) -> Result<SchedulerConfig, String> {
+    SchedulerConfig::parse(s).map_err(|e| e.to_string())
 }
 
 /// A fraction in [0, 1).

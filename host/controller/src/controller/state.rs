@@ -2,8 +2,10 @@
 //! and a change signal the loop waits on. Decisions read snapshots built from these stores.
 
 use futures_util::StreamExt;
-use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::runtime::reflector::{self, Store};
@@ -13,6 +15,7 @@ use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::sync::Arc;
+use tenon_api::scheduler_config::SchedulerConfig;
 use tenon_api::{EC2NodeClass, NodeClaim, NodePool};
 use tenon_core::convert::ClusterObjects;
 use tokio::sync::Notify;
@@ -31,6 +34,9 @@ pub struct Stores {
     pub claims: Store<PersistentVolumeClaim>,
     pub volumes: Store<PersistentVolume>,
     pub storage_classes: Store<StorageClass>,
+    /// What selects pods, watched only when default spread constraints need it.
+    pub selecting: Option<Selecting>,
+    pub scheduler: SchedulerConfig,
     /// Signalled on every change any reflector sees.
     pub changed: Arc<Notify>,
 }
@@ -58,9 +64,24 @@ where
     reader
 }
 
+/// The objects kube-scheduler deduces a default spread selector from.
+#[derive(Clone)]
+pub struct Selecting {
+    pub services: Store<Service>,
+    pub replica_sets: Store<ReplicaSet>,
+    pub stateful_sets: Store<StatefulSet>,
+    pub replication_controllers: Store<ReplicationController>,
+}
+
 impl Stores {
-    pub fn start(client: &Client) -> Stores {
+    pub fn start(client: &Client, scheduler: &SchedulerConfig) -> Stores {
         let changed = Arc::new(Notify::new());
+        let selecting = (!scheduler.default_constraints().is_empty()).then(|| Selecting {
+            services: watch(client, changed.clone()),
+            replica_sets: watch(client, changed.clone()),
+            stateful_sets: watch(client, changed.clone()),
+            replication_controllers: watch(client, changed.clone()),
+        });
         Stores {
             pods: watch(client, changed.clone()),
             nodes: watch(client, changed.clone()),
@@ -73,6 +94,8 @@ impl Stores {
             claims: watch(client, changed.clone()),
             volumes: watch(client, changed.clone()),
             storage_classes: watch(client, changed.clone()),
+            selecting,
+            scheduler: scheduler.clone(),
             changed,
         }
     }
@@ -91,6 +114,12 @@ impl Stores {
         self.claims.wait_until_ready().await?;
         self.volumes.wait_until_ready().await?;
         self.storage_classes.wait_until_ready().await?;
+        if let Some(s) = &self.selecting {
+            s.services.wait_until_ready().await?;
+            s.replica_sets.wait_until_ready().await?;
+            s.stateful_sets.wait_until_ready().await?;
+            s.replication_controllers.wait_until_ready().await?;
+        }
         Ok(())
     }
 
@@ -118,6 +147,15 @@ impl Stores {
             claims: all(&self.claims),
             volumes: all(&self.volumes),
             storage_classes: all(&self.storage_classes),
+            services: self.selecting.as_ref().map(|s| all(&s.services)).unwrap_or_default(),
+            replica_sets: self.selecting.as_ref().map(|s| all(&s.replica_sets)).unwrap_or_default(),
+            stateful_sets: self.selecting.as_ref().map(|s| all(&s.stateful_sets)).unwrap_or_default(),
+            replication_controllers: self
+                .selecting
+                .as_ref()
+                .map(|s| all(&s.replication_controllers))
+                .unwrap_or_default(),
+            scheduler: self.scheduler.clone(),
         }
     }
 }

@@ -304,6 +304,38 @@ impl Cluster {
         self.objects.namespaces.push(yaml(ns));
         self
     }
+    /// A Service (default namespace unless given) selecting `selector` (flow YAML; `~`: none).
+    pub fn service(&mut self, name: &str, selector: &str) -> &mut Self {
+        self.objects
+            .services
+            .push(yaml(&format!("metadata: {{name: {name}, namespace: default}}\nspec: {{selector: {selector}}}")));
+        self
+    }
+    /// A ReplicaSet `name` (uid `<name>-uid`) whose selector is `selector` (flow YAML).
+    pub fn replica_set(&mut self, name: &str, selector: &str) -> &mut Self {
+        self.objects.replica_sets.push(yaml(&format!(
+            "metadata: {{name: {name}, namespace: default, uid: {name}-uid}}\nspec: {{selector: {selector}}}"
+        )));
+        self
+    }
+    pub fn stateful_set(&mut self, name: &str, selector: &str) -> &mut Self {
+        self.objects.stateful_sets.push(yaml(&format!(
+            "metadata: {{name: {name}, namespace: default, uid: {name}-uid}}\nspec: {{selector: {selector}, serviceName: {name}, template: {{}}}}"
+        )));
+        self
+    }
+    /// A ReplicationController `name` whose (equality) selector is `selector` (flow YAML map).
+    pub fn replication_controller(&mut self, name: &str, selector: &str) -> &mut Self {
+        self.objects.replication_controllers.push(yaml(&format!(
+            "metadata: {{name: {name}, namespace: default, uid: {name}-uid}}\nspec: {{selector: {selector}}}"
+        )));
+        self
+    }
+    /// Karpenter's `SCHEDULER_CONFIG`, as YAML or JSON.
+    pub fn scheduler_config(&mut self, raw: &str) -> &mut Self {
+        self.objects.scheduler = tenon_api::scheduler_config::SchedulerConfig::parse(raw).unwrap();
+        self
+    }
 
     /// The snapshot the controller would decide from, and the decision (Karpenter's price
     /// order). Objects that cannot be read fail the test.
