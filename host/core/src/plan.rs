@@ -3,6 +3,7 @@
 use crate::model::ClusterSnapshot;
 use crate::requirements::Requirements;
 use crate::resources::Resources;
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// A NodeClaim to create.
@@ -45,14 +46,38 @@ pub struct Unschedulable {
     pub reason: String,
 }
 
+/// The zone a pending pod is confined to before anything is placed (Karpenter's effective
+/// zone): a zone's name, [`ZONE_FLEXIBLE`] or [`ZONE_NONE`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingZone {
+    pub pod: usize,
+    pub zone: String,
+}
+
+/// The effective zone of a pod that could go to several zones.
+pub const ZONE_FLEXIBLE: &str = "flexible";
+/// The effective zone of a pod no zone can take.
+pub const ZONE_NONE: &str = "none";
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ProvisioningPlan {
     pub nodeclaims: Vec<NewNodeClaim>,
     pub nominations: Vec<Nomination>,
     pub unschedulable: Vec<Unschedulable>,
+    /// Every pending pod's effective zone, in pod index order.
+    pub pending_zones: Vec<PendingZone>,
 }
 
 impl ProvisioningPlan {
+    /// How many pending pods each effective zone has.
+    pub fn pending_pods_by_zone(&self) -> BTreeMap<String, usize> {
+        let mut out = BTreeMap::new();
+        for z in &self.pending_zones {
+            *out.entry(z.zone.clone()).or_insert(0) += 1;
+        }
+        out
+    }
+
     /// A complete, stable text rendering: equal plans render equally, byte for byte.
     pub fn render(&self, snapshot: &ClusterSnapshot) -> String {
         let mut s = String::new();
@@ -73,6 +98,9 @@ impl ProvisioningPlan {
         }
         for u in &self.unschedulable {
             let _ = writeln!(s, "unschedulable {}: {}", snapshot.pods[u.pod].key(), u.reason);
+        }
+        for z in &self.pending_zones {
+            let _ = writeln!(s, "zone {}: {}", snapshot.pods[z.pod].key(), z.zone);
         }
         s
     }

@@ -80,7 +80,16 @@ impl Metrics {
         }
     }
 
-    fn render(&self) -> String {
+    /// Replaces every series starting with `prefix` by `series` at once (a scrape sees the
+    /// old set or the new one): a gauge family whose label values come and go.
+    pub fn replace(&self, prefix: &str, series: impl IntoIterator<Item = (String, f64)>) {
+        if let Ok(mut m) = self.values.lock() {
+            m.retain(|k, _| !k.starts_with(prefix));
+            m.extend(series);
+        }
+    }
+
+    pub(crate) fn render(&self) -> String {
         let m = self.values.lock().map(|m| m.clone()).unwrap_or_default();
         let mut out = String::new();
         let mut last_name = String::new();

@@ -513,7 +513,7 @@ impl Controller {
                 self.recorder.publish(&self.client, &obj, "Warning", "FailedScheduling", &message).await;
             }
         }
-        self.metrics.set("karpenter_scheduler_ignored_pod_count", f64::from(ignored_pods));
+        self.metrics.set("karpenter_scheduler_ignored_pods_count", f64::from(ignored_pods));
         // A NodePool being deleted keeps its nodes until they are drained, but gets no more
         // (the core skips it); one failing validation gets nothing at all.
         snap.nodepools.retain(|t| !self.invalid.contains(&t.name));
@@ -525,6 +525,7 @@ impl Controller {
         });
         let Some((snap, plan)) = decided.await else { return };
         self.metrics.add("tenon_provisioning_decisions_total", 1.0);
+        provisioner::publish_decision(&self.metrics, &plan);
         self.metrics.set("tenon_provisioning_decision_seconds", started.elapsed().as_secs_f64());
         for planned in &plan.nodeclaims {
             let Some(name) = self.create_nodeclaim(planned, &snap, objects, "provisioning").await else { continue };

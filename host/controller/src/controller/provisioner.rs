@@ -1,9 +1,29 @@
 //! The provisioner: batches pending pods (Karpenter's idle and max windows) and shapes the
 //! cluster it decides on; `tenon_core::nodeclaim` turns the plan into NodeClaim objects.
 
+use super::health::Metrics;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
+use tenon_core::ProvisioningPlan;
 use tenon_core::convert::{ClusterObjects, is_reschedulable};
+
+/// Karpenter's gauge of the pods a provisioning decision found no place for.
+const UNSCHEDULABLE_PODS: &str = "karpenter_scheduler_unschedulable_pods_count{controller=\"provisioner\"}";
+/// Karpenter's gauge of pending pods by effective zone: the series of provisioning decisions
+/// all start with this, followed by their `zone` label.
+const PENDING_BY_ZONE: &str = "karpenter_scheduler_pending_pods_by_effective_zone_count{controller=\"provisioner\",";
+
+/// Publishes Karpenter's scheduler gauges of a provisioning decision: how many pods it found
+/// no place for, and how many pending pods each effective zone has. A zone no pending pod
+/// has any more leaves the gauge (Karpenter resets it for every decision).
+pub fn publish_decision(metrics: &Metrics, plan: &ProvisioningPlan) {
+    metrics.set(UNSCHEDULABLE_PODS, plan.unschedulable.len() as f64);
+    let by_zone = plan.pending_pods_by_zone();
+    metrics.replace(
+        PENDING_BY_ZONE,
+        by_zone.into_iter().map(|(zone, n)| (format!("{PENDING_BY_ZONE}zone=\"{zone}\"}}"), n as f64)),
+    );
+}
 
 /// Karpenter's batching: a batch opens with the first new pending pod, closes after
 /// `idle` without another, or after `max` in any case.
@@ -262,6 +282,85 @@ mod tests {
         );
         let marked = ", annotations: {karpenter.sh/do-not-disrupt: \"true\"}";
         assert_eq!(launched_for_a_pod_on_a_deleting_node(marked, false, &[]), 0, "do-not-disrupt");
+    }
+
+    /// The provisioning decision over NodePool `default` (template `requirements`, a YAML
+    /// flow list) and pending pods (name, node selector as a YAML map body), on the
+    /// synthetic catalog (`fake-it-0` …, in `test-zone-1` to `test-zone-3`).
+    fn decide(requirements: &str, pods: &[(&str, &str)]) -> ProvisioningPlan {
+        let np: tenon_api::NodePool = serde_yaml::from_str(&format!("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: default}}\nspec:\n  template:\n    spec:\n      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n      requirements: {requirements}\n")).unwrap();
+        let pods = pods
+            .iter()
+            .map(|(name, selector)| {
+                serde_yaml::from_str(&format!(
+                    "metadata: {{name: {name}, namespace: d}}\nspec: {{nodeSelector: {{{selector}}}, containers: [{{name: c, image: i}}]}}\nstatus: {{phase: Pending, conditions: [{{type: PodScheduled, status: \"False\", reason: Unschedulable}}]}}\n"
+                ))
+                .unwrap()
+            })
+            .collect();
+        let objects = ClusterObjects { nodepools: vec![np], pods, ..Default::default() };
+        let cat = std::sync::Arc::new(tenon_core::catalog::synthetic(4));
+        let (snap, errors) = tenon_core::convert::snapshot(&objects, &move |_| cat.clone(), 0);
+        assert!(errors.is_empty(), "{errors:?}");
+        tenon_core::schedule(&snap, &tenon_core::scorer::PriceScorer)
+    }
+
+    /// The value of `series` as `/metrics` shows it.
+    fn scraped(m: &Metrics, series: &str) -> Option<f64> {
+        m.render().lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    }
+
+    /// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:4355
+    #[test]
+    fn a_decision_publishes_how_many_pods_it_could_not_place() {
+        let only_type = "[{key: node.kubernetes.io/instance-type, operator: In, values: [fake-it-0]}]";
+        let mut pods: Vec<(String, &str)> =
+            (0..10).map(|i| (format!("unknown-{i}"), "node.kubernetes.io/instance-type: unknown")).collect();
+        pods.extend((0..5).map(|i| (format!("known-{i}"), "node.kubernetes.io/instance-type: fake-it-0")));
+        let pods: Vec<(&str, &str)> = pods.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+        let plan = decide(only_type, &pods);
+        let m = Metrics::default();
+        publish_decision(&m, &plan);
+        assert_eq!(
+            scraped(&m, "karpenter_scheduler_unschedulable_pods_count{controller=\"provisioner\"}"),
+            Some(10.0),
+            "{}",
+            m.render()
+        );
+        // The next decision's count replaces it.
+        publish_decision(&m, &decide(only_type, &pods[10..]));
+        assert_eq!(scraped(&m, "karpenter_scheduler_unschedulable_pods_count{controller=\"provisioner\"}"), Some(0.0));
+    }
+
+    #[test]
+    fn a_decision_publishes_pending_pods_by_effective_zone_and_drops_zones_gone() {
+        let series = |zone: &str| {
+            format!(
+                "karpenter_scheduler_pending_pods_by_effective_zone_count{{controller=\"provisioner\",zone=\"{zone}\"}}"
+            )
+        };
+        let m = Metrics::default();
+        m.set("karpenter_scheduler_ignored_pods_count", 3.0);
+        let zone = |z: &str| format!("topology.kubernetes.io/zone: {z}");
+        let (z1, z2, z9) = (zone("test-zone-1"), zone("test-zone-2"), zone("test-zone-9"));
+        let plan = decide("[]", &[("a", ""), ("b", ""), ("c", &z2), ("d", &z9)]);
+        publish_decision(&m, &plan);
+        let text = m.render();
+        assert!(text.contains("# TYPE karpenter_scheduler_pending_pods_by_effective_zone_count gauge\n"), "{text}");
+        assert_eq!(scraped(&m, &series("flexible")), Some(2.0), "{text}");
+        assert_eq!(scraped(&m, &series("test-zone-2")), Some(1.0), "{text}");
+        assert_eq!(
+            scraped(&m, &series("test-zone-9")),
+            Some(1.0),
+            "a zone no NodePool offers is still the pod's: {text}"
+        );
+        publish_decision(&m, &decide("[]", &[("e", &z1)]));
+        let text = m.render();
+        assert_eq!(scraped(&m, &series("test-zone-1")), Some(1.0), "{text}");
+        for gone in ["flexible", "test-zone-2", "test-zone-9"] {
+            assert_eq!(scraped(&m, &series(gone)), None, "{gone} is no longer pending: {text}");
+        }
+        assert_eq!(scraped(&m, "karpenter_scheduler_ignored_pods_count"), Some(3.0), "other series stay");
     }
 
     #[test]

@@ -334,6 +334,11 @@ impl<'a> Scheduler<'a> {
         }
     }
 
+    /// Topology as it stands: before any placement, what is already running.
+    pub(crate) fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
     /// Takes snapshot node `n` out of consideration (a disruption candidate).
     pub(crate) fn take_out(&mut self, n: usize) {
         if let Some(b) = self.node_bin[n] {

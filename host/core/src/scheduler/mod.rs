@@ -10,11 +10,12 @@ mod bins;
 mod pods;
 pub mod simulation;
 mod topology;
+mod zones;
 
 pub use simulation::{SimOutcome, Simulator, reschedulable};
 
 use crate::model::{ClusterSnapshot, Pod};
-use crate::plan::{Nomination, ProvisioningPlan, Unschedulable};
+use crate::plan::{Nomination, PendingZone, ProvisioningPlan, Unschedulable};
 use crate::scorer::Scorer;
 use bins::Scheduler;
 use pods::PodState;
@@ -30,8 +31,14 @@ fn is_pending(p: &Pod) -> bool {
 /// Plans capacity for every pending pod of `snapshot`.
 pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> ProvisioningPlan {
     let (mut s, mut pods) = Scheduler::new(snapshot, &is_pending);
+    // Judged before anything is placed: where each pod could go, not where it went.
+    let mut pending_zones: Vec<PendingZone> = pods
+        .iter()
+        .map(|ps| PendingZone { pod: ps.idx, zone: zones::effective_zone(ps, s.topology(), snapshot) })
+        .collect();
+    pending_zones.sort_by_key(|z| z.pod);
+    let mut plan = ProvisioningPlan { pending_zones, ..Default::default() };
     let unschedulable = run_queue(&mut s, &mut pods, snapshot);
-    let mut plan = ProvisioningPlan::default();
     for (node, pod) in s.nominations.drain(..) {
         plan.nominations.push(Nomination { pod, node });
     }

@@ -87,6 +87,13 @@ impl PodState {
         }
     }
 
+    /// The topology groups the pod must satisfy whatever is relaxed: its DoNotSchedule
+    /// spreads and required pod affinity and anti-affinity.
+    pub(crate) fn required_groups(&self) -> impl Iterator<Item = usize> + '_ {
+        let hard_spread = self.spread.iter().filter(|(_, soft)| !soft).map(|(g, _)| *g);
+        hard_spread.chain(self.affinity.iter().copied()).chain(self.anti.iter().copied())
+    }
+
     /// Resolves which inverse groups select the pod (after every group is registered) and
     /// computes the constraints in force.
     pub(crate) fn prepare(&mut self, pod: &Pod, topo: &Topology, snapshot: &ClusterSnapshot, pool_taints: &[&[Taint]]) {

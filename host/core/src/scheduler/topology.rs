@@ -348,6 +348,43 @@ impl Topology {
         }
     }
 
+    /// Every known domain of the group's key `pod` could take next on a node not yet tied to
+    /// one (Karpenter's valid domains): for a spread, those within max skew of the minimum
+    /// over the domains `pod_domains` (the pod's own node terms) allows; for an affinity,
+    /// those `pod_domains` allows holding a selected pod, or, when none does and the pod
+    /// selects itself, every one it allows; for an anti-affinity, those `pod_domains` allows
+    /// holding none.
+    pub(crate) fn valid_domains(
+        &self,
+        g: usize,
+        pod: &Pod,
+        snapshot: &ClusterSnapshot,
+        pod_domains: Option<&Requirement>,
+    ) -> BTreeSet<String> {
+        let group = &self.groups[g];
+        let pod_has = |d: &str| pod_domains.is_none_or(|r| r.has(d));
+        let known = self.universe.get(&group.k.key).into_iter().flatten();
+        match group.k.kind {
+            Kind::Spread { max_skew, .. } => {
+                let min = self.spread_min(g, pod_domains);
+                let self_count = i32::from(group.selects(pod, snapshot));
+                known.filter(|d| group.count(d) + self_count - min <= max_skew).cloned().collect()
+            }
+            Kind::Affinity => {
+                let held: BTreeSet<String> =
+                    group.counts.iter().filter(|(d, c)| **c > 0 && pod_has(d)).map(|(d, _)| d.clone()).collect();
+                if held.is_empty() && group.selects(pod, snapshot) {
+                    known.filter(|d| pod_has(d)).cloned().collect()
+                } else {
+                    held
+                }
+            }
+            Kind::AntiAffinity | Kind::InverseAntiAffinity => {
+                known.filter(|d| pod_has(d) && group.count(d) == 0).cloned().collect()
+            }
+        }
+    }
+
     /// Counts `pod` now placed on a node with requirements `reqs` in every group that cares.
     pub(crate) fn record(
         &mut self,
