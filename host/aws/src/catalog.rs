@@ -4,8 +4,9 @@
 //!
 //! On-demand prices come from the Price List API; when it cannot be reached (or an emulator
 //! lacks it) the bundled us-east-1 table (`host/core/data`, with its provenance) is the
-//! fallback. Spot prices are the latest DescribeSpotPriceHistory price per type and zone;
-//! where none is known the spot offering is priced with the core's stated model.
+//! fallback. Spot prices are the latest DescribeSpotPriceHistory price per type and zone; a
+//! zone without one has no spot offering, and only when the history is empty altogether is
+//! spot priced with the core's stated model.
 
 use crate::error::api;
 use aws_sdk_ec2::types::{InstanceTypeInfo, LocationType};
@@ -47,8 +48,11 @@ impl RawCatalog {
             if zs.is_empty() {
                 continue;
             }
-            let spot = |z: &str| {
-                Some(self.spot.get(&(name.clone(), z.to_string())).copied().unwrap_or(price * SPOT_PRICE_MODEL_FACTOR))
+            // With no spot price history at all, every zone is priced with the model; with
+            // history, a zone without a price for the type has no spot offering (Karpenter's).
+            let spot = |z: &str| match self.spot.is_empty() {
+                true => Some(price * SPOT_PRICE_MODEL_FACTOR),
+                false => self.spot.get(&(name.clone(), z.to_string())).copied(),
             };
             if let Some(it) = instance_type_from_info(name, info, *price, &zs, &spot, opts) {
                 out.push(it);
