@@ -35,7 +35,8 @@ pub struct LaunchTemplateSpec {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct BlockDevice {
     pub device_name: String,
-    pub volume_gib: i32,
+    /// `None`: EC2's default, the snapshot's size (a snapshot mapping without `volumeSize`).
+    pub volume_gib: Option<i32>,
     pub volume_type: String,
     pub encrypted: bool,
     pub delete_on_termination: bool,
@@ -43,6 +44,10 @@ pub struct BlockDevice {
     pub throughput: Option<i32>,
     pub kms_key_id: Option<String>,
     pub snapshot_id: Option<String>,
+    /// MiB/s at which a volume made from a snapshot is initialized. Left out of the identity
+    /// when unset, so templates made before the field existed keep their names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub volume_initialization_rate: Option<i32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -66,7 +71,7 @@ impl LaunchTemplateSpec {
 pub fn block_devices(nc: &EC2NodeClass, family: &str) -> Result<Vec<BlockDevice>, CloudError> {
     let gp3 = |device: &str, gib: i32| BlockDevice {
         device_name: device.into(),
-        volume_gib: gib,
+        volume_gib: Some(gib),
         volume_type: "gp3".into(),
         encrypted: true,
         delete_on_termination: true,
@@ -74,6 +79,7 @@ pub fn block_devices(nc: &EC2NodeClass, family: &str) -> Result<Vec<BlockDevice>
         throughput: None,
         kms_key_id: None,
         snapshot_id: None,
+        volume_initialization_rate: None,
     };
     if nc.spec.block_device_mappings.is_empty() {
         return Ok(match family {
@@ -89,12 +95,17 @@ pub fn block_devices(nc: &EC2NodeClass, family: &str) -> Result<Vec<BlockDevice>
         .map(|(i, m)| {
             let invalid = |msg: String| CloudError::NodeClassNotReady { nodeclass: name.clone(), message: msg };
             let ebs = m.ebs.clone().unwrap_or_default();
+            // Without a size, a volume from a snapshot takes the snapshot's (EC2 refuses a size
+            // smaller than the snapshot); any other volume gets the 20 GiB default.
             let bytes = match &ebs.volume_size {
-                Some(q) => tenon_api::quantity::parse_units(&q.0)
-                    .map_err(|e| invalid(format!("spec.blockDeviceMappings[{i}].ebs.volumeSize: {e}")))?,
-                None => 20 << 30,
+                Some(q) => Some(
+                    tenon_api::quantity::parse_units(&q.0)
+                        .map_err(|e| invalid(format!("spec.blockDeviceMappings[{i}].ebs.volumeSize: {e}")))?,
+                ),
+                None if ebs.snapshot_id.is_some() => None,
+                None => Some(20 << 30),
             };
-            let gib = ((bytes + (1 << 30) - 1) >> 30) as i32;
+            let gib = bytes.map(|b| ((b + (1 << 30) - 1) >> 30) as i32);
             Ok(BlockDevice {
                 device_name: m.device_name.clone().unwrap_or_else(|| "/dev/xvda".into()),
                 volume_gib: gib,
@@ -105,6 +116,7 @@ pub fn block_devices(nc: &EC2NodeClass, family: &str) -> Result<Vec<BlockDevice>
                 throughput: ebs.throughput.map(|v| v as i32),
                 kms_key_id: ebs.kms_key_id.clone(),
                 snapshot_id: ebs.snapshot_id.clone(),
+                volume_initialization_rate: ebs.volume_initialization_rate,
             })
         })
         .collect()
@@ -148,7 +160,7 @@ fn data(spec: &LaunchTemplateSpec) -> RequestLaunchTemplateData {
                 .device_name(&b.device_name)
                 .ebs(
                     LaunchTemplateEbsBlockDeviceRequest::builder()
-                        .volume_size(b.volume_gib)
+                        .set_volume_size(b.volume_gib)
                         .volume_type(VolumeType::from(b.volume_type.as_str()))
                         .encrypted(b.encrypted)
                         .delete_on_termination(b.delete_on_termination)
@@ -156,6 +168,7 @@ fn data(spec: &LaunchTemplateSpec) -> RequestLaunchTemplateData {
                         .set_throughput(b.throughput)
                         .set_kms_key_id(b.kms_key_id.clone())
                         .set_snapshot_id(b.snapshot_id.clone())
+                        .set_volume_initialization_rate(b.volume_initialization_rate)
                         .build(),
                 )
                 .build(),
