@@ -607,3 +607,284 @@ async fn throttled_calls_are_retried_with_backoff() {
     }
     assert_eq!(proxy.seen.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
+
+// ----- Karpenter's instance type provider suite (pkg/providers/instancetype/suite_test.go) -----
+
+/// Every launch template's name and the data of its latest version.
+async fn templates(p: &AwsProvider) -> BTreeMap<String, aws_sdk_ec2::types::ResponseLaunchTemplateData> {
+    let mut out = BTreeMap::new();
+    let found = p.clients.ec2.describe_launch_templates().send().await.unwrap();
+    for name in found.launch_templates().iter().filter_map(|t| t.launch_template_name()) {
+        let v = p.clients.ec2.describe_launch_template_versions().launch_template_name(name).send().await.unwrap();
+        out.insert(name.to_string(), v.launch_template_versions()[0].launch_template_data().unwrap().clone());
+    }
+    out
+}
+
+/// The templates created by `launch`.
+async fn templates_made_by<F: std::future::Future<Output = ()>>(
+    p: &AwsProvider,
+    launch: F,
+) -> Vec<aws_sdk_ec2::types::ResponseLaunchTemplateData> {
+    let before = templates(p).await;
+    launch.await;
+    templates(p).await.into_iter().filter(|(name, _)| !before.contains_key(name)).map(|(_, d)| d).collect()
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2582
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2595
+#[tokio::test]
+async fn launch_templates_carry_the_nodeclass_metadata_options() {
+    use aws_sdk_ec2::types::{
+        LaunchTemplateHttpTokensState as Tokens, LaunchTemplateInstanceMetadataEndpointState as Endpoint,
+        LaunchTemplateInstanceMetadataProtocolIpv6 as Ipv6,
+    };
+    let moto = Moto::start();
+    let p = moto.provider("imds").await;
+    lab(&p, "imds").await;
+    let defaults = resolved(&p, lab_nodeclass("imds")).await;
+    let mut custom = lab_nodeclass("imds");
+    custom.metadata.name = Some("custom-imds".into());
+    custom.spec.metadata_options = Some(tenon_api::ec2nodeclass::MetadataOptions {
+        http_endpoint: "disabled".into(),
+        http_protocol_ipv6: "enabled".into(),
+        http_put_response_hop_limit: 1,
+        http_tokens: "optional".into(),
+    });
+    let custom = resolved(&p, custom).await;
+    for (nc, want) in [
+        (&defaults, (Endpoint::Enabled, Ipv6::Disabled, 1, Tokens::Required)),
+        (&custom, (Endpoint::Disabled, Ipv6::Enabled, 1, Tokens::Optional)),
+    ] {
+        let name = nc.metadata.name.clone().unwrap();
+        let made = templates_made_by(&p, async {
+            p.create(&request(&format!("{name}-a"), nc, vec![option("m5.large", "us-east-1a", "amd64")]))
+                .await
+                .unwrap();
+        })
+        .await;
+        assert_eq!(made.len(), 1, "{name}");
+        let m = made[0].metadata_options().expect("metadata options");
+        let got = (
+            m.http_endpoint().cloned().unwrap(),
+            m.http_protocol_ipv6().cloned().unwrap(),
+            m.http_put_response_hop_limit().unwrap(),
+            m.http_tokens().cloned().unwrap(),
+        );
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2512
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2548
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2563
+#[tokio::test]
+async fn a_snapshot_mapping_without_a_size_keeps_ebs_defaults() {
+    let moto = Moto::start();
+    let p = moto.provider("ebs").await;
+    lab(&p, "ebs").await;
+    let ec2 = &p.clients.ec2;
+    let vol = ec2.create_volume().availability_zone("us-east-1a").size(30).send().await.unwrap();
+    let snap = ec2.create_snapshot().volume_id(vol.volume_id().unwrap()).send().await.unwrap();
+    let snap = snap.snapshot_id().unwrap().to_string();
+    for (family, device) in [("Custom", "/dev/xvda"), ("AL2023", "/dev/xvda"), ("Bottlerocket", "/dev/xvdb")] {
+        let name = format!("ebs-{}", family.to_lowercase());
+        let nc = nodeclass(&format!(
+            r#"
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: {name}
+spec:
+  role: KarpenterNodeRole-ebs
+  amiFamily: {family}
+  amiSelectorTerms: [{{tags: {{{DISCOVERY}: ebs}}}}]
+  subnetSelectorTerms: [{{tags: {{{DISCOVERY}: ebs}}}}]
+  securityGroupSelectorTerms: [{{tags: {{{DISCOVERY}: ebs}}}}]
+  blockDeviceMappings:
+    - deviceName: {device}
+      ebs: {{snapshotID: {snap}, volumeInitializationRate: 100}}
+"#
+        ));
+        let nc = resolved(&p, nc).await;
+        // The capacity model plans with EBS's 20Gi default.
+        let types = p.instance_types(&nc).await.unwrap();
+        let m5 = types.iter().find(|t| t.name == "m5.large").unwrap();
+        assert_eq!(m5.capacity.ephemeral_storage, 20 << 30, "{family}");
+        let made = templates_made_by(&p, async {
+            p.create(&request(&format!("{name}-a"), &nc, vec![option("m5.large", "us-east-1a", "amd64")]))
+                .await
+                .unwrap();
+        })
+        .await;
+        assert_eq!(made.len(), 1, "{family}");
+        let mappings = made[0].block_device_mappings();
+        assert_eq!(mappings.len(), 1, "{family}: {mappings:?}");
+        assert_eq!(mappings[0].device_name(), Some(device), "{family}");
+        let ebs = mappings[0].ebs().unwrap();
+        assert_eq!(ebs.snapshot_id(), Some(snap.as_str()), "{family}");
+        assert_eq!(ebs.volume_initialization_rate(), Some(100), "{family}");
+        // No size: EC2 takes the snapshot's (a size smaller than the snapshot is refused).
+        assert_eq!(ebs.volume_size(), None, "{family}");
+    }
+}
+
+/// The lab's NodeClass over all three subnets (one per zone).
+async fn three_zone_nodeclass(p: &AwsProvider, lab: &Lab, cluster: &str) -> EC2NodeClass {
+    let mut nc = lab_nodeclass(cluster);
+    nc.spec.subnet_selector_terms = lab
+        .subnets
+        .iter()
+        .map(|(id, _)| id.clone())
+        .chain([lab.untagged_subnet.clone()])
+        .map(|id| tenon_api::ec2nodeclass::SubnetSelectorTerm { id: Some(id), tags: None })
+        .collect();
+    let nc = resolved(p, nc).await;
+    assert_eq!(nc.status.as_ref().unwrap().subnets.len(), 3);
+    nc
+}
+
+fn unavailable(instance_type: &str, zone: &str, capacity_type: &str) -> UnavailableOffering {
+    UnavailableOffering { instance_type: instance_type.into(), zone: zone.into(), capacity_type: capacity_type.into() }
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2303
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2255
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2616
+#[tokio::test]
+async fn the_unavailable_offerings_cache_marks_single_offerings() {
+    let moto = Moto::start();
+    let p = moto.provider("ice").await;
+    let lab = lab(&p, "ice").await;
+    let nc = three_zone_nodeclass(&p, &lab, "ice").await;
+    let offerings = |types: &[tenon_core::instancetype::InstanceType], name: &str| {
+        let t = types.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} listed"));
+        t.offerings.iter().map(|o| (o.zone.clone(), o.capacity_type.clone(), o.available)).collect::<Vec<_>>()
+    };
+    let available = |types: &[tenon_core::instancetype::InstanceType], name: &str| {
+        offerings(types, name).into_iter().filter(|o| o.2).map(|(z, c, _)| (z, c)).collect::<Vec<_>>()
+    };
+
+    // One offering per (type, zone, capacity type), whether the catalog is fetched or cached.
+    let first = p.instance_types(&nc).await.unwrap();
+    let again = p.instance_types(&nc).await.unwrap();
+    assert_eq!(first, again);
+    for types in [&first, &again] {
+        let mut pools = std::collections::BTreeSet::new();
+        for t in types.iter() {
+            for o in &t.offerings {
+                assert!(
+                    pools.insert((&t.name, &o.zone, &o.capacity_type)),
+                    "{} {} {} twice",
+                    t.name,
+                    o.zone,
+                    o.capacity_type
+                );
+            }
+        }
+    }
+    assert_eq!(available(&first, "m5.large").len(), 6, "3 zones × 2 capacity types");
+
+    // Marking another type changes nothing for m5.large.
+    let now = std::time::Instant::now();
+    p.unavailable.mark(unavailable("m5.xlarge", "us-east-1a", "spot"), now);
+    p.unavailable.mark(unavailable("m5.xlarge", "us-east-1b", "spot"), now);
+    assert_eq!(available(&p.instance_types(&nc).await.unwrap(), "m5.large").len(), 6);
+    // Marking m5.large spot in us-east-1a takes exactly that offering away.
+    p.unavailable.mark(unavailable("m5.large", "us-east-1a", "spot"), now);
+    let types = p.instance_types(&nc).await.unwrap();
+    let left = available(&types, "m5.large");
+    assert_eq!(left.len(), 5);
+    assert!(!left.contains(&("us-east-1a".into(), "spot".into())));
+    p.unavailable.mark(unavailable("m5.large", "us-east-1b", "on-demand"), now);
+    p.unavailable.mark(unavailable("m5.large", "us-east-1c", "on-demand"), now);
+    let types = p.instance_types(&nc).await.unwrap();
+    let mut left = available(&types, "m5.large");
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            ("us-east-1a".into(), "on-demand".into()),
+            ("us-east-1b".into(), "spot".into()),
+            ("us-east-1c".into(), "spot".into())
+        ]
+    );
+
+    // Every offering of m5.xlarge unavailable: the type is still listed, with none available.
+    for (zone, ct, _) in offerings(&first, "m5.xlarge") {
+        p.unavailable.mark(unavailable("m5.xlarge", &zone, &ct), now);
+    }
+    let types = p.instance_types(&nc).await.unwrap();
+    assert!(!offerings(&types, "m5.xlarge").is_empty());
+    assert!(available(&types, "m5.xlarge").is_empty());
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2446
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2472
+#[tokio::test]
+async fn spot_is_offered_only_where_spot_price_history_has_a_price() {
+    use tenon_core::requirements::{Requirement, Requirements};
+    let moto = Moto::start();
+    let p = moto.provider("spot").await;
+    // DescribeSpotPriceHistory has one price: m5.large in us-east-1a.
+    let mut raw = (*p.catalog().await.unwrap()).clone();
+    raw.spot = BTreeMap::from([(("m5.large".to_string(), "us-east-1a".to_string()), 0.004)]);
+    let zones: Vec<String> = ["us-east-1a", "us-east-1b", "us-east-1c"].map(String::from).to_vec();
+    let types = raw.instance_types(&zones, &tenon_core::catalog::AwsCatalogOptions::default());
+    let candidates = |zone: Option<&str>| {
+        let mut reqs = Requirements::from_iter([
+            Requirement::in_values(wk::LABEL_CAPACITY_TYPE, ["spot"]),
+            Requirement::in_values(wk::LABEL_INSTANCE_TYPE, ["m5.large"]),
+        ]);
+        if let Some(z) = zone {
+            reqs.add(Requirement::in_values(wk::LABEL_ZONE, [z]));
+        }
+        tenon_core::launch::launch_candidates(&reqs, &Default::default(), &types)
+            .iter()
+            .map(|c| (c.offering.zone.clone(), c.offering.price))
+            .collect::<Vec<_>>()
+    };
+    // Spot m5.large in us-east-1b: nothing to launch.
+    assert_eq!(candidates(Some("us-east-1b")), []);
+    // Any zone: spot m5.large launches where it has a price.
+    assert_eq!(candidates(None), [("us-east-1a".to_string(), 0.004)]);
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2653
+#[tokio::test]
+async fn each_capacity_shaping_kubelet_setting_changes_the_instance_types() {
+    use tenon_api::ec2nodeclass::KubeletConfiguration;
+    let moto = Moto::start();
+    let p = moto.provider("kc").await;
+    lab(&p, "kc").await;
+    let map = |k: &str, v: &str| BTreeMap::from([(k.to_string(), v.to_string())]);
+    let base = KubeletConfiguration {
+        kube_reserved: map("cpu", "1"),
+        system_reserved: map("cpu", "1"),
+        eviction_hard: map("memory.available", "5%"),
+        eviction_soft: map("nodefs.available", "10%"),
+        eviction_soft_grace_period: map("nodefs.available", "1m"),
+        max_pods: Some(10),
+        ..Default::default()
+    };
+    let changes: Vec<KubeletConfiguration> = vec![
+        KubeletConfiguration { kube_reserved: map("cpu", "20"), ..base.clone() },
+        KubeletConfiguration { system_reserved: map("memory", "10Gi"), ..base.clone() },
+        KubeletConfiguration { eviction_hard: map("memory.available", "52%"), ..base.clone() },
+        KubeletConfiguration { max_pods: Some(20), ..base.clone() },
+    ];
+    let mut nc = resolved(&p, lab_nodeclass("kc")).await;
+    let mut lists = Vec::new();
+    for kubelet in std::iter::once(base.clone()).chain(changes) {
+        nc.spec.kubelet = Some(kubelet);
+        // Twice: the second answer comes from the cached catalog.
+        p.instance_types(&nc).await.unwrap();
+        lists.push(p.instance_types(&nc).await.unwrap());
+    }
+    for i in 0..lists.len() {
+        assert!(!lists[i].is_empty());
+        for j in i + 1..lists.len() {
+            assert_ne!(lists[i], lists[j], "kubelet settings {i} and {j} give the same instance types");
+        }
+    }
+}

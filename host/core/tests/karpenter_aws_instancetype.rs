@@ -13,8 +13,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use support::GIB;
 use support::karpenter::{Cluster, Decision};
+use tenon_api::wellknown as wk;
 use tenon_core::catalog::{AmiFamilyFlags, AwsCatalogOptions, KubeletModel, aws, instance_type_from_info};
-use tenon_core::instancetype::InstanceType;
+use tenon_core::instancetype::{InstanceType, Offering};
+use tenon_core::requirements::Requirements;
 
 const MIB: i64 = 1 << 20;
 
@@ -540,4 +542,434 @@ fn flexible_capacity_launches_only_spot_cheaper_than_the_cheapest_on_demand() {
     for (t, _, price) in spot {
         assert!(*price < cheapest_on_demand, "{t} spot at {price} is not cheaper than on-demand {cheapest_on_demand}");
     }
+}
+
+// ----- The fake EC2's zones: offerings, capacity types, insufficient capacity -----
+
+const ZONE_1A: &str = "test-zone-1a";
+const ZONE_1B: &str = "test-zone-1b";
+const ZONE_1C: &str = "test-zone-1c";
+const LOCAL_ZONE: &str = "test-zone-1a-local";
+/// The zones of the suite's EC2NodeClass subnets.
+const SUBNET_ZONES: [&str; 3] = [ZONE_1A, ZONE_1B, ZONE_1C];
+
+/// The zones the fake EC2's DescribeInstanceTypeOfferings reports for a type.
+fn fake_offered_zones(name: &str) -> &'static [&'static str] {
+    match name {
+        "m5.large" => &[ZONE_1A, ZONE_1B, ZONE_1C, LOCAL_ZONE],
+        "m6idn.32xlarge" => &[ZONE_1A, ZONE_1B, ZONE_1C],
+        "g4ad.16xlarge" | "g4dn.8xlarge" | "g5.12xlarge" | "m5.metal" | "m5.xlarge" | "p5.48xlarge" | "t3.large" => {
+            &[ZONE_1A, ZONE_1B]
+        }
+        _ => &[ZONE_1A],
+    }
+}
+
+/// The fake EC2's types as an EC2NodeClass with subnets in `subnet_zones` sees them: offered
+/// in each of the type's zones that has a subnet, on-demand and (where the type has spot)
+/// spot, at the catalog's prices.
+fn fake_ec2_in(subnet_zones: &[&str]) -> Vec<InstanceType> {
+    fake_ec2()
+        .iter()
+        .filter_map(|t| {
+            let price = |ct: &str| t.offerings.iter().find(|o| o.capacity_type == ct).map(|o| o.price);
+            let offerings: Vec<Offering> = fake_offered_zones(&t.name)
+                .iter()
+                .filter(|z| subnet_zones.contains(z))
+                .flat_map(|z| {
+                    ["on-demand", "spot"].into_iter().filter_map(move |ct| {
+                        price(ct).map(|price| Offering {
+                            zone: z.to_string(),
+                            capacity_type: ct.into(),
+                            price,
+                            available: true,
+                        })
+                    })
+                })
+                .collect();
+            if offerings.is_empty() {
+                return None;
+            }
+            let reqs = Requirements::from_iter(
+                t.requirements.iter().filter(|r| r.key != wk::LABEL_ZONE && r.key != wk::LABEL_CAPACITY_TYPE).cloned(),
+            );
+            Some(InstanceType::new(&t.name, reqs, t.capacity.clone(), t.overhead.clone(), offerings))
+        })
+        .collect()
+}
+
+/// What the unavailable-offerings cache does to the catalog after a launch failed for capacity.
+fn mark_unavailable(types: &mut [InstanceType], name: &str, zone: &str, capacity_type: &str) {
+    let t = types.iter_mut().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} in the catalog"));
+    let o = t
+        .offerings
+        .iter_mut()
+        .find(|o| o.zone == zone && o.capacity_type == capacity_type)
+        .unwrap_or_else(|| panic!("{name} offered {capacity_type} in {zone}"));
+    o.available = false;
+}
+
+/// The suite's NodePool over `types` (subnets in the suite's zones unless the types say
+/// otherwise): `requirements` in flow form, Karpenter's on-demand one by default.
+fn cluster_on(types: Vec<InstanceType>, requirements: &str) -> Cluster {
+    let mut c = Cluster::new(Arc::new(types));
+    c.nodepool("default", &format!("  template:\n    spec:\n      requirements: [{requirements}]\n"));
+    c
+}
+
+const ON_DEMAND: &str = "{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}";
+
+/// The decision on the fake EC2 before the offerings in `ice` failed for capacity, and the
+/// one after, when the unavailable-offerings cache has them (Karpenter's next reconcile).
+fn before_and_after_ice(
+    requirements: &str,
+    ice: &[(&str, &str, &str)],
+    pods: impl Fn(&mut Cluster),
+) -> (Decision, Decision) {
+    let decide = |types: Vec<InstanceType>| {
+        let mut c = cluster_on(types, requirements);
+        pods(&mut c);
+        c.decide()
+    };
+    let mut cached = fake_ec2_in(&SUBNET_ZONES);
+    for (t, z, ct) in ice {
+        mark_unavailable(&mut cached, t, z, ct);
+    }
+    (decide(fake_ec2_in(&SUBNET_ZONES)), decide(cached))
+}
+
+fn label<'a>(labels: &'a BTreeMap<String, String>, key: &str) -> Option<&'a str> {
+    labels.get(key).map(String::as_str)
+}
+
+/// A pod with `selector` (flow map entries) requesting and limited to `resources` (flow map
+/// entries), with `affinity` (flow YAML, empty for none).
+fn pod(c: &mut Cluster, name: &str, selector: &str, resources: &str, affinity: &str) {
+    let mut spec = format!(
+        "  nodeSelector: {{{selector}}}\n  containers: [{{name: c, image: i, resources: {{requests: {{{resources}}}, limits: {{{resources}}}}}}}]\n"
+    );
+    if !affinity.is_empty() {
+        spec.push_str(&format!("  affinity: {affinity}\n"));
+    }
+    c.pending(&format!("{{name: {name}}}"), &spec);
+}
+
+fn prefers_zone(zone: &str) -> String {
+    format!(
+        "{{nodeAffinity: {{preferredDuringSchedulingIgnoredDuringExecution: [{{weight: 1, preference: {{matchExpressions: [{{key: topology.kubernetes.io/zone, operator: In, values: [{zone}]}}]}}}}]}}}}"
+    )
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2081
+#[test]
+fn an_unavailable_large_type_splits_the_pods_onto_smaller_ones_of_its_kind() {
+    let (before, after) =
+        before_and_after_ice(ON_DEMAND, &[("inf2.24xlarge", ZONE_1A, "on-demand")], |c: &mut Cluster| {
+            for p in ["a", "b"] {
+                pod(c, p, &format!("{}: {ZONE_1A}", wk::LABEL_ZONE), "aws.amazon.com/neuron: \"1\"", "");
+            }
+        });
+    // First both pods share one inf2.24xlarge (the launch that fails for capacity).
+    assert_all_on(&before, &["a", "b"], "inf2.24xlarge", 1);
+    // With it cached as unavailable, each gets an Inferentia2 node of its own.
+    let mut claims = BTreeSet::new();
+    for p in ["a", "b"] {
+        let labels = after.node_labels(p);
+        assert_eq!(label(&labels, wk::LABEL_INSTANCE_ACCELERATOR_NAME), Some("inferentia2"), "{p}: {labels:?}");
+        assert_ne!(label(&labels, wk::LABEL_INSTANCE_TYPE), Some("inf2.24xlarge"), "{p}");
+        claims.insert(after.plan.nodeclaims.iter().position(|x| std::ptr::eq(x, after.nodeclaim_of(p).unwrap())));
+    }
+    assert_eq!(claims.len(), 2, "{}", after.plan.render(&after.snap));
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2114
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2192
+#[test]
+fn an_unavailable_preferred_zone_is_given_up_for_the_next_one() {
+    for (t, resource) in [("g5.12xlarge", "nvidia.com/gpu"), ("p5.48xlarge", "nvidia.com/gpu")] {
+        let (before, after) = before_and_after_ice(ON_DEMAND, &[(t, ZONE_1A, "on-demand")], |c: &mut Cluster| {
+            pod(
+                c,
+                "p",
+                &format!("{}: {t}", wk::LABEL_INSTANCE_TYPE),
+                &format!("{resource}: \"1\""),
+                &prefers_zone(ZONE_1A),
+            )
+        });
+        let labels = before.node_labels("p");
+        assert_eq!((label(&labels, wk::LABEL_INSTANCE_TYPE), label(&labels, wk::LABEL_ZONE)), (Some(t), Some(ZONE_1A)));
+        let labels = after.node_labels("p");
+        assert_eq!((label(&labels, wk::LABEL_INSTANCE_TYPE), label(&labels, wk::LABEL_ZONE)), (Some(t), Some(ZONE_1B)));
+    }
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2141
+#[test]
+fn an_unavailable_larger_type_gives_way_to_smaller_ones() {
+    let requirements =
+        format!("{ON_DEMAND}, {{key: {}, operator: In, values: [m5.large, m5.xlarge]}}", wk::LABEL_INSTANCE_TYPE);
+    let (before, after) = before_and_after_ice(
+        &requirements,
+        &[("m5.xlarge", ZONE_1A, "on-demand")],
+        |c: &mut Cluster| {
+            for p in ["a", "b"] {
+                c.pending(
+                    &format!("{{name: {p}}}"),
+                    &format!(
+                        "  nodeSelector: {{{}: {ZONE_1A}}}\n  containers: [{{name: c, image: i, resources: {{requests: {{cpu: \"1\"}}}}}}]\n",
+                        wk::LABEL_ZONE
+                    ),
+                );
+            }
+        },
+    );
+    assert_all_on(&before, &["a", "b"], "m5.xlarge", 1);
+    assert_all_on(&after, &["a", "b"], "m5.large", 2);
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2173
+#[test]
+fn an_offering_comes_back_when_the_cache_entry_expires() {
+    let pods = |c: &mut Cluster| {
+        pod(c, "p", &format!("{}: inf2.24xlarge", wk::LABEL_INSTANCE_TYPE), "aws.amazon.com/neuron: \"2\"", "")
+    };
+    let (expired, cached) = before_and_after_ice(ON_DEMAND, &[("inf2.24xlarge", ZONE_1A, "on-demand")], pods);
+    // Cached: inf2.24xlarge is offered in test-zone-1a only, so the pod waits.
+    assert!(!cached.scheduled("p"), "{}", cached.plan.render(&cached.snap));
+    // Expired: the same pod launches on it.
+    assert_all_on(&expired, &["p"], "inf2.24xlarge", 1);
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2219
+#[test]
+fn flexible_capacity_falls_back_to_on_demand_when_spot_is_unavailable_in_the_zone() {
+    let requirements = format!(
+        "{{key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}}, {{key: {}, operator: In, values: [{ZONE_1A}]}}",
+        wk::LABEL_ZONE
+    );
+    // Every type offered spot in test-zone-1a fails for capacity there.
+    let types = fake_ec2_in(&SUBNET_ZONES);
+    let ice: Vec<(&str, &str, &str)> = types
+        .iter()
+        .filter(|t| t.offerings.iter().any(|o| o.zone == ZONE_1A && o.capacity_type == "spot"))
+        .map(|t| (t.name.as_str(), ZONE_1A, "spot"))
+        .collect();
+    assert!(!ice.is_empty());
+    let (before, after) = before_and_after_ice(&requirements, &ice, |c: &mut Cluster| {
+        c.pending("{name: p}", "");
+    });
+    assert_eq!(label(&before.node_labels("p"), wk::LABEL_CAPACITY_TYPE), Some("spot"));
+    assert_eq!(label(&after.node_labels("p"), wk::LABEL_CAPACITY_TYPE), Some("on-demand"));
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2430
+#[test]
+fn an_on_demand_nodepool_launches_on_demand() {
+    let mut c = cluster_on(fake_ec2_in(&SUBNET_ZONES), ON_DEMAND);
+    c.pending("{name: p}", "");
+    assert_eq!(label(&c.decide().node_labels("p"), wk::LABEL_CAPACITY_TYPE), Some("on-demand"));
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2437
+#[test]
+fn a_nodepool_flexible_to_both_capacity_types_launches_spot() {
+    let mut c = cluster_on(
+        fake_ec2_in(&SUBNET_ZONES),
+        "{key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}",
+    );
+    c.pending("{name: p}", "");
+    assert_eq!(label(&c.decide().node_labels("p"), wk::LABEL_CAPACITY_TYPE), Some("spot"));
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1054
+#[test]
+fn a_local_zone_subnet_launches_in_the_local_zone() {
+    let types = fake_ec2_in(&[LOCAL_ZONE]);
+    assert!(!types.is_empty());
+    let mut c = cluster_on(types, ON_DEMAND);
+    c.pending(
+        "{name: p}",
+        &format!(
+            "  affinity: {{nodeAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {{nodeSelectorTerms: [{{matchExpressions: [{{key: {}, operator: In, values: [{LOCAL_ZONE}]}}]}}]}}}}}}\n",
+            wk::LABEL_ZONE
+        ),
+    );
+    let d = c.decide();
+    assert_eq!(label(&d.node_labels("p"), wk::LABEL_ZONE), Some(LOCAL_ZONE));
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:619
+#[test]
+fn a_pod_selecting_metal_launches_on_metal() {
+    let mut c = cluster_on(
+        fake_ec2_in(&SUBNET_ZONES),
+        &format!("{ON_DEMAND}, {{key: {}, operator: Exists}}", wk::LABEL_INSTANCE_TYPE),
+    );
+    pod(&mut c, "p", &format!("{}: metal", wk::LABEL_INSTANCE_SIZE), "cpu: \"1\"", "");
+    let labels = c.decide().node_labels("p");
+    assert_eq!(label(&labels, wk::LABEL_INSTANCE_SIZE), Some("metal"), "{labels:?}");
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:949
+#[test]
+fn ephemeral_storage_beyond_the_root_volume_is_not_scheduled() {
+    let mut c = cluster_on(fake_ec2_in(&SUBNET_ZONES), ON_DEMAND);
+    c.pending("{name: p}", "  containers: [{name: c, image: i, resources: {requests: {ephemeral-storage: 5000Gi}}}]\n");
+    let d = c.decide();
+    assert!(!d.scheduled("p"), "{}", d.plan.render(&d.snap));
+    // The same pod asking for what a 20Gi root volume holds is scheduled.
+    let mut c = cluster_on(fake_ec2_in(&SUBNET_ZONES), ON_DEMAND);
+    c.pending("{name: p}", "  containers: [{name: c, image: i, resources: {requests: {ephemeral-storage: 10Gi}}}]\n");
+    assert!(c.decide().scheduled("p"));
+}
+
+// ----- Tenancy -----
+
+const TENANCY: &str = wk::LABEL_INSTANCE_TENANCY;
+
+fn tenancy_of(requirements: &str, selector: Option<&str>) -> Option<String> {
+    let mut c = cluster_on(fake_ec2_in(&SUBNET_ZONES), requirements);
+    match selector {
+        Some(t) => c.pending("{name: p}", &format!("  nodeSelector: {{{TENANCY}: {t}}}\n")),
+        None => c.pending("{name: p}", ""),
+    };
+    let d = c.decide();
+    d.scheduled("p").then(|| d.node_labels("p")[TENANCY].clone())
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2899
+#[test]
+fn without_a_tenancy_requirement_nodes_have_default_tenancy() {
+    assert_eq!(tenancy_of(ON_DEMAND, None).as_deref(), Some("default"));
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2906
+#[test]
+fn a_nodepool_allowing_both_tenancies_launches_default() {
+    let np = format!("{{key: {TENANCY}, operator: In, values: [default, dedicated]}}");
+    assert_eq!(tenancy_of(&np, None).as_deref(), Some("default"));
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2923
+#[test]
+fn a_pod_requiring_default_tenancy_gets_it() {
+    assert_eq!(tenancy_of(ON_DEMAND, Some("default")).as_deref(), Some("default"));
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2964
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2965
+#[test]
+fn a_pod_never_gets_a_tenancy_its_nodepool_forbids() {
+    for (nodepool, pod) in [("dedicated", "default"), ("default", "dedicated")] {
+        let np = format!("{{key: {TENANCY}, operator: In, values: [{nodepool}]}}");
+        assert_eq!(tenancy_of(&np, Some(pod)), None, "NodePool {nodepool}, pod {pod}");
+    }
+    // Agreeing, they schedule.
+    let np = format!("{{key: {TENANCY}, operator: In, values: [default]}}");
+    assert_eq!(tenancy_of(&np, Some("default")).as_deref(), Some("default"));
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:431
+#[test]
+fn a_launch_offers_only_the_cheapest_types() {
+    // Karpenter's `MakeInstances`: every priced type but a1 (AL2023 cannot boot it), all of one
+    // shape, offered in test-zone-1a.
+    let info = serde_json::json!({
+        "VCpuInfo": {"DefaultVCpus": 2},
+        "MemoryInfo": {"SizeInMiB": 8192},
+        "ProcessorInfo": {"SupportedArchitectures": ["x86_64"]},
+        "NetworkInfo": {
+            "DefaultNetworkCardIndex": 0,
+            "Ipv4AddressesPerInterface": 10,
+            "NetworkCards": [{"NetworkCardIndex": 0, "MaximumNetworkInterfaces": 3}]
+        },
+        "SupportedUsageClasses": ["on-demand", "spot"]
+    });
+    let opts = AwsCatalogOptions::default();
+    let types: Vec<InstanceType> = tenon_core::catalog::us_east_1_prices()
+        .into_iter()
+        .filter(|(name, _)| !name.starts_with("a1."))
+        .filter_map(|(name, price)| instance_type_from_info(&name, &info, price, &[ZONE_1A], &|_| None, &opts))
+        .collect();
+    assert!(types.len() > 200, "{} types", types.len());
+    let mut c = cluster_on(types.clone(), ON_DEMAND);
+    pod(&mut c, "p", "", "cpu: \"1\"", "");
+    let d = c.decide();
+    // What CreateFleet is asked for: the ranked offerings' types, at most 60.
+    let mut requested: Vec<String> = Vec::new();
+    for (t, _, _) in launch_offerings(&d, "p") {
+        if requested.len() < 60 && !requested.contains(&t) {
+            requested.push(t);
+        }
+    }
+    assert_eq!(requested.len(), 60);
+    // The NodePool's 100 cheapest types, by cheapest compatible offering (ties by name).
+    let np = Requirements::from_iter([tenon_core::requirements::Requirement::in_values(
+        wk::LABEL_CAPACITY_TYPE,
+        ["on-demand"],
+    )]);
+    let mut by_price: Vec<(f64, &str)> =
+        types.iter().filter_map(|t| t.cheapest(&np).map(|o| (o.price, t.name.as_str()))).collect();
+    by_price.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(b.1)));
+    let cheapest: BTreeSet<&str> = by_price[..100].iter().map(|(_, n)| *n).collect();
+    for t in &requested {
+        assert!(cheapest.contains(t.as_str()), "{t} is not among the 100 cheapest types");
+    }
+}
+
+// ----- An EC2NodeClass whose kubelet block cannot be read -----
+
+fn nodeclass_with_cluster_dns(cluster_dns: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "default"},
+        "spec": {
+            "role": "KarpenterNodeRole-test",
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
+            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "test"}}],
+            "kubelet": {"clusterDNS": cluster_dns}
+        }
+    })
+}
+
+/// The instance types an EC2NodeClass manifest resolves to, under its kubelet block and AMI
+/// family; when the manifest cannot be read, why not.
+fn instance_types_of(manifest: serde_json::Value) -> Result<Vec<InstanceType>, Vec<String>> {
+    use tenon_api::decode::{Object, decode_and_validate};
+    let decoded = decode_and_validate(manifest);
+    let Some(Object::EC2NodeClass(nc)) = decoded.object else {
+        return Err(decoded.problems.iter().map(|p| format!("{}: {}", p.path, p.message)).collect());
+    };
+    let k = nc.spec.kubelet.clone().unwrap_or_default();
+    let kubelet = KubeletModel {
+        max_pods: k.max_pods.map(i64::from),
+        pods_per_core: k.pods_per_core.map(i64::from),
+        kube_reserved: k.kube_reserved,
+        system_reserved: k.system_reserved,
+        eviction_hard: k.eviction_hard,
+        eviction_soft: k.eviction_soft,
+    };
+    Ok(catalog(kubelet, AmiFamilyFlags::of(&nc.ami_family())))
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:3590
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:3595
+#[test]
+fn an_unreadable_kubelet_block_resolves_no_instance_types() {
+    // clusterDNS is a list: a bare string cannot be read.
+    let got = instance_types_of(nodeclass_with_cluster_dns(serde_json::json!("10.0.0.10")));
+    let problems = got.as_ref().expect_err("no instance types from defaults");
+    assert!(problems.iter().any(|p| p.starts_with("spec.kubelet")), "{problems:?}");
+    // Nor any single one of them.
+    assert!(got.ok().and_then(|types| types.into_iter().find(|t| t.name == "m5.large")).is_none());
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:3600
+#[test]
+fn a_corrected_kubelet_block_resolves_again() {
+    assert!(instance_types_of(nodeclass_with_cluster_dns(serde_json::json!("10.0.0.10"))).is_err());
+    let types = instance_types_of(nodeclass_with_cluster_dns(serde_json::json!(["10.0.0.10"]))).unwrap();
+    assert!(types.iter().any(|t| t.name == "m5.large"), "{} types", types.len());
 }
