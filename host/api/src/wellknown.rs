@@ -114,7 +114,11 @@ pub const ANNOTATION_NODECLASS_HASH_VERSION: &str = "karpenter.k8s.aws/ec2nodecl
 pub const ANNOTATION_NODE_TERMINATION_TIME: &str = "karpenter.sh/node-termination-time";
 pub const ANNOTATION_POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
 
-// Tenon's own NodePool annotations (design.md §1).
+/// On a NodeClaim until it is launched: the offerings it may launch as, best first, as the
+/// NodePool's scorer ranked them when the NodeClaim was planned.
+pub const ANNOTATION_LAUNCH_OFFERINGS: &str = "tenon.dev/launch-offerings";
+
+// Tenon's own NodePool annotations: the policies that decide for the NodePool.
 pub const ANNOTATION_SCORING_POLICY: &str = "tenon.dev/scoring-policy";
 pub const ANNOTATION_CONSOLIDATION_POLICY: &str = "tenon.dev/consolidation-policy";
 pub const ANNOTATION_DISRUPTION_POLICY: &str = "tenon.dev/disruption-policy";

@@ -1,6 +1,8 @@
-//! Launching a NodeClaim: one `instant` CreateFleet request whose overrides are the ranked
-//! offerings with priorities in *our* order (prioritized strategies), so a scoring policy's
-//! ranking is what EC2 honours.
+//! Launching a NodeClaim: one `instant` CreateFleet request whose overrides are the options
+//! `tenon_core::orchestration::launch` chose (one capacity type, at most 60 types, best
+//! first), with priorities in that order (prioritized strategies), so a scoring policy's
+//! ranking is what EC2 honours. Overrides that fail for capacity are cached unavailable,
+//! whether or not another one launched.
 
 use crate::error::api;
 use crate::launch_template::{self, LaunchTemplateSpec};
@@ -18,9 +20,6 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tenon_api::wellknown as wk;
 use tenon_core::cloud::{CloudError, Instance, LaunchOption, LaunchRequest, UnavailableOffering};
-
-/// Karpenter's cap on instance types per request (EC2 limits the overrides).
-pub const MAX_INSTANCE_TYPES: usize = 60;
 
 /// CreateFleet error codes meaning "no capacity for this offering now".
 const CAPACITY_ERRORS: &[&str] = &[
@@ -113,18 +112,11 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
         }
         return Err(not_ready(req, "no resolved subnet is in any zone of the NodeClaim's options"));
     };
-    // One capacity type per request: the best-ranked option's.
+    // The request's capacity type: the options are all of one (orchestration::launch).
     let capacity_type = first.capacity_type.clone();
-    let mut types_seen: Vec<&str> = Vec::new();
     let mut placements: Vec<Placement> = Vec::new();
     let mut no_ami: Vec<&str> = Vec::new();
-    for o in available.into_iter().filter(|o| o.capacity_type == capacity_type) {
-        if !types_seen.contains(&o.instance_type.as_str()) {
-            if types_seen.len() == MAX_INSTANCE_TYPES {
-                continue;
-            }
-            types_seen.push(&o.instance_type);
-        }
+    for o in available {
         match status.amis.iter().find(|a| ami_serves(a, &o.labels)) {
             Some(ami) => placements.push(Placement {
                 option: o,
@@ -241,9 +233,11 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
         )
     };
     let out = fleet.send().await.map_err(|e| api("CreateFleet", e))?;
+    // Overrides tried before the one that launched failed: cached either way.
+    let failure = fleet_failure(p, &capacity_type, &placements, out.errors());
     let id = out.instances().iter().flat_map(|i| i.instance_ids()).next().cloned();
     let Some(id) = id else {
-        return Err(fleet_failure(p, &capacity_type, &placements, out.errors()));
+        return Err(failure);
     };
     // A just-launched instance can take a moment to appear in DescribeInstances.
     for attempt in 0..5 {

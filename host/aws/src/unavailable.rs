@@ -1,40 +1,47 @@
-//! Karpenter's unavailable-offerings cache: an offering that just failed for capacity is
-//! left out of decisions for a while (3 minutes), so the next launch goes elsewhere instead
-//! of failing the same way.
+//! The unavailable-offerings cache the provider keeps (`tenon_core::orchestration::ice`,
+//! the simulator's too) behind a lock, on a monotonic clock: an offering that just failed
+//! for capacity is left out of instance types and launches for 3 minutes.
 
-use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tenon_core::cloud::UnavailableOffering;
+use tenon_core::orchestration::ice;
 
-pub const TTL: Duration = Duration::from_secs(180);
+pub const TTL: Duration = Duration::from_millis(ice::TTL_MS as u64);
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct UnavailableOfferings {
-    until: Mutex<BTreeMap<UnavailableOffering, Instant>>,
+    epoch: Instant,
+    cache: Mutex<ice::UnavailableOfferings>,
+}
+
+impl Default for UnavailableOfferings {
+    fn default() -> Self {
+        UnavailableOfferings { epoch: Instant::now(), cache: Mutex::default() }
+    }
 }
 
 impl UnavailableOfferings {
+    fn ms(&self, at: Instant) -> i64 {
+        at.saturating_duration_since(self.epoch).as_millis() as i64
+    }
+
     pub fn mark(&self, o: UnavailableOffering, now: Instant) {
-        if let Ok(mut m) = self.until.lock() {
-            m.insert(o, now + TTL);
+        let now = self.ms(now);
+        if let Ok(mut c) = self.cache.lock() {
+            c.mark(o, now);
         }
     }
 
     pub fn is_unavailable(&self, instance_type: &str, zone: &str, capacity_type: &str, now: Instant) -> bool {
-        let key = UnavailableOffering {
-            instance_type: instance_type.to_string(),
-            zone: zone.to_string(),
-            capacity_type: capacity_type.to_string(),
-        };
-        self.until.lock().map(|m| m.get(&key).is_some_and(|&t| now < t)).unwrap_or(false)
+        let now = self.ms(now);
+        self.cache.lock().map(|c| c.is_unavailable(instance_type, zone, capacity_type, now)).unwrap_or(false)
     }
 
     /// Entries still in force (expired ones are dropped).
     pub fn current(&self, now: Instant) -> Vec<UnavailableOffering> {
-        let Ok(mut m) = self.until.lock() else { return Vec::new() };
-        m.retain(|_, t| now < *t);
-        m.keys().cloned().collect()
+        let now = self.ms(now);
+        self.cache.lock().map(|mut c| c.current(now)).unwrap_or_default()
     }
 }
 

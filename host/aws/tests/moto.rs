@@ -10,6 +10,7 @@ use tenon_api::EC2NodeClass;
 use tenon_api::wellknown as wk;
 use tenon_aws::AwsProvider;
 use tenon_core::cloud::{CloudError, CloudProvider, LaunchOption, LaunchRequest, UnavailableOffering};
+use tenon_core::orchestration::launch;
 use tenon_core::taints::{Effect, Taint};
 
 const DISCOVERY: &str = "karpenter.sh/discovery";
@@ -839,10 +840,8 @@ async fn spot_is_offered_only_where_spot_price_history_has_a_price() {
         if let Some(z) = zone {
             reqs.add(Requirement::in_values(wk::LABEL_ZONE, [z]));
         }
-        tenon_core::launch::launch_candidates(&reqs, &Default::default(), &types)
-            .iter()
-            .map(|c| (c.offering.zone.clone(), c.offering.price))
-            .collect::<Vec<_>>()
+        let ranking = launch::price_ranking(&reqs, &Default::default(), &types);
+        launch::options(&ranking, &reqs, &types).into_iter().map(|o| (o.zone, o.price)).collect::<Vec<_>>()
     };
     // Spot m5.large in us-east-1b: nothing to launch.
     assert_eq!(candidates(Some("us-east-1b")), []);

@@ -4,14 +4,15 @@
 //! of the snapshot, and the same snapshot always gives the same plan.
 
 pub mod catalog;
+pub mod catalog_file;
 pub mod cloud;
 pub mod convert;
 pub mod default_spread;
 pub mod disruption;
 pub mod instancetype;
-pub mod launch;
 pub mod model;
 pub mod nodeclaim;
+pub mod orchestration;
 pub mod plan;
 pub mod policy_failure;
 pub mod requirements;

@@ -1,6 +1,8 @@
 //! A planned NodeClaim as the `karpenter.sh/v1` object the controller creates: what the
 //! API server stores, the cloud launches and the node registers with.
 
+use crate::model::ClusterSnapshot;
+use crate::orchestration::launch;
 use crate::plan::NewNodeClaim;
 use crate::requirements::{Requirement, is_well_known};
 use crate::resources::format_amount;
@@ -12,9 +14,11 @@ use tenon_api::wellknown as wk;
 use tenon_api::{NodeClaim, NodeClaimSpec, NodePool};
 
 /// The NodeClaim object for a planned NodeClaim of `np` (named `<nodepool>-<suffix>` by the
-/// API server through generateName); `instance_types` are the plan's options, which the
-/// NodeClaim pins with `node.kubernetes.io/instance-type In [...]` as Karpenter does.
-pub fn nodeclaim(plan: &NewNodeClaim, np: &NodePool, instance_types: &[&str]) -> NodeClaim {
+/// API server through generateName), planned over `snap`: its instance type options are
+/// pinned with `node.kubernetes.io/instance-type In [...]` as Karpenter does, and the plan's
+/// ranking of its offerings is carried for the launch.
+pub fn nodeclaim(plan: &NewNodeClaim, np: &NodePool, snap: &ClusterSnapshot) -> NodeClaim {
+    let instance_types = plan.instance_type_names(snap);
     let pool = np.metadata.name.clone().unwrap_or_default();
     let t = &np.spec.template;
     let mut labels = t.metadata.labels.clone();
@@ -22,6 +26,7 @@ pub fn nodeclaim(plan: &NewNodeClaim, np: &NodePool, instance_types: &[&str]) ->
     let mut annotations = t.metadata.annotations.clone();
     annotations.insert(wk::ANNOTATION_NODEPOOL_HASH.into(), np.template_hash());
     annotations.insert(wk::ANNOTATION_NODEPOOL_HASH_VERSION.into(), tenon_api::hash::NODEPOOL_HASH_VERSION.into());
+    annotations.insert(wk::ANNOTATION_LAUNCH_OFFERINGS.into(), launch::encode(&launch::ranking(plan, snap)));
     // The placeholder hostname the simulation used is not a real constraint.
     let mut reqs = plan.requirements.clone();
     let kept: Vec<_> = reqs.iter().filter(|r| r.key != wk::LABEL_HOSTNAME).cloned().collect();
@@ -101,7 +106,7 @@ mod tests {
         let plan = crate::schedule(&snap, &crate::scorer::PriceScorer);
         assert_eq!(plan.nodeclaims.len(), 1);
         let names = plan.nodeclaims[0].instance_type_names(&snap);
-        let nc = nodeclaim(&plan.nodeclaims[0], &np, &names);
+        let nc = nodeclaim(&plan.nodeclaims[0], &np, &snap);
         assert_eq!(nc.metadata.generate_name.as_deref(), Some("lab-general-"));
         let labels = nc.metadata.labels.clone().unwrap();
         assert_eq!(labels["karpenter.sh/nodepool"], "lab-general");
@@ -122,6 +127,12 @@ mod tests {
         let gen_ = nc.spec.requirements.iter().find(|r| r.key == "karpenter.k8s.aws/instance-generation").unwrap();
         assert_eq!((gen_.operator.as_str(), gen_.values.as_slice()), ("Gt", &["4".to_string()][..]));
         assert!(nc.spec.resources.requests.contains_key("cpu"));
+        // The plan's ranking travels with it: every offering of the pinned types, cheapest first.
+        let ranked =
+            launch::decode(&nc.metadata.annotations.clone().unwrap()[wk::ANNOTATION_LAUNCH_OFFERINGS]).unwrap();
+        assert_eq!(ranked, launch::ranking(&plan.nodeclaims[0], &snap));
+        assert_eq!(ranked[0].instance_type, names[0]);
+        assert!(ranked.iter().all(|r| names.contains(&r.instance_type.as_str())));
         assert_eq!(nc.spec.expire_after, "720h");
         // What the API server will accept.
         let problems = tenon_api::validation::validate_nodeclaim(&{

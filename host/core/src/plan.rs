@@ -19,6 +19,9 @@ pub struct NewNodeClaim {
     pub requirements: Requirements,
     /// Instance types it may launch as, best first, as indices into the NodePool's catalog.
     pub instance_types: Vec<u32>,
+    /// Its offerings as the NodePool's scorer ranked them, best first: (index into the
+    /// NodePool's catalog, index into that type's offerings), for the types above only.
+    pub offerings: Vec<(u32, u32)>,
     /// Pods plus DaemonSet overhead.
     pub requests: Resources,
     /// Indices into `ClusterSnapshot::pods`.

@@ -481,14 +481,15 @@ fn nitro_enclaves_support_becomes_a_label() {
 
 // ----- What a launch asks EC2 for -----
 
-/// The offerings the launch of `pod`'s NodeClaim may use, cheapest first (before the
-/// NodePool's scorer ranks them): what CreateFleet's overrides are drawn from.
+/// The offerings the launch of `pod`'s NodeClaim may use, best first (the plan's ranking
+/// by price, narrowed as the launch narrows it): what CreateFleet's overrides are drawn from.
 fn launch_offerings(d: &Decision, pod: &str) -> Vec<(String, String, f64)> {
+    use tenon_core::orchestration::launch;
     let nc = d.nodeclaim_of(pod).unwrap_or_else(|| panic!("{pod} scheduled: {}", d.plan.render(&d.snap)));
     let types = &d.snap.nodepools[nc.nodepool].instance_types;
-    tenon_core::launch::launch_candidates(&nc.requirements, &nc.requests, types)
-        .iter()
-        .map(|c| (c.instance_type.name.clone(), c.offering.capacity_type.clone(), c.offering.price))
+    launch::options(&launch::ranking(nc, &d.snap), &nc.requirements, types)
+        .into_iter()
+        .map(|o| (o.instance_type, o.capacity_type, o.price))
         .collect()
 }
 

@@ -2,7 +2,7 @@
 //! when due, and expectations are checked when due. A failed expectation is a failed run.
 
 use crate::scenario::{Count, Expectation, Scenario};
-use crate::world::{Event, PolicyFailures, Sample, SimError, World};
+use crate::world::{DisruptionRecord, Event, NodeClaimRecord, PolicyFailures, Sample, SimError, World};
 use serde::Serialize;
 use tenon_core::disruption::PolicySet;
 use tenon_core::scorer::Scorer;
@@ -20,6 +20,10 @@ pub struct Report {
     pub expectations_checked: usize,
     pub nodeclaims_created: usize,
     pub disruptions: usize,
+    /// Every NodeClaim (what it launched as, or why it failed) and every disruption carried
+    /// out, in order: the decisions, without their times.
+    pub nodeclaims: Vec<NodeClaimRecord>,
+    pub disruption_commands: Vec<DisruptionRecord>,
     /// Policy calls whose answer was not used (the fallback decided), grouped.
     pub policy_failures: Vec<PolicyFailures>,
     /// USD spent over the run.
@@ -161,12 +165,14 @@ pub fn run(
         expectations_checked: checked,
         nodeclaims_created: w.nodeclaims_created,
         disruptions: w.disruptions,
+        nodeclaims: w.nodeclaim_log.clone(),
+        disruption_commands: w.disruption_log.clone(),
         policy_failures: w.policy_failures.values().cloned().collect(),
         total_cost: w.cost,
         pending_p50_seconds: pending.get(pending.len() / 2).copied(),
         pending_seconds: pending.clone(),
         pending_max_seconds: pending.last().copied(),
         final_cost_per_hour: w.cost_per_hour(),
-        spot_prices_are_modelled: true,
+        spot_prices_are_modelled: w.spot_prices_are_modelled(),
     })
 }

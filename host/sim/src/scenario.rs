@@ -77,6 +77,9 @@ pub struct Settings {
     /// cron budgets and policies see as now. Default: the Unix epoch.
     #[serde(deserialize_with = "rfc3339")]
     pub start: Option<Time>,
+    /// A pinned catalog (a JSON file, relative to the scenario): the instance types,
+    /// offerings and prices to simulate instead of the bundled EC2 data.
+    pub catalog: Option<String>,
 }
 
 impl Default for Settings {
@@ -93,6 +96,7 @@ impl Default for Settings {
             disruption_interval_seconds: 10,
             spot_price_factor: tenon_core::catalog::SPOT_PRICE_MODEL_FACTOR,
             start: None,
+            catalog: None,
         }
     }
 }
@@ -213,6 +217,8 @@ pub struct Scenario {
     pub documents: Vec<serde_json::Value>,
     pub timeline: Vec<(Step, Vec<serde_json::Value>)>,
     pub expect: Vec<Expectation>,
+    /// The pinned catalog's instance types (`settings.catalog`), read.
+    pub catalog: Option<Vec<tenon_core::instancetype::InstanceType>>,
 }
 
 /// YAML documents from files or directories (recursively, `*.yaml|*.yml`, sorted).
@@ -269,6 +275,17 @@ impl Scenario {
             timeline.push((step, docs));
         }
         timeline.sort_by_key(|(s, _)| s.at);
+        let catalog = match &file.settings.catalog {
+            None => None,
+            Some(c) => {
+                let at = base.join(c);
+                let text = std::fs::read_to_string(&at).map_err(|e| invalid(&at, e))?;
+                let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| invalid(&at, e))?;
+                let types = tenon_core::catalog_file::from_json(&value)
+                    .map_err(|e| invalid(&at, format!("settings.catalog: {e}")))?;
+                Some(types)
+            }
+        };
         Ok(Scenario {
             name: file.name,
             description: file.description,
@@ -278,6 +295,7 @@ impl Scenario {
             documents,
             timeline,
             expect: file.expect,
+            catalog,
         })
     }
 }

@@ -1,6 +1,7 @@
 //! What polling misses: a NodeClaim whose deletion begins and ends between two looks (nothing
-//! holds the drain of an empty node, so it is gone in tens of milliseconds). A watch sees
-//! every step.
+//! holds the drain of an empty node, so it is gone in tens of milliseconds), or the moment a
+//! replacement turns Initialized when its candidates go in the next pass. A watch sees every
+//! step.
 
 use futures_util::StreamExt;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -16,6 +17,8 @@ struct Seen {
     deletions: BTreeMap<String, (Instant, Option<Instant>)>,
     /// The most NodeClaims being deleted at the same moment.
     most: usize,
+    /// NodeClaim → when it was first seen Initialized.
+    initialized: BTreeMap<String, Instant>,
 }
 
 /// NodeClaim deletions, as they happen, from a watch started now.
@@ -40,10 +43,13 @@ impl Deletions {
                     watcher::Event::Delete(nc) => (nc, true),
                     watcher::Event::Init | watcher::Event::InitDone => return,
                 };
+                let name = nc.metadata.name.clone().unwrap_or_default();
+                if crate::has_condition(nc, "Initialized") {
+                    s.initialized.entry(name.clone()).or_insert(now);
+                }
                 if nc.metadata.deletion_timestamp.is_none() && !gone {
                     return;
                 }
-                let name = nc.metadata.name.clone().unwrap_or_default();
                 let entry = s.deletions.entry(name).or_insert((now, None));
                 if gone {
                     entry.1.get_or_insert(now);
@@ -63,6 +69,11 @@ impl Deletions {
     pub fn first(&self, names: &BTreeSet<String>) -> Option<Instant> {
         let s = self.seen();
         s.deletions.iter().filter(|(n, _)| names.is_empty() || names.contains(*n)).map(|(_, (at, _))| *at).min()
+    }
+
+    /// When NodeClaim `name` was first seen Initialized.
+    pub fn initialized(&self, name: &str) -> Option<Instant> {
+        self.seen().initialized.get(name).copied()
     }
 
     /// The most NodeClaims seen being deleted at the same moment.

@@ -156,6 +156,8 @@ async fn three_underused_nodes_become_one_cheaper_node_replacement_first() {
     assert_eq!(claims.len(), 1, "one node for the three small pods");
     assert_eq!(claims[0].metadata.name, replacement, "the replacement");
     let first_deleting = [first_deleting, deletions.first(&originals)].into_iter().flatten().min();
+    let watched = replacement.as_deref().and_then(|r| deletions.initialized(r));
+    let initialized = [initialized, watched].into_iter().flatten().min();
     let (init, deleting) = (initialized.expect("replacement Initialized"), first_deleting.expect("candidates deleted"));
     assert!(init <= deleting, "a candidate was deleted before its replacement was Initialized");
     // The replacement was ready before the drain: a moved pod waits for the Deployment and

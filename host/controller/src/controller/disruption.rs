@@ -1,11 +1,11 @@
 //! Voluntary disruption, Karpenter's way. Every [`ROUND_EVERY`] the core decides over a
-//! snapshot, through each NodePool's consolidation and budget policies; one command runs at a
-//! time: its candidates are tainted `karpenter.sh/disrupted:NoSchedule` and given the
-//! `DisruptionReason` condition, replacements are launched, and once they are Initialized and
-//! at least [`VALIDATION_DELAY`] has passed since the decision the candidates are re-checked
-//! (still there, still not blocked by a PDB or `karpenter.sh/do-not-disrupt`) and deleted —
-//! termination drains them. A command that no longer holds is abandoned and its candidates
-//! untainted. Expired NodeClaims are deleted outside budgets.
+//! snapshot, through each NodePool's consolidation and budget policies; the decision becomes
+//! a `tenon_core::orchestration::command` whose steps this module carries out: re-checked
+//! 15 s after the decision, then its candidates tainted `karpenter.sh/disrupted:NoSchedule`
+//! (with the `DisruptionReason` condition) and its replacements created, then, once they are
+//! Initialized, the candidates deleted — termination drains them. A command that stops
+//! holding is abandoned and its candidates untainted; a mark no command owns (a restart
+//! mid-command) is removed every round. Expired NodeClaims are deleted outside budgets.
 
 use super::lifecycle::{self, set_condition};
 use super::{Catalogs, Controller, involved_nodeclaim, snapshot, termination};
@@ -20,29 +20,16 @@ use tenon_api::wellknown::{self as wk, condition};
 use tenon_core::ClusterSnapshot;
 use tenon_core::cloud::CloudProvider;
 use tenon_core::convert::{ClusterObjects, is_active, is_daemon, pod_key};
-use tenon_core::disruption::candidates::{Candidate, candidates};
+use tenon_core::disruption::candidates::Candidate;
 use tenon_core::disruption::{DisruptionPlan, Method, disrupt};
+use tenon_core::orchestration::budget_events;
+use tenon_core::orchestration::command::{self, Replacement, Step, stale_marks, still_invalid};
 
 /// Karpenter's disruption polling period.
 pub const ROUND_EVERY: Duration = Duration::from_secs(10);
-/// Karpenter's consolidation TTL: a decision is re-checked this long after it was made.
-pub const VALIDATION_DELAY: Duration = Duration::from_secs(15);
-/// Replacements not Initialized by then: the command is abandoned.
-pub const REPLACEMENT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
-/// A disruption under way.
-#[derive(Clone, Debug)]
-pub struct Command {
-    pub method: Method,
-    pub reason: String,
-    /// (NodeClaim, Node) of each candidate.
-    pub candidates: Vec<(String, String)>,
-    pub replacements: Vec<String>,
-    pub decided: Instant,
-    /// When every replacement was first seen Initialized.
-    pub replaced: Option<Instant>,
-    pub savings_per_hour: f64,
-}
+/// A disruption under way; its replacements are NodeClaim objects until created.
+pub type Command = command::Command<NodeClaim>;
 
 /// The `DisruptionReason` condition's reason for a method (Karpenter's names).
 fn reason_name(m: Method) -> &'static str {
@@ -74,6 +61,7 @@ impl Controller {
             return;
         }
         self.last_round = Some(Instant::now());
+        self.unmark_stale(objects).await;
         let (mut snap, _) = snapshot(objects, catalogs);
         // Cloud drift is looked up fresh each round (the condition is only its record).
         let cloud = self.cloud_drift(objects).await;
@@ -108,6 +96,13 @@ impl Controller {
                 allowance.allowed as f64,
             );
         }
+        let now = self.now_ms();
+        for (pool, message) in self.budget_events.due(&decision.budget_blocked, now) {
+            if let Some(np) = objects.nodepools.iter().find(|np| np.metadata.name.as_deref() == Some(pool.as_str())) {
+                let obj = super::events::Involved::cluster_scoped("karpenter.sh/v1", "NodePool", &np.metadata);
+                self.recorder.publish(&self.client, &obj, "Normal", budget_events::REASON, &message).await;
+            }
+        }
         for b in &decision.blocked {
             let node = &snap.nodes[b.node];
             if let Some(nc) = node.claim.as_ref().and_then(|c| find(objects, &c.nodeclaim)) {
@@ -138,7 +133,57 @@ impl Controller {
             }
         }
         if let Some(plan) = decision.plan {
-            self.command = self.execute(&snap, objects, plan).await;
+            self.command = Some(self.decided(&snap, objects, plan, now));
+        }
+    }
+
+    /// A command for `plan`: its candidates and the NodeClaim objects of its replacements.
+    /// Nothing is marked until it has been re-checked.
+    fn decided(&self, snap: &ClusterSnapshot, objects: &ClusterObjects, plan: DisruptionPlan, now: i64) -> Command {
+        let candidates: Vec<(String, String)> = plan
+            .candidates
+            .iter()
+            .filter_map(|&c| Some((snap.nodes[c].claim.as_ref()?.nodeclaim.clone(), snap.nodes[c].name.clone())))
+            .collect();
+        let planned =
+            plan.replacements.iter().filter_map(|r| Self::planned_nodeclaim(r, snap, objects)).collect::<Vec<_>>();
+        tracing::info!(method = plan.method.as_str(), candidates = ?candidates, replacements = planned.len(), savings_per_hour = plan.savings_per_hour, reason = %plan.reason, "disruption decided");
+        Command::new(plan.method, plan.reason, plan.savings_per_hour, candidates, planned, now)
+    }
+
+    /// One step of the command under way; `None` when it is over.
+    async fn advance(&mut self, cmd: Command, objects: &ClusterObjects, catalogs: &Catalogs) -> Option<Command> {
+        let states: Vec<Replacement> = cmd.replacements.iter().map(|r| self.replacement(r, objects)).collect();
+        match cmd.step(self.now_ms(), &states) {
+            Step::Wait => Some(cmd),
+            Step::Validate => {
+                let (snap, _) = snapshot(objects, catalogs);
+                if let Some(why) = still_invalid(&snap, cmd.method, &cmd.candidates) {
+                    self.abandon(&cmd, objects, &why, false).await;
+                    return None;
+                }
+                self.execute(cmd, objects).await
+            }
+            Step::Delete => {
+                self.finish(&cmd, objects).await;
+                None
+            }
+            Step::Abandon { why, marked } => {
+                self.abandon(&cmd, objects, &why, marked).await;
+                None
+            }
+        }
+    }
+
+    /// Where a replacement stands in the cache.
+    fn replacement(&self, name: &str, objects: &ClusterObjects) -> Replacement {
+        match find(objects, name) {
+            // Created moments ago: the cache has not shown it yet.
+            None if self.unobserved.contains_key(name) => Replacement::NotSeen,
+            None => Replacement::Gone,
+            Some(nc) if nc.metadata.deletion_timestamp.is_some() => Replacement::Deleting,
+            Some(nc) if lifecycle::has_condition(nc, condition::INITIALIZED) => Replacement::Initialized,
+            Some(_) => Replacement::Launching,
         }
     }
 
@@ -170,170 +215,59 @@ impl Controller {
         }
     }
 
-    /// Marks the candidates and launches the replacements; deletes at once when none is needed.
-    async fn execute(
-        &mut self,
-        snap: &ClusterSnapshot,
-        objects: &ClusterObjects,
-        plan: DisruptionPlan,
-    ) -> Option<Command> {
-        let mut cmd = Command {
-            method: plan.method,
-            reason: plan.reason.clone(),
-            candidates: Vec::new(),
-            replacements: Vec::new(),
-            decided: Instant::now(),
-            replaced: None,
-            savings_per_hour: plan.savings_per_hour,
-        };
-        for &c in &plan.candidates {
-            let node = &snap.nodes[c];
-            let Some(claim) = node.claim.as_ref() else { continue };
-            cmd.candidates.push((claim.nodeclaim.clone(), node.name.clone()));
-        }
-        tracing::info!(method = plan.method.as_str(), candidates = ?cmd.candidates, replacements = plan.replacements.len(), savings_per_hour = plan.savings_per_hour, reason = %plan.reason, "disruption decided");
+    /// Marks the candidates and creates the replacements of a command that still holds.
+    async fn execute(&mut self, mut cmd: Command, objects: &ClusterObjects) -> Option<Command> {
         for (nc, node) in &cmd.candidates {
-            if let Err(e) = self.mark(nc, node, plan.method, &plan.reason).await {
+            if let Err(e) = self.mark(nc, node, cmd.method, &cmd.reason).await {
                 tracing::warn!(nodeclaim = %nc, error = %e, "could not mark a disruption candidate; abandoning");
-                self.abandon(&cmd, objects, &format!("marking {nc} failed: {e}")).await;
+                self.abandon(&cmd, objects, &format!("marking {nc} failed: {e}"), true).await;
                 return None;
             }
         }
-        let decision = if plan.replacements.is_empty() { "delete" } else { "replace" };
+        let decision = if cmd.planned.is_empty() { "delete" } else { "replace" };
         let labels = format!(
             "decision=\"{decision}\",reason=\"{}\",consolidation_type=\"{}\"",
-            reason_name(plan.method).to_lowercase(),
-            consolidation_type(plan.method)
+            reason_name(cmd.method).to_lowercase(),
+            consolidation_type(cmd.method)
         );
         self.metrics.add(&format!("karpenter_voluntary_disruption_decisions_total{{{labels}}}"), 1.0);
-        for (nc, _) in &cmd.candidates {
-            if let Some(obj) = find(objects, nc) {
-                let message =
-                    format!("{}: {} (saves ${:.4}/h)", plan.method.as_str(), plan.reason, plan.savings_per_hour);
-                self.recorder
-                    .publish(&self.client, &involved_nodeclaim(obj), "Normal", "ConsolidationApproved", &message)
-                    .await;
-            }
-        }
-        for r in &plan.replacements {
-            match self.create_nodeclaim(r, snap, objects, "disruption").await {
-                Some(name) => cmd.replacements.push(name),
+        let approved = format!("{}: {} (saves ${:.4}/h)", cmd.method.as_str(), cmd.reason, cmd.savings_per_hour);
+        self.publish_on_candidates(&cmd, objects, "ConsolidationApproved", &approved).await;
+        let mut created = Vec::new();
+        for r in std::mem::take(&mut cmd.planned) {
+            match self.create_nodeclaim(&r, "disruption").await {
+                Some(name) => created.push(name),
                 None => {
-                    self.abandon(&cmd, objects, "a replacement could not be created").await;
+                    cmd.execute(created, self.now_ms());
+                    self.abandon(&cmd, objects, "a replacement could not be created", true).await;
                     return None;
                 }
             }
         }
-        if cmd.replacements.is_empty() {
-            self.finish(&cmd).await;
-            return None;
+        if !created.is_empty() {
+            let message = format!("launching {} replacement(s): {}", created.len(), created.join(", "));
+            self.publish_on_candidates(&cmd, objects, "DisruptionLaunching", &message).await;
         }
-        for (nc, _) in &cmd.candidates {
-            if let Some(obj) = find(objects, nc) {
-                let message =
-                    format!("launching {} replacement(s): {}", cmd.replacements.len(), cmd.replacements.join(", "));
-                self.recorder
-                    .publish(&self.client, &involved_nodeclaim(obj), "Normal", "DisruptionLaunching", &message)
-                    .await;
-            }
-        }
+        cmd.execute(created, self.now_ms());
         Some(cmd)
     }
 
-    /// One step of a command: wait for the replacements, re-check, delete.
-    async fn advance(&mut self, mut cmd: Command, objects: &ClusterObjects, catalogs: &Catalogs) -> Option<Command> {
-        let mut all_initialized = true;
-        for r in &cmd.replacements {
-            match find(objects, r) {
-                // Created moments ago: the cache has not shown it yet.
-                None if self.unobserved.contains_key(r) => all_initialized = false,
-                None => {
-                    self.abandon(&cmd, objects, &format!("replacement {r} is gone")).await;
-                    return None;
-                }
-                Some(nc) if nc.metadata.deletion_timestamp.is_some() => {
-                    self.abandon(&cmd, objects, &format!("replacement {r} is being deleted")).await;
-                    return None;
-                }
-                Some(nc) => all_initialized &= lifecycle::has_condition(nc, condition::INITIALIZED),
-            }
-        }
-        if !all_initialized {
-            if cmd.decided.elapsed() >= REPLACEMENT_TIMEOUT {
-                self.abandon(&cmd, objects, "replacements were not Initialized within 10m").await;
-                return None;
-            }
-            return Some(cmd);
-        }
-        let replaced = *cmd.replaced.get_or_insert_with(Instant::now);
-        if cmd.decided.elapsed() < VALIDATION_DELAY {
-            return Some(cmd);
-        }
-        if let Some(why) = self.still_invalid(&cmd, objects, catalogs) {
-            self.abandon(&cmd, objects, &why).await;
-            return None;
-        }
-        tracing::info!(
-            method = cmd.method.as_str(),
-            candidates = ?cmd.candidates,
-            since_replacements_initialized_ms = replaced.elapsed().as_millis() as u64,
-            savings_per_hour = cmd.savings_per_hour,
-            "replacements Initialized and the decision still holds; deleting the candidates"
-        );
-        self.metrics.set("tenon_disruption_replacement_to_delete_seconds", replaced.elapsed().as_secs_f64());
-        self.finish(&cmd).await;
-        None
-    }
-
-    /// Why the command's candidates may no longer be disrupted, if so.
-    fn still_invalid(&self, cmd: &Command, objects: &ClusterObjects, catalogs: &Catalogs) -> Option<String> {
+    async fn publish_on_candidates(&self, cmd: &Command, objects: &ClusterObjects, reason: &str, message: &str) {
         for (nc, _) in &cmd.candidates {
-            match find(objects, nc) {
-                None => return Some(format!("candidate {nc} is gone")),
-                Some(c) if c.metadata.deletion_timestamp.is_some() => {
-                    return Some(format!("candidate {nc} is being deleted"));
-                }
-                Some(_) => {}
+            if let Some(obj) = find(objects, nc) {
+                self.recorder.publish(&self.client, &involved_nodeclaim(obj), "Normal", reason, message).await;
             }
         }
-        // The core sees our own taint as "already disrupting": look at the candidates as if
-        // they were not marked.
-        let (mut snap, _) = snapshot(objects, catalogs);
-        let ours: BTreeSet<&str> = cmd.candidates.iter().map(|(nc, _)| nc.as_str()).collect();
-        for n in &mut snap.nodes {
-            if let Some(c) = n.claim.as_mut().filter(|c| ours.contains(c.nodeclaim.as_str())) {
-                c.disrupting = false;
-                n.unschedulable = false;
-            }
-        }
-        let (cands, blocked) = candidates(&snap);
-        for b in &blocked {
-            if let Some(c) = snap.nodes[b.node].claim.as_ref().filter(|c| ours.contains(c.nodeclaim.as_str())) {
-                return Some(format!("{}: {}", c.nodeclaim, b.reason));
-            }
-        }
-        for c in &cands {
-            let Some(claim) = snap.nodes[c.node].claim.as_ref().filter(|x| ours.contains(x.nodeclaim.as_str())) else {
-                continue;
-            };
-            if let Some(why) = &c.blocked {
-                return Some(format!("{}: {why}", claim.nodeclaim));
-            }
-            let consolidating = matches!(cmd.method, Method::MultiNodeConsolidation | Method::SingleNodeConsolidation);
-            if consolidating && !c.consolidatable {
-                return Some(format!(
-                    "{}: pods changed since the decision (consolidateAfter restarted)",
-                    claim.nodeclaim
-                ));
-            }
-            if cmd.method == Method::Emptiness && !c.empty {
-                return Some(format!("{}: no longer empty", claim.nodeclaim));
-            }
-        }
-        None
     }
 
-    async fn finish(&mut self, cmd: &Command) {
+    /// Deletes the candidates of a command whose replacements are Initialized.
+    async fn finish(&mut self, cmd: &Command, objects: &ClusterObjects) {
+        self.publish_on_candidates(cmd, objects, "DisruptionTerminating", &cmd.terminating_message()).await;
+        if let Some(at) = cmd.executed {
+            let waited = (self.now_ms() - at) as f64 / 1000.0;
+            self.metrics.set("tenon_disruption_execution_seconds", waited);
+        }
+        tracing::info!(method = cmd.method.as_str(), candidates = ?cmd.candidates, savings_per_hour = cmd.savings_per_hour, "deleting the candidates");
         for (nc, _) in &cmd.candidates {
             self.delete_nodeclaim(nc, cmd.method, &cmd.reason).await;
         }
@@ -377,37 +311,61 @@ impl Controller {
         Ok(())
     }
 
-    /// Gives a command up: candidates untainted and their `DisruptionReason` removed. The
-    /// replacements stay (they are ordinary capacity; consolidation removes them if unneeded).
-    async fn abandon(&self, cmd: &Command, objects: &ClusterObjects, why: &str) {
+    /// Gives a command up: when `marked`, its candidates are untainted and their
+    /// `DisruptionReason` removed. The replacements stay (they are ordinary capacity;
+    /// consolidation removes them if unneeded).
+    async fn abandon(&self, cmd: &Command, objects: &ClusterObjects, why: &str, marked: bool) {
         tracing::info!(method = cmd.method.as_str(), candidates = ?cmd.candidates, %why, "disruption abandoned");
-        let nodes: Api<Node> = Api::all(self.client.clone());
-        let claims: Api<NodeClaim> = Api::all(self.client.clone());
         for (nc, node) in &cmd.candidates {
-            if let Ok(n) = nodes.get(node).await {
-                let taints = termination::taints_without(&n, wk::TAINT_DISRUPTED);
-                if let Err(e) = nodes
-                    .patch(node, &PatchParams::default(), &Patch::Merge(&json!({"spec": {"taints": taints}})))
-                    .await
-                {
-                    tracing::warn!(node = %node, error = %e, "could not untaint an abandoned candidate");
-                }
+            if marked {
+                self.unmark(nc, node, objects).await;
             }
             if let Some(obj) = find(objects, nc) {
-                let conds = lifecycle::without_condition(obj, condition::DISRUPTION_REASON);
-                let _ = claims
-                    .patch_status(nc, &PatchParams::default(), &Patch::Merge(&json!({"status": {"conditions": conds}})))
-                    .await;
+                let message = format!("{} abandoned: {why}", cmd.method.as_str());
                 self.recorder
-                    .publish(
-                        &self.client,
-                        &involved_nodeclaim(obj),
-                        "Normal",
-                        "DisruptionBlocked",
-                        &format!("{} abandoned: {why}", cmd.method.as_str()),
-                    )
+                    .publish(&self.client, &involved_nodeclaim(obj), "Normal", "DisruptionBlocked", &message)
                     .await;
             }
+        }
+    }
+
+    /// Removes the disruption taint and `DisruptionReason` from a candidate.
+    async fn unmark(&self, nc: &str, node: &str, objects: &ClusterObjects) {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        if let Ok(n) = nodes.get(node).await {
+            let taints = termination::taints_without(&n, wk::TAINT_DISRUPTED);
+            if let Err(e) =
+                nodes.patch(node, &PatchParams::default(), &Patch::Merge(&json!({"spec": {"taints": taints}}))).await
+            {
+                tracing::warn!(node = %node, error = %e, "could not remove the disruption taint");
+            }
+        }
+        if let Some(obj) = find(objects, nc).filter(|o| lifecycle::has_condition(o, condition::DISRUPTION_REASON)) {
+            let conds = lifecycle::without_condition(obj, condition::DISRUPTION_REASON);
+            let claims: Api<NodeClaim> = Api::all(self.client.clone());
+            let _ = claims
+                .patch_status(nc, &PatchParams::default(), &Patch::Merge(&json!({"status": {"conditions": conds}})))
+                .await;
+        }
+    }
+
+    /// Karpenter's sweep: the disruption mark on a node no command owns (and that is not
+    /// being deleted) is removed, so a restart mid-command leaves no node unschedulable.
+    async fn unmark_stale(&self, objects: &ClusterObjects) {
+        let mut marked = Vec::new();
+        for nc in objects.nodeclaims.iter().filter(|nc| nc.metadata.deletion_timestamp.is_none()) {
+            let Some(node) = super::node_of(nc, &objects.nodes) else { continue };
+            let tainted = node.spec.as_ref().and_then(|s| s.taints.as_ref()).into_iter().flatten();
+            if node.metadata.deletion_timestamp.is_none() && tainted.into_iter().any(|t| t.key == wk::TAINT_DISRUPTED) {
+                marked.push((
+                    nc.metadata.name.as_deref().unwrap_or_default(),
+                    node.metadata.name.as_deref().unwrap_or_default(),
+                ));
+            }
+        }
+        for (nc, node) in stale_marks(marked, self.command.as_ref()) {
+            tracing::info!(nodeclaim = %nc, node = %node, "disruption mark no command owns; removing it");
+            self.unmark(nc, node, objects).await;
         }
     }
 

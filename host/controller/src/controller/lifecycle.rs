@@ -1,6 +1,7 @@
-//! A NodeClaim's life up to Ready: Launched (CreateFleet through the cloud provider),
-//! Registered (its Node joined: labels synced, `karpenter.sh/unregistered` removed, finalizer
-//! added), Initialized (Node Ready, startup taints gone).
+//! What a NodeClaim's life up to Ready needs, as pure functions: its launch options and
+//! request, the labels and status a launch writes, the registration patch (its Node joined:
+//! labels synced, `karpenter.sh/unregistered` removed, finalizer added), Initialized (Node
+//! Ready, startup taints gone), conditions, and its liveness inputs.
 
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -13,8 +14,8 @@ use tenon_api::{EC2NodeClass, NodeClaim};
 use tenon_core::cloud::{Instance, LaunchOption, LaunchRequest};
 use tenon_core::convert::requirements_with_min_values;
 use tenon_core::instancetype::InstanceType;
+use tenon_core::orchestration::{launch, liveness};
 use tenon_core::resources::{Resources, format_amount};
-use tenon_core::scorer::{Scorer, ScoringInput, normalise_ranking};
 
 pub fn now_time() -> Time {
     Time(jiff_now())
@@ -24,19 +25,18 @@ fn jiff_now() -> k8s_openapi::jiff::Timestamp {
     k8s_openapi::jiff::Timestamp::now()
 }
 
-/// Karpenter's registration TTL: a launched NodeClaim whose Node has not joined by then is
-/// deleted.
-pub const REGISTRATION_TTL_SECS: i64 = 15 * 60;
-
-/// Launched more than the registration TTL ago (by the Launched condition) and not
-/// Registered.
-pub fn registration_expired(nc: &NodeClaim, now: i64) -> bool {
+/// Karpenter's liveness inputs for `nc` (times in ms since the epoch).
+pub fn progress(nc: &NodeClaim) -> liveness::Progress {
+    let ms = |t: &Time| t.0.as_millisecond();
     let launched = nc
         .status
         .as_ref()
         .and_then(|s| s.conditions.iter().find(|c| c.type_ == condition::LAUNCHED && c.status == "True"));
-    launched.is_some_and(|c| now - c.last_transition_time.0.as_second() >= REGISTRATION_TTL_SECS)
-        && !has_condition(nc, condition::REGISTERED)
+    liveness::Progress {
+        created: nc.metadata.creation_timestamp.as_ref().map_or(0, ms),
+        launched: launched.map(|c| ms(&c.last_transition_time)),
+        registered: has_condition(nc, condition::REGISTERED),
+    }
 }
 
 pub fn has_condition(nc: &NodeClaim, t: &str) -> bool {
@@ -78,6 +78,17 @@ pub fn without_condition(nc: &NodeClaim, t: &str) -> Vec<Condition> {
     conds.iter().filter(|c| c.type_ != t).cloned().collect()
 }
 
+/// The NodeClaim's conditions with `t` Unknown for `reason` (Karpenter's way of saying a
+/// step is still being tried).
+pub fn with_unknown_condition(nc: &NodeClaim, t: &str, reason: &str, message: &str) -> Vec<Condition> {
+    let mut conds = nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
+    set_condition(&mut conds, t, false, reason, message, nc.metadata.generation);
+    if let Some(c) = conds.iter_mut().find(|c| c.type_ == t) {
+        c.status = "Unknown".into();
+    }
+    conds
+}
+
 /// The NodeClaim's conditions with `t` set.
 pub fn with_condition(nc: &NodeClaim, t: &str, ok: bool, reason: &str, message: &str) -> Vec<Condition> {
     let mut conds = nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
@@ -85,33 +96,26 @@ pub fn with_condition(nc: &NodeClaim, t: &str, ok: bool, reason: &str, message: 
     conds
 }
 
-/// The offerings a NodeClaim may launch as, best first: its launch candidates
-/// ([`tenon_core::launch::launch_candidates`]) ranked by the NodePool's scorer. The launch
-/// does not know the NodeClaim's pods, so the scorer sees `pod_count` 0; scorers that weigh pods rank them when the plan is made.
-pub fn launch_options(nc: &NodeClaim, types: &[InstanceType], scorer: &dyn Scorer, now: i64) -> Vec<LaunchOption> {
+/// The CreateFleet overrides for `nc`, best first: the ranking the plan put on it (price
+/// order for a NodeClaim without one) narrowed by `tenon_core::orchestration::launch`.
+pub fn launch_options(nc: &NodeClaim, types: &[InstanceType]) -> Vec<LaunchOption> {
     let reqs = requirements_with_min_values(&nc.spec.requirements);
-    let object = format!("NodeClaim {}", nc.metadata.name.as_deref().unwrap_or_default());
-    let requests =
-        tenon_core::convert::resources(Some(&nc.spec.resources.requests), &object, "spec.resources.requests")
-            .unwrap_or_default();
-    let candidates = tenon_core::launch::launch_candidates(&reqs, &requests, types);
-    let pool = nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)).cloned().unwrap_or_default();
-    let n = candidates.len();
-    let input = ScoringInput { nodepool: &pool, now, requests: &requests, pod_count: 0, candidates };
-    let order = if n > 1 { normalise_ranking(&scorer.rank(&input), n) } else { (0..n).collect() };
-    order
-        .into_iter()
-        .map(|i| {
-            let c = &input.candidates[i];
-            LaunchOption {
-                instance_type: c.instance_type.name.clone(),
-                zone: c.offering.zone.clone(),
-                capacity_type: c.offering.capacity_type.clone(),
-                price: c.offering.price,
-                labels: c.instance_type.labels(),
+    let name = nc.metadata.name.as_deref().unwrap_or_default();
+    let planned = nc.metadata.annotations.as_ref().and_then(|a| a.get(wk::ANNOTATION_LAUNCH_OFFERINGS));
+    let ranking = match planned.map(|v| launch::decode(v)) {
+        Some(Ok(r)) => r,
+        other => {
+            if let Some(Err(e)) = other {
+                tracing::warn!(nodeclaim = %name, error = %e, "unreadable {}; launching in price order", wk::ANNOTATION_LAUNCH_OFFERINGS);
             }
-        })
-        .collect()
+            let object = format!("NodeClaim {name}");
+            let requests =
+                tenon_core::convert::resources(Some(&nc.spec.resources.requests), &object, "spec.resources.requests")
+                    .unwrap_or_default();
+            launch::price_ranking(&reqs, &requests, types)
+        }
+    };
+    launch::fleet_request(&launch::options(&ranking, &reqs, types))
 }
 
 pub fn launch_request(nc: &NodeClaim, nodeclass: &EC2NodeClass, options: Vec<LaunchOption>) -> LaunchRequest {
@@ -166,7 +170,9 @@ pub fn registration_patch(nc: &NodeClaim, node: &Node) -> Value {
     let sync_taints = labels.get(wk::LABEL_DO_NOT_SYNC_TAINTS).is_none_or(|v| v != "true");
     labels.extend(nc.metadata.labels.clone().unwrap_or_default());
     let mut annotations = node.metadata.annotations.clone().unwrap_or_default();
-    annotations.extend(nc.metadata.annotations.clone().unwrap_or_default());
+    // The launch ranking is the NodeClaim's business, not the Node's.
+    let synced = nc.metadata.annotations.iter().flatten().filter(|(k, _)| *k != wk::ANNOTATION_LAUNCH_OFFERINGS);
+    annotations.extend(synced.map(|(k, v)| (k.clone(), v.clone())));
     let mut taints = super::termination::taints_without(node, wk::TAINT_UNREGISTERED);
     for t in nc.spec.taints.iter().chain(&nc.spec.startup_taints).filter(|_| sync_taints) {
         let v = json!({"key": t.key, "value": t.value, "effect": t.effect});
@@ -229,9 +235,9 @@ spec:
     }
 
     #[test]
-    fn launch_options_are_the_allowed_offerings_cheapest_first() {
+    fn without_a_ranking_launch_options_are_the_allowed_offerings_cheapest_first() {
         let cat = aws(&AwsCatalogOptions::default()).unwrap();
-        let opts = launch_options(&seed_nodeclaim(), &cat, &tenon_core::scorer::PriceScorer, 0);
+        let opts = launch_options(&seed_nodeclaim(), &cat);
         assert!(!opts.is_empty());
         for o in &opts {
             let l = &o.labels;
@@ -243,6 +249,29 @@ spec:
             assert!(it.allocatable().cpu >= 8150, "{} cannot hold 8150m", it.name);
         }
         assert!(opts.windows(2).all(|w| w[0].price <= w[1].price), "cheapest first");
+        let types: std::collections::BTreeSet<&str> = opts.iter().map(|o| o.instance_type.as_str()).collect();
+        assert!(types.len() <= launch::MAX_FLEET_TYPES);
+    }
+
+    #[test]
+    fn a_planned_ranking_is_launched_in_its_order_even_against_price() {
+        let cat = aws(&AwsCatalogOptions::default()).unwrap();
+        let mut nc = seed_nodeclaim();
+        let off = |t: &str, z: &str| launch::RankedOffering {
+            instance_type: t.into(),
+            zone: z.into(),
+            capacity_type: "on-demand".into(),
+        };
+        // r6i.4xlarge before the cheaper c6i.4xlarge: the scorer's word, not price.
+        let ranking = [off("r6i.4xlarge", "us-east-1b"), off("c6i.4xlarge", "us-east-1a")];
+        nc.metadata.annotations =
+            Some([(wk::ANNOTATION_LAUNCH_OFFERINGS.to_string(), launch::encode(&ranking))].into());
+        let opts = launch_options(&nc, &cat);
+        let got: Vec<(&str, &str)> = opts.iter().map(|o| (o.instance_type.as_str(), o.zone.as_str())).collect();
+        assert_eq!(got, [("r6i.4xlarge", "us-east-1b"), ("c6i.4xlarge", "us-east-1a")]);
+        // An unreadable ranking falls back to price order rather than launching nothing.
+        nc.metadata.annotations = Some([(wk::ANNOTATION_LAUNCH_OFFERINGS.to_string(), "v9;x".to_string())].into());
+        assert!(launch_options(&nc, &cat).len() > 2);
     }
 
     #[test]
@@ -307,18 +336,24 @@ spec:
     }
 
     #[test]
-    fn unregistered_nodeclaims_expire_after_fifteen_minutes() {
+    fn liveness_counts_from_creation_and_from_launch() {
         let mut nc = seed_nodeclaim();
-        let mut conds = vec![];
-        set_condition(&mut conds, condition::LAUNCHED, true, "Launched", "", None);
-        let launched_at = conds[0].last_transition_time.0.as_second();
-        nc.status.get_or_insert_with(Default::default).conditions = conds.clone();
-        assert!(!registration_expired(&nc, launched_at + REGISTRATION_TTL_SECS - 1));
-        assert!(registration_expired(&nc, launched_at + REGISTRATION_TTL_SECS));
-        set_condition(&mut conds, condition::REGISTERED, true, "Registered", "", None);
-        nc.status.as_mut().unwrap().conditions = conds;
-        assert!(!registration_expired(&nc, launched_at + 3600), "registered in time");
-        assert!(!registration_expired(&seed_nodeclaim(), i64::MAX / 2), "never launched");
+        nc.metadata.creation_timestamp = Some(Time("2026-12-01T00:00:00Z".parse().unwrap()));
+        let p = progress(&nc);
+        assert_eq!((p.launched, p.registered), (None, false));
+        assert_eq!(liveness::due(p), Some(p.created + liveness::LAUNCH_TIMEOUT_MS));
+        nc.status.get_or_insert_with(Default::default).conditions =
+            with_condition(&nc, condition::LAUNCHED, true, "Launched", "");
+        let p = progress(&nc);
+        assert!(p.launched.is_some_and(|t| t > p.created));
+        nc.status.as_mut().unwrap().conditions = with_condition(&nc, condition::REGISTERED, true, "Registered", "");
+        assert!(progress(&nc).registered);
+    }
+
+    #[test]
+    fn a_launch_failure_leaves_launched_unknown() {
+        let conds = with_unknown_condition(&seed_nodeclaim(), condition::LAUNCHED, "LaunchFailed", "no subnet");
+        assert_eq!((conds[0].status.as_str(), conds[0].reason.as_str()), ("Unknown", "LaunchFailed"));
     }
 
     #[test]

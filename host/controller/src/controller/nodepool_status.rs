@@ -2,12 +2,18 @@
 //! `ValidationSucceeded`, `NodeClassReady` and `Ready` — how a bad NodePool says what is wrong
 //! without stopping the others.
 
+use super::Controller;
+use super::events::Involved;
 use super::lifecycle::set_condition;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use serde_json::json;
 use tenon_api::nodepool::NodePoolStatus;
 use tenon_api::validation::{Severity, validate_nodepool};
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_api::{EC2NodeClass, NodeClaim, NodePool};
+use tenon_core::convert::ClusterObjects;
 use tenon_core::resources::{Resources, format_amount};
 
 /// What the controller has seen of a NodePool beyond its objects.
@@ -22,8 +28,8 @@ pub struct Observed {
 
 /// The status `np` should have, given the cluster's NodeClaims, its NodeClass and what the
 /// controller observed. `PolicyHealthy` and `NodeRegistrationHealthy` do not make the NodePool
-/// NotReady, as in Karpenter: it keeps provisioning (with the built-in fallbacks, design.md
-/// §5, when its policies fail).
+/// NotReady, as in Karpenter: it keeps provisioning (with the built-in fallbacks when its
+/// policies fail).
 pub fn status(
     np: &NodePool,
     nodeclaims: &[NodeClaim],
@@ -114,6 +120,52 @@ pub fn status(
         nodes: Some(mine.len() as i64),
         node_class_observed_generation: nodeclass.and_then(|c| c.metadata.generation),
         conditions: conds,
+    }
+}
+
+impl Controller {
+    /// NodePool status: resources, nodes and conditions; a validation failure is also an
+    /// Event. Written only when it changes.
+    pub(super) async fn nodepools(&mut self, objects: &ClusterObjects) {
+        let api: Api<NodePool> = Api::all(self.client.clone());
+        let classes = self.stores.nodeclasses.state();
+        for np in &objects.nodepools {
+            let name = np.metadata.name.clone().unwrap_or_default();
+            let class = np
+                .spec
+                .template
+                .spec
+                .node_class_ref
+                .as_ref()
+                .and_then(|r| classes.iter().find(|c| c.metadata.name.as_deref() == Some(r.name.as_str())));
+            let observed = Observed {
+                policy: self.policies.unhealthy(&name),
+                registration: self.registration.get(&name).cloned(),
+            };
+            let status = status(np, &objects.nodeclaims, class.map(|c| &**c), &observed);
+            let failed =
+                status.conditions.iter().find(|c| c.type_ == condition::VALIDATION_SUCCEEDED && c.status == "False");
+            if failed.is_some() {
+                self.invalid.insert(name.clone());
+            } else {
+                self.invalid.remove(&name);
+            }
+            if np.status.as_ref() == Some(&status) {
+                continue;
+            }
+            let obj = Involved::cluster_scoped("karpenter.sh/v1", "NodePool", &np.metadata);
+            if let Some(v) = failed {
+                self.recorder.publish(&self.client, &obj, "Warning", "ValidationFailed", &v.message).await;
+            }
+            if let Some((reason, message)) = &observed.policy {
+                self.recorder.publish(&self.client, &obj, "Warning", reason, message).await;
+            }
+            if let Err(e) =
+                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({"status": status}))).await
+            {
+                tracing::warn!(nodepool = %name, error = %e, "could not write NodePool status");
+            }
+        }
     }
 }
 

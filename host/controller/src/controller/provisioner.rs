@@ -1,9 +1,18 @@
-//! The provisioner: batches pending pods (Karpenter's idle and max windows) and shapes the
-//! cluster it decides on; `tenon_core::nodeclaim` turns the plan into NodeClaim objects.
+//! The provisioner: pending pods feed `tenon_core::orchestration::batcher` (Karpenter's idle
+//! and max windows, and a retry every 10 s while a pod stays pending); a closed batch is
+//! decided over the cluster as provisioning sees it, and the plan becomes NodeClaim objects
+//! (`tenon_core::nodeclaim`, carrying the scorer's ranking), Nominated and FailedScheduling
+//! Events, and Karpenter's scheduler gauges.
 
+use super::events::Involved;
 use super::health::Metrics;
+use super::{Catalogs, Controller, OBSERVE_TIMEOUT, off_loop, snapshot};
+use kube::Api;
+use kube::api::PostParams;
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Instant;
+use tenon_api::NodeClaim;
+use tenon_api::wellknown as wk;
 use tenon_core::ProvisioningPlan;
 use tenon_core::convert::{ClusterObjects, is_reschedulable};
 
@@ -23,59 +32,6 @@ pub fn publish_decision(metrics: &Metrics, plan: &ProvisioningPlan) {
         PENDING_BY_ZONE,
         by_zone.into_iter().map(|(zone, n)| (format!("{PENDING_BY_ZONE}zone=\"{zone}\"}}"), n as f64)),
     );
-}
-
-/// Karpenter's batching: a batch opens with the first new pending pod, closes after
-/// `idle` without another, or after `max` in any case.
-#[derive(Debug, Default)]
-pub struct Batcher {
-    seen: BTreeSet<String>,
-    window: Option<(Instant, Instant)>,
-    /// After a decision, pods it left pending count as new again from this time.
-    retry_at: Option<Instant>,
-}
-
-/// How long pods a decision could not place wait before they are tried again (sooner when
-/// new pods arrive). Without it a pod no NodePool can ever serve would keep a batch open
-/// all the time, which also holds disruption off.
-pub const RETRY_PENDING: Duration = Duration::from_secs(5);
-
-impl Batcher {
-    /// Feeds the pending pods now; true when a batch closes and a decision is due.
-    pub fn tick(&mut self, pending: &BTreeSet<String>, now: Instant, idle: Duration, max: Duration) -> bool {
-        let retry = self.retry_at.is_some_and(|t| now >= t);
-        let fresh = retry || pending.iter().any(|p| !self.seen.contains(p));
-        if fresh {
-            self.retry_at = None;
-        }
-        self.seen = pending.clone();
-        if pending.is_empty() {
-            self.window = None;
-            return false;
-        }
-        let (start, last) = match self.window {
-            None if fresh => (now, now),
-            None => return false,
-            Some((s, l)) => (s, if fresh { now } else { l }),
-        };
-        if now.duration_since(last) >= idle || now.duration_since(start) >= max {
-            self.window = None;
-            return true;
-        }
-        self.window = Some((start, last));
-        false
-    }
-
-    /// A batch is collecting pods.
-    pub fn open(&self) -> bool {
-        self.window.is_some()
-    }
-
-    /// Pods still pending after the decision made `now` are tried again after
-    /// [`RETRY_PENDING`].
-    pub fn decided(&mut self, now: Instant) {
-        self.retry_at = Some(now + RETRY_PENDING);
-    }
 }
 
 /// Where a nominated pod goes, as Karpenter's `Nominated` Event names it: the NodeClaim
@@ -129,6 +85,152 @@ pub fn with_displaced_pods(objects: &ClusterObjects) -> std::borrow::Cow<'_, Clu
     std::borrow::Cow::Owned(out)
 }
 
+impl Controller {
+    /// True when every NodeClaim this process created is in the cache (or overdue).
+    pub(super) fn cache_has_created(&mut self, objects: &ClusterObjects) -> bool {
+        let seen: BTreeSet<&str> = objects.nodeclaims.iter().filter_map(|nc| nc.metadata.name.as_deref()).collect();
+        self.unobserved.retain(|name, at| !seen.contains(name.as_str()) && at.elapsed() < OBSERVE_TIMEOUT);
+        self.unobserved.is_empty()
+    }
+
+    /// NodeClaims whose NodePool is gone or being deleted are deleted (termination drains
+    /// them and terminates their instances). Kubernetes' garbage collector does the same
+    /// through the owner reference; doing it here does not depend on it.
+    pub(super) async fn orphans(&self, objects: &ClusterObjects) {
+        let pools: BTreeSet<&str> = objects
+            .nodepools
+            .iter()
+            .filter(|np| np.metadata.deletion_timestamp.is_none())
+            .filter_map(|np| np.metadata.name.as_deref())
+            .collect();
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        for nc in objects.nodeclaims.iter().filter(|nc| nc.metadata.deletion_timestamp.is_none()) {
+            let Some(pool) = nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)) else { continue };
+            if pools.contains(pool.as_str()) {
+                continue;
+            }
+            let name = nc.metadata.name.clone().unwrap_or_default();
+            match api.delete(&name, &kube::api::DeleteParams::default()).await {
+                Ok(_) => {
+                    tracing::info!(nodeclaim = %name, nodepool = %pool, "NodePool deleted; deleting its NodeClaim")
+                }
+                Err(e) => {
+                    tracing::warn!(nodeclaim = %name, error = %e, "could not delete the NodeClaim of a deleted NodePool")
+                }
+            }
+        }
+    }
+
+    /// Feeds the batcher the pods waiting for capacity; true when a batch has closed.
+    pub(super) fn batch_closed(&mut self, objects: &ClusterObjects) -> bool {
+        let pending: BTreeSet<String> = objects
+            .pods
+            .iter()
+            .filter(|p| tenon_core::convert::is_provisionable(p))
+            .map(tenon_core::convert::pod_key)
+            .collect();
+        let (idle, max) = (self.settings.batch_idle_duration, self.settings.batch_max_duration);
+        let now = self.now_ms();
+        self.batcher.observe(now, &pending, idle.as_millis() as i64, max.as_millis() as i64)
+    }
+
+    /// A provisioning decision for the closed batch: NodeClaims for what fits nowhere,
+    /// FailedScheduling events for what fits nowhere at all.
+    pub(super) async fn provision(&mut self, objects: &ClusterObjects, catalogs: &Catalogs) {
+        let started = Instant::now();
+        let (mut snap, errors) = snapshot(objects, catalogs);
+        let mut ignored_pods = 0;
+        for e in &errors {
+            tracing::warn!(error = %e, "object left out of the decision");
+            // A pod left out is told why on itself, where its owner looks.
+            if let Some(p) =
+                objects.pods.iter().find(|p| format!("Pod {}", tenon_core::convert::pod_key(p)) == e.object)
+            {
+                ignored_pods += 1;
+                let obj = Involved::pod_object(p);
+                let message = format!("Failed to schedule pod, {}: {}", e.field, e.message);
+                self.recorder.publish(&self.client, &obj, "Warning", "FailedScheduling", &message).await;
+            }
+        }
+        self.metrics.set("karpenter_scheduler_ignored_pods_count", f64::from(ignored_pods));
+        // A NodePool being deleted keeps its nodes until they are drained, but gets no more
+        // (the core skips it); one failing validation gets nothing at all.
+        snap.nodepools.retain(|t| !self.invalid.contains(&t.name));
+        snap.ignore_preferences = self.settings.preference_policy == "Ignore";
+        let policies = self.policies.active.clone();
+        let decided = off_loop("provisioning", move || {
+            let plan = tenon_core::schedule(&snap, &*policies);
+            (snap, plan)
+        });
+        let Some((snap, plan)) = decided.await else { return };
+        self.metrics.add("tenon_provisioning_decisions_total", 1.0);
+        publish_decision(&self.metrics, &plan);
+        self.metrics.set("tenon_provisioning_decision_seconds", started.elapsed().as_secs_f64());
+        for planned in &plan.nodeclaims {
+            let Some(nc) = Self::planned_nodeclaim(planned, &snap, objects) else { continue };
+            let Some(name) = self.create_nodeclaim(&nc, "provisioning").await else { continue };
+            // Karpenter's nomination Event: where each pod is expected to land.
+            for &i in &planned.pods {
+                let obj = Involved::pod(&snap.pods[i]);
+                let message = format!("Pod should schedule on: nodeclaim/{name}");
+                self.recorder.publish(&self.client, &obj, "Normal", "Nominated", &message).await;
+            }
+        }
+        // Pods placed on capacity that exists or is on its way get the Event too.
+        for n in &plan.nominations {
+            let obj = Involved::pod(&snap.pods[n.pod]);
+            let message = format!("Pod should schedule on: {}", nominated_to(&snap, &n.node));
+            self.recorder.publish(&self.client, &obj, "Normal", "Nominated", &message).await;
+        }
+        for u in &plan.unschedulable {
+            let obj = Involved::pod(&snap.pods[u.pod]);
+            self.recorder
+                .publish(
+                    &self.client,
+                    &obj,
+                    "Warning",
+                    "FailedScheduling",
+                    &format!("Failed to schedule pod, {}", u.reason),
+                )
+                .await;
+        }
+    }
+
+    /// The NodeClaim object of a planned NodeClaim, planned over `snap`.
+    pub(super) fn planned_nodeclaim(
+        planned: &tenon_core::plan::NewNodeClaim,
+        snap: &tenon_core::ClusterSnapshot,
+        objects: &ClusterObjects,
+    ) -> Option<NodeClaim> {
+        let np =
+            objects.nodepools.iter().find(|np| np.metadata.name.as_deref() == Some(planned.nodepool_name.as_str()))?;
+        Some(tenon_core::nodeclaim::nodeclaim(planned, np, snap))
+    }
+
+    /// Creates `nc` (provisioning or a disruption's replacement); its name, or `None` when
+    /// the API refused it (logged).
+    pub(super) async fn create_nodeclaim(&mut self, nc: &NodeClaim, reason: &str) -> Option<String> {
+        let pool = nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)).cloned().unwrap_or_default();
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        match api.create(&PostParams::default(), nc).await {
+            Ok(created) => {
+                let name = created.metadata.name.clone().unwrap_or_default();
+                self.unobserved.insert(name.clone(), Instant::now());
+                self.metrics.add(
+                    &format!("karpenter_nodeclaims_created_total{{nodepool=\"{pool}\",reason=\"{reason}\"}}"),
+                    1.0,
+                );
+                tracing::info!(nodeclaim = %name, nodepool = %pool, %reason, "created NodeClaim");
+                Some(name)
+            }
+            Err(e) => {
+                tracing::warn!(nodepool = %pool, error = %e, "could not create NodeClaim");
+                None
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -157,52 +259,6 @@ mod tests {
     }
 
     use super::*;
-
-    #[test]
-    fn batches_close_after_idle_or_max() {
-        let (idle, max) = (Duration::from_secs(1), Duration::from_secs(10));
-        let t0 = Instant::now();
-        let mut b = Batcher::default();
-        let one: BTreeSet<String> = ["a".to_string()].into();
-        assert!(!b.tick(&one, t0, idle, max), "a batch opens");
-        assert!(!b.tick(&one, t0 + Duration::from_millis(900), idle, max));
-        assert!(b.tick(&one, t0 + Duration::from_millis(1000), idle, max), "idle for 1 s");
-        assert!(!b.tick(&one, t0 + Duration::from_secs(2), idle, max), "the same pods do not reopen it");
-        // New pods keep arriving every 0.5 s: the batch closes at 10 s.
-        let mut b = Batcher::default();
-        let mut closed = None;
-        for i in 0..30u64 {
-            let pods: BTreeSet<String> = (0..=i).map(|n| n.to_string()).collect();
-            if b.tick(&pods, t0 + Duration::from_millis(500 * i), idle, max) {
-                closed = Some(i);
-                break;
-            }
-        }
-        assert_eq!(closed, Some(20), "closed at 10 s");
-    }
-
-    #[test]
-    fn pods_a_decision_left_pending_are_retried_after_a_pause() {
-        let (idle, max) = (Duration::from_secs(1), Duration::from_secs(10));
-        let t0 = Instant::now();
-        let mut b = Batcher::default();
-        let one: BTreeSet<String> = ["impossible".to_string()].into();
-        b.tick(&one, t0, idle, max);
-        assert!(b.tick(&one, t0 + Duration::from_secs(1), idle, max));
-        b.decided(t0 + Duration::from_secs(1));
-        for ms in [1500, 3000, 5900] {
-            assert!(!b.tick(&one, t0 + Duration::from_millis(ms), idle, max));
-            assert!(!b.open(), "no batch held open by a pod already decided on ({ms} ms)");
-        }
-        assert!(!b.tick(&one, t0 + Duration::from_secs(6), idle, max), "retried: a new window opens");
-        assert!(b.open());
-        assert!(b.tick(&one, t0 + Duration::from_secs(7), idle, max));
-        // A new pod does not wait for the retry.
-        b.decided(t0 + Duration::from_secs(7));
-        let two: BTreeSet<String> = ["impossible".to_string(), "new".to_string()].into();
-        b.tick(&two, t0 + Duration::from_millis(7500), idle, max);
-        assert!(b.open());
-    }
 
     /// A cluster whose NodeClaim `a` (node `node-a`) is being deleted, holding pod `p` (its
     /// metadata extra fields in `meta`, e.g. owners), with `pdbs` selecting `app: p`: how many

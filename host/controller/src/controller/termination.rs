@@ -48,17 +48,26 @@ pub fn disrupted_taints(node: &Node) -> Option<Value> {
     Some(json!({"spec": {"taints": list}}))
 }
 
-/// One step of terminating `nc`. Returns true when this step released the NodeClaim.
+/// Where a NodeClaim's termination stands after a step.
+#[derive(Debug, PartialEq)]
+pub enum Progress {
+    /// This step released it: instance terminated, Node deleted, finalizers removed.
+    Released,
+    /// Its node is draining; pods wait, and Karpenter's `FailedDraining` says why.
+    Draining { waiting: Option<String> },
+}
+
+/// One step of terminating `nc`.
 pub async fn step(
     client: &Client,
     provider: &dyn TerminateInstances,
     nc: &NodeClaim,
     node: Option<&Node>,
     snap: &ClusterSnapshot,
-) -> Result<bool, String> {
+) -> Result<Progress, String> {
     let name = nc.metadata.name.clone().unwrap_or_default();
     if !nc.metadata.finalizers.as_ref().is_some_and(|f| f.iter().any(|x| x == wk::FINALIZER_TERMINATION)) {
-        return Ok(false);
+        return Ok(Progress::Draining { waiting: None });
     }
     if let Some(node) = node {
         let node_name = node.metadata.name.clone().unwrap_or_default();
@@ -78,8 +87,7 @@ pub async fn step(
             Some(t.0.as_second() + tgp.as_secs() as i64)
         });
         let plan = drain_order(snap, &node_name, deadline);
-        let only_daemons = plan.tier >= 1 && plan.steps.iter().all(|(p, _)| snap.pods[*p].is_daemon());
-        if !(plan.is_done() || only_daemons) {
+        if !plan.finished(snap) {
             for (p, action) in &plan.steps {
                 let pod = &snap.pods[*p];
                 let pods: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
@@ -98,7 +106,7 @@ pub async fn step(
                     DrainAction::Wait(_) => {}
                 }
             }
-            return Ok(false);
+            return Ok(Progress::Draining { waiting: plan.waiting_message() });
         }
     }
     if let Some(id) = nc.status.as_ref().and_then(|s| s.provider_id.as_deref()).and_then(instance_id) {
@@ -124,8 +132,8 @@ pub async fn step(
     let api: Api<NodeClaim> = Api::all(client.clone());
     let p = release_patch(nc.metadata.finalizers.as_ref());
     match api.patch(&name, &PatchParams::default(), &Patch::Merge(&p)).await {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(true),
+        Ok(_) => Ok(Progress::Released),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Progress::Released),
         Err(e) => Err(format!("releasing {name}: {e}")),
     }
 }

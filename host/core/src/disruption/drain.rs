@@ -33,6 +33,26 @@ impl DrainPlan {
     pub fn is_done(&self) -> bool {
         self.steps.is_empty() && self.later.is_empty()
     }
+
+    /// Nothing left that holds the node's termination: no pods, or only DaemonSet pods from
+    /// the DaemonSet tier on (they would come straight back).
+    pub fn finished(&self, snap: &ClusterSnapshot) -> bool {
+        self.is_done() || (self.tier >= 1 && self.steps.iter().all(|(p, _)| snap.pods[*p].is_daemon()))
+    }
+
+    /// Karpenter's `FailedDraining` message when pods must wait, naming the first reason.
+    pub fn waiting_message(&self) -> Option<String> {
+        let waiting: Vec<&String> = self
+            .steps
+            .iter()
+            .filter_map(|(_, a)| match a {
+                DrainAction::Wait(why) => Some(why),
+                _ => None,
+            })
+            .collect();
+        let first = waiting.first()?;
+        Some(format!("Failed to drain node, {} pods are waiting to be evicted: {first}", waiting.len()))
+    }
 }
 
 fn tier(daemon: bool, critical: bool) -> u8 {

@@ -117,6 +117,12 @@ pub struct DisruptionDecision {
     pub blocked: Vec<Blocked>,
     /// Allowed disruptions per (NodePool, reason) this round.
     pub allowed: BTreeMap<(String, DisruptionReason), Allowance>,
+    /// NodePools with nodes whose budget allows no disruption at all for a reason (not
+    /// counting nodes already disrupting): Karpenter's NodePool `DisruptionBlocked` Event.
+    pub budget_blocked: Vec<(String, DisruptionReason)>,
+    /// A budget held back a node that could otherwise have been disrupted: the same cluster
+    /// may decide differently once the budget changes (a window closes, a node finishes).
+    pub budget_constrained: bool,
     /// Candidates whose removal was simulated.
     pub evaluated: usize,
     /// Every node considered, as the round saw it (for the `Consolidatable`/`Drifted` record).
@@ -144,7 +150,8 @@ fn decide(
     all: &[Candidate],
     mut blocked: Vec<Blocked>,
 ) -> DisruptionDecision {
-    let mut decision = DisruptionDecision { allowed: allowances(snap, policies), ..Default::default() };
+    let (allowed, budget_blocked) = allowances(snap, policies);
+    let mut decision = DisruptionDecision { allowed, budget_blocked, ..Default::default() };
 
     for c in all.iter().filter(|c| c.expired) {
         decision.expirations.push(DisruptionPlan {
@@ -167,6 +174,7 @@ fn decide(
         }
     }
     decision.blocked = blocked;
+    decision.budget_constrained = budget_constrained(snap, &live, &decision.allowed);
 
     let mut round = Round { snap, policies, sim: Simulator::new(snap), evaluated: 0 };
     let budget = |method: Method| -> BTreeMap<usize, usize> {
@@ -223,8 +231,38 @@ fn decide(
     decision
 }
 
-fn allowances(snap: &ClusterSnapshot, policies: &dyn PolicySet) -> BTreeMap<(String, DisruptionReason), Allowance> {
+/// Whether some NodePool has more nodes that could be disrupted for a reason than its budget
+/// allows.
+fn budget_constrained(
+    snap: &ClusterSnapshot,
+    live: &[&Candidate],
+    allowed: &BTreeMap<(String, DisruptionReason), Allowance>,
+) -> bool {
+    let mut want: BTreeMap<(usize, DisruptionReason), usize> = BTreeMap::new();
+    for c in live.iter().filter(|c| c.blocked.is_none()) {
+        let underused = c.consolidatable && c.consolidation_policy == ConsolidationPolicy::WhenEmptyOrUnderutilized;
+        for (reason, eligible) in [
+            (DisruptionReason::Empty, c.empty && c.consolidatable),
+            (DisruptionReason::Drifted, c.drifted.is_some()),
+            (DisruptionReason::Underutilized, underused),
+        ] {
+            if eligible {
+                *want.entry((c.nodepool, reason)).or_default() += 1;
+            }
+        }
+    }
+    want.into_iter().any(|((pool, reason), n)| {
+        allowed.get(&(snap.nodepools[pool].name.clone(), reason)).is_none_or(|a| a.allowed < n)
+    })
+}
+
+/// Each NodePool's allowance per reason, and the (NodePool, reason) pairs whose budget
+/// allows nothing even before counting nodes already disrupting.
+type Allowances = (BTreeMap<(String, DisruptionReason), Allowance>, Vec<(String, DisruptionReason)>);
+
+fn allowances(snap: &ClusterSnapshot, policies: &dyn PolicySet) -> Allowances {
     let mut out = BTreeMap::new();
+    let mut blocked = Vec::new();
     for tpl in &snap.nodepools {
         let nodes: Vec<_> = snap
             .nodes
@@ -245,10 +283,16 @@ fn allowances(snap: &ClusterSnapshot, policies: &dyn PolicySet) -> BTreeMap<(Str
             };
             let rule = policies.budget_rule(&tpl.name);
             let own = KarpenterBudgets.allowed(&ctx);
-            out.insert((tpl.name.clone(), reason), budgets::tightened(rule.allowed(&ctx), own, rule.name()));
+            let allowance = budgets::tightened(rule.allowed(&ctx), own, rule.name());
+            let none_at_all = KarpenterBudgets.allowed(&BudgetContext { disrupting: 0, ..ctx }).allowed == 0
+                || (disrupting == 0 && allowance.allowed == 0);
+            if !nodes.is_empty() && none_at_all {
+                blocked.push((tpl.name.clone(), reason));
+            }
+            out.insert((tpl.name.clone(), reason), allowance);
         }
     }
-    out
+    (out, blocked)
 }
 
 /// Candidates in order, at most the budget of each NodePool.

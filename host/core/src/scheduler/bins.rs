@@ -716,12 +716,12 @@ impl<'a> Scheduler<'a> {
             let ct_ok: Vec<bool> =
                 pl.capacity_types.iter().map(|c| bin.reqs.get(LABEL_CAPACITY_TYPE).is_none_or(|r| r.has(c))).collect();
             let mut candidates = Vec::new();
-            let mut candidate_types: Vec<u32> = Vec::new();
+            let mut candidate_offerings: Vec<(u32, u32)> = Vec::new();
             for &(_, t, z, c, o) in pl.price_order.iter() {
                 if member[t as usize] && zone_ok[z as usize] && ct_ok[c as usize] {
                     let it = &cat[t as usize];
                     candidates.push(Candidate { instance_type: it, offering: &it.offerings[o as usize] });
-                    candidate_types.push(t);
+                    candidate_offerings.push((t, u32::from(o)));
                 }
             }
             let input = ScoringInput {
@@ -734,14 +734,20 @@ impl<'a> Scheduler<'a> {
             let ranking = normalise_ranking(&scorer.rank(&input), input.candidates.len());
             let mut seen = vec![false; cat.len()];
             let mut ranked: Vec<u32> = Vec::new();
-            for i in ranking {
-                let t = candidate_types[i];
+            for &i in &ranking {
+                let t = candidate_offerings[i].0;
                 if !seen[t as usize] {
                     seen[t as usize] = true;
                     ranked.push(t);
                 }
             }
             ranked.truncate(limit);
+            let mut kept = vec![false; cat.len()];
+            for &t in &ranked {
+                kept[t as usize] = true;
+            }
+            let offerings: Vec<(u32, u32)> =
+                ranking.iter().map(|&i| candidate_offerings[i]).filter(|&(t, _)| kept[t as usize]).collect();
             if let Some(m) = min_values_problem(&ranked, cat, &bin.reqs) {
                 let reason = format!("{m} among the {limit} cheapest instance types a NodeClaim may carry");
                 unschedulable.extend(bin.pods.iter().map(|&pod| Unschedulable { pod, reason: reason.clone() }));
@@ -753,6 +759,7 @@ impl<'a> Scheduler<'a> {
                 hostname: bin.hostname.clone(),
                 requirements: (*bin.reqs).clone(),
                 instance_types: ranked,
+                offerings,
                 requests: bin.requests.clone(),
                 pods: bin.pods.clone(),
             });

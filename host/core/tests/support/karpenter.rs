@@ -388,7 +388,7 @@ impl Decision {
     pub fn created(&self, pod: &str) -> tenon_api::NodeClaim {
         let nc = self.nodeclaim_of(pod).unwrap_or_else(|| panic!("{pod} has no new NodeClaim"));
         let np = self.nodepools.iter().find(|np| np.metadata.name.as_deref() == Some(&nc.nodepool_name)).unwrap();
-        tenon_core::nodeclaim::nodeclaim(nc, np, &nc.instance_type_names(&self.snap))
+        tenon_core::nodeclaim::nodeclaim(nc, np, &self.snap)
     }
 
     /// Why pod `pod` (namespace `default`) was left out of the decision, if it was.

@@ -1,0 +1,135 @@
+//! Launching NodeClaims through the cloud provider, one task per NodeClaim: the offerings
+//! the plan ranked (or price order for a NodeClaim Tenon did not plan) narrowed into one
+//! CreateFleet request, and a failure handled as `tenon_core::orchestration::launch` says
+//! (a capacity error or an unusable NodeClass deletes the NodeClaim; anything else is tried
+//! again).
+
+use super::health::Metrics;
+use super::{Catalogs, Controller, involved_nodeclaim, lifecycle, unix_now_ms};
+use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::{Api, Client};
+use serde_json::json;
+use std::time::Duration;
+use tenon_api::wellknown::{self as wk, condition};
+use tenon_api::{EC2NodeClass, NodeClaim};
+use tenon_aws::AwsProvider;
+use tenon_core::cloud::{CloudError, CloudProvider, LaunchOption};
+use tenon_core::instancetype::InstanceType;
+use tenon_core::orchestration::launch::{AfterFailure, LaunchFailure, after_failure};
+
+impl Controller {
+    /// Starts the launch of `nc` unless one is under way.
+    pub(super) fn launch(&self, nc: &NodeClaim, catalogs: &Catalogs) {
+        let name = nc.metadata.name.clone().unwrap_or_default();
+        {
+            let Ok(mut l) = self.launching.lock() else { return };
+            if !l.insert(name.clone()) {
+                return;
+            }
+        }
+        let class_name = nc.spec.node_class_ref.as_ref().map(|r| r.name.clone()).unwrap_or_default();
+        let nodeclass = self
+            .stores
+            .nodeclasses
+            .state()
+            .into_iter()
+            .find(|c| c.metadata.name.as_deref() == Some(class_name.as_str()));
+        let types = catalogs.get(&class_name).cloned().unwrap_or_default();
+        let (client, provider, recorder, metrics, launching, nc) = (
+            self.client.clone(),
+            self.provider.clone(),
+            self.recorder.clone(),
+            self.metrics.clone(),
+            self.launching.clone(),
+            nc.clone(),
+        );
+        tokio::spawn(async move {
+            let options = lifecycle::launch_options(&nc, &types);
+            let result = launch_one(&client, &provider, &nc, nodeclass.as_deref(), options, &types, &metrics).await;
+            if let Err(failure) = result {
+                let api = Api::<NodeClaim>::all(client.clone());
+                let obj = involved_nodeclaim(&nc);
+                match after_failure(failure, unix_now_ms()) {
+                    AfterFailure::Delete { event, message } => {
+                        recorder.publish(&client, &obj, "Warning", event, &message).await;
+                        tracing::warn!(nodeclaim = %name, %message, "launch failed; deleting the NodeClaim");
+                        let pool = nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)).cloned();
+                        metrics.add(
+                            &format!(
+                                "karpenter_nodeclaims_disrupted_total{{nodepool=\"{}\",reason=\"{}\"}}",
+                                pool.unwrap_or_default(),
+                                disrupted_reason(event)
+                            ),
+                            1.0,
+                        );
+                        if let Err(e) = api.delete(&name, &DeleteParams::default()).await {
+                            tracing::warn!(nodeclaim = %name, error = %e, "could not delete a NodeClaim that failed to launch");
+                        }
+                    }
+                    AfterFailure::Retry { at, message } => {
+                        let conds =
+                            lifecycle::with_unknown_condition(&nc, condition::LAUNCHED, "LaunchFailed", &message);
+                        let st = json!({"status": {"conditions": conds}});
+                        let _ = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&st)).await;
+                        recorder.publish(&client, &obj, "Warning", "LaunchFailed", &message).await;
+                        tracing::warn!(nodeclaim = %name, %message, "launch failed; retrying");
+                        let wait = (at - unix_now_ms()).max(0) as u64;
+                        tokio::time::sleep(Duration::from_millis(wait)).await;
+                    }
+                }
+            }
+            if let Ok(mut l) = launching.lock() {
+                l.remove(&name);
+            }
+        });
+    }
+}
+
+/// Karpenter's `karpenter_nodeclaims_disrupted_total` reason for a failed launch.
+fn disrupted_reason(event: &str) -> &'static str {
+    if event == "NodeClassNotReady" { "nodeclass_not_ready" } else { "insufficient_capacity" }
+}
+
+async fn launch_one(
+    client: &Client,
+    provider: &AwsProvider,
+    nc: &NodeClaim,
+    nodeclass: Option<&EC2NodeClass>,
+    options: Vec<LaunchOption>,
+    types: &[InstanceType],
+    metrics: &Metrics,
+) -> Result<(), LaunchFailure> {
+    let name = nc.metadata.name.clone().unwrap_or_default();
+    let Some(nodeclass) = nodeclass else {
+        let class = nc.spec.node_class_ref.as_ref().map(|r| r.name.clone()).unwrap_or_default();
+        return Err(LaunchFailure::NodeClassNotReady(format!("EC2NodeClass {class:?} not found (spec.nodeClassRef)")));
+    };
+    if options.is_empty() {
+        return Err(LaunchFailure::InsufficientCapacity(
+            "all requested instance types were unavailable during launch".into(),
+        ));
+    }
+    let req = lifecycle::launch_request(nc, nodeclass, options);
+    let instance = provider.create(&req).await.map_err(|e| match e {
+        CloudError::InsufficientCapacity { message, .. } => LaunchFailure::InsufficientCapacity(message),
+        CloudError::NodeClassNotReady { nodeclass, message } => {
+            LaunchFailure::NodeClassNotReady(format!("EC2NodeClass {nodeclass}: {message}"))
+        }
+        other => LaunchFailure::Other(other.to_string()),
+    })?;
+    let it = types.iter().find(|t| t.name == instance.instance_type);
+    let api: Api<NodeClaim> = Api::all(client.clone());
+    let labels = lifecycle::launched_labels(&instance, it);
+    // The ranking has served: the NodeClaim need not carry it any longer.
+    let meta = json!({"metadata": {"labels": labels, "annotations": {wk::ANNOTATION_LAUNCH_OFFERINGS: null}}});
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&meta))
+        .await
+        .map_err(|e| LaunchFailure::Other(format!("writing labels: {e}")))?;
+    let status = lifecycle::launched_status(nc, &instance, it);
+    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
+        .await
+        .map_err(|e| LaunchFailure::Other(format!("writing Launched: {e}")))?;
+    metrics.add(&format!("karpenter_nodeclaims_launched_total{{nodepool=\"{}\"}}", req.nodepool), 1.0);
+    tracing::info!(nodeclaim = %name, instance = %instance.id, instance_type = %instance.instance_type, zone = %instance.zone, capacity_type = %instance.capacity_type, "launched");
+    Ok(())
+}

@@ -1,0 +1,241 @@
+//! A disruption command's life, as Karpenter's disruption controller and orchestration queue
+//! run it: decided → re-checked [`VALIDATION_MS`] later (the candidates still disruptable
+//! as decided) → executed (candidates marked `karpenter.sh/disrupted`, replacements
+//! created) → every replacement Initialized → candidates deleted (termination drains them).
+//! A command that stops holding is abandoned: a replacement gone, being deleted or not
+//! Initialized within [`REPLACEMENT_TIMEOUT_MS`]; its marked candidates are unmarked and
+//! its replacements stay as ordinary capacity.
+//!
+//! `R` is what a shell needs to create one replacement (the controller keeps NodeClaim
+//! objects, the simulator its planned NodeClaims).
+
+use crate::disruption::Method;
+use crate::model::ClusterSnapshot;
+use std::collections::BTreeSet;
+
+/// Karpenter's consolidation TTL: a decision is re-checked this long after it was made.
+pub const VALIDATION_MS: i64 = 15_000;
+/// Replacements not Initialized this long after execution: the command is abandoned.
+pub const REPLACEMENT_TIMEOUT_MS: i64 = 600_000;
+
+#[derive(Clone, Debug)]
+pub struct Command<R> {
+    pub method: Method,
+    pub reason: String,
+    pub savings_per_hour: f64,
+    /// (NodeClaim, Node) of each candidate.
+    pub candidates: Vec<(String, String)>,
+    /// What to create for each replacement, until executed.
+    pub planned: Vec<R>,
+    /// The replacements' NodeClaim names, once created.
+    pub replacements: Vec<String>,
+    pub decided: i64,
+    /// When it was executed (candidates marked, replacements created).
+    pub executed: Option<i64>,
+}
+
+/// Where a replacement NodeClaim stands, as a shell sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replacement {
+    /// Created, not in the shell's view yet (a watch lags): wait.
+    NotSeen,
+    Gone,
+    Deleting,
+    Launching,
+    Initialized,
+}
+
+/// What the shell does next.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    Wait,
+    /// Re-check the candidates ([`still_invalid`]), then [`Command::execute`] or abandon.
+    Validate,
+    /// Delete the candidates: the command is done.
+    Delete,
+    /// Give the command up; unmark the candidates when `marked`.
+    Abandon {
+        why: String,
+        marked: bool,
+    },
+}
+
+impl<R> Command<R> {
+    pub fn new(
+        method: Method,
+        reason: String,
+        savings_per_hour: f64,
+        candidates: Vec<(String, String)>,
+        planned: Vec<R>,
+        now: i64,
+    ) -> Self {
+        Command {
+            method,
+            reason,
+            savings_per_hour,
+            candidates,
+            planned,
+            replacements: Vec::new(),
+            decided: now,
+            executed: None,
+        }
+    }
+
+    /// The candidates are marked and the replacements `created` (their names) at `now`.
+    pub fn execute(&mut self, created: Vec<String>, now: i64) {
+        self.replacements = created;
+        self.executed = Some(now);
+    }
+
+    /// What to do at `now`, given each replacement's state (in `replacements` order).
+    pub fn step(&self, now: i64, replacements: &[Replacement]) -> Step {
+        let Some(executed) = self.executed else {
+            return if now - self.decided >= VALIDATION_MS { Step::Validate } else { Step::Wait };
+        };
+        for (name, state) in self.replacements.iter().zip(replacements) {
+            let why = match state {
+                Replacement::Gone => format!("replacement {name} is gone"),
+                Replacement::Deleting => format!("replacement {name} is being deleted"),
+                _ => continue,
+            };
+            return Step::Abandon { why, marked: true };
+        }
+        if replacements.iter().all(|s| *s == Replacement::Initialized) {
+            return Step::Delete;
+        }
+        if now - executed >= REPLACEMENT_TIMEOUT_MS {
+            let why = format!("replacements were not Initialized within {}m", REPLACEMENT_TIMEOUT_MS / 60_000);
+            return Step::Abandon { why, marked: true };
+        }
+        Step::Wait
+    }
+
+    /// Karpenter's `DisruptionTerminating` message (reason and decision), with the method,
+    /// the saving and the decision's reason.
+    pub fn terminating_message(&self) -> String {
+        let reason = self.method.reason().map_or("Expired", |r| r.as_str());
+        let decision = if self.replacements.is_empty() { "Delete" } else { "Replace" };
+        format!(
+            "Disrupting Node: {reason}/{decision} ({}, saving ${:.4}/h: {})",
+            self.method.as_str(),
+            self.savings_per_hour,
+            self.reason
+        )
+    }
+
+    /// Whether `nodeclaim` is one of this command's candidates.
+    pub fn has_candidate(&self, nodeclaim: &str) -> bool {
+        self.candidates.iter().any(|(nc, _)| nc == nodeclaim)
+    }
+}
+
+/// Why the candidates (by NodeClaim) may no longer be disrupted as `method` decided, over a
+/// snapshot of now, if so: a candidate gone, being deleted, blocked (a PDB, do-not-disrupt),
+/// consolidatable no more (its pods changed), or no longer empty.
+pub fn still_invalid(snap: &ClusterSnapshot, method: Method, candidates: &[(String, String)]) -> Option<String> {
+    let ours: BTreeSet<&str> = candidates.iter().map(|(nc, _)| nc.as_str()).collect();
+    let mut present = BTreeSet::new();
+    for n in &snap.nodes {
+        if let Some(c) = n.claim.as_ref().filter(|c| ours.contains(c.nodeclaim.as_str())) {
+            if c.disrupting {
+                return Some(format!("candidate {} is being disrupted already", c.nodeclaim));
+            }
+            present.insert(c.nodeclaim.as_str());
+        }
+    }
+    if let Some(gone) = ours.iter().find(|nc| !present.contains(*nc)) {
+        return Some(format!("candidate {gone} is gone"));
+    }
+    let (cands, blocked) = crate::disruption::candidates::candidates(snap);
+    for b in &blocked {
+        if let Some(c) = snap.nodes[b.node].claim.as_ref().filter(|c| ours.contains(c.nodeclaim.as_str())) {
+            return Some(format!("{}: {}", c.nodeclaim, b.reason));
+        }
+    }
+    let consolidating = matches!(method, Method::MultiNodeConsolidation | Method::SingleNodeConsolidation);
+    for c in &cands {
+        let Some(claim) = snap.nodes[c.node].claim.as_ref().filter(|x| ours.contains(x.nodeclaim.as_str())) else {
+            continue;
+        };
+        if let Some(why) = &c.blocked {
+            return Some(format!("{}: {why}", claim.nodeclaim));
+        }
+        if (consolidating || method == Method::Emptiness) && !c.consolidatable {
+            return Some(format!("{}: pods changed since the decision (consolidateAfter restarted)", claim.nodeclaim));
+        }
+        if method == Method::Emptiness && !c.empty {
+            return Some(format!("{}: no longer empty", claim.nodeclaim));
+        }
+    }
+    None
+}
+
+/// Nodes carrying the disruption mark that no command owns (a command abandoned by a
+/// restart or failover): Karpenter unmarks them every round. `marked` lists (NodeClaim,
+/// Node) of every marked node that is not being deleted.
+pub fn stale_marks<'a, R>(
+    marked: impl IntoIterator<Item = (&'a str, &'a str)>,
+    command: Option<&Command<R>>,
+) -> Vec<(&'a str, &'a str)> {
+    marked.into_iter().filter(|(nc, _)| command.is_none_or(|c| !c.has_candidate(nc))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Replacement::*;
+
+    fn cmd(replacements: usize) -> Command<()> {
+        Command::new(
+            Method::SingleNodeConsolidation,
+            "cheaper".into(),
+            0.1,
+            vec![("a".into(), "node-a".into())],
+            vec![(); replacements],
+            1_000,
+        )
+    }
+
+    #[test]
+    fn a_command_is_validated_fifteen_seconds_after_the_decision() {
+        let c = cmd(1);
+        assert_eq!(c.step(1_000, &[]), Step::Wait);
+        assert_eq!(c.step(15_999, &[]), Step::Wait);
+        assert_eq!(c.step(16_000, &[]), Step::Validate);
+    }
+
+    #[test]
+    fn candidates_are_deleted_once_every_replacement_is_initialized() {
+        let mut c = cmd(2);
+        c.execute(vec!["r1".into(), "r2".into()], 16_000);
+        assert_eq!(c.step(17_000, &[NotSeen, Launching]), Step::Wait);
+        assert_eq!(c.step(20_000, &[Initialized, Launching]), Step::Wait);
+        assert_eq!(c.step(25_000, &[Initialized, Initialized]), Step::Delete);
+    }
+
+    #[test]
+    fn without_replacements_the_candidates_go_at_once() {
+        let mut c = cmd(0);
+        c.execute(vec![], 16_000);
+        assert_eq!(c.step(16_000, &[]), Step::Delete);
+    }
+
+    #[test]
+    fn a_replacement_gone_deleted_or_late_abandons_the_command() {
+        let mut c = cmd(1);
+        c.execute(vec!["r1".into()], 16_000);
+        for s in [Gone, Deleting] {
+            assert!(matches!(c.step(17_000, &[s]), Step::Abandon { marked: true, .. }), "{s:?}");
+        }
+        assert_eq!(c.step(16_000 + REPLACEMENT_TIMEOUT_MS - 1, &[Launching]), Step::Wait);
+        assert!(matches!(c.step(16_000 + REPLACEMENT_TIMEOUT_MS, &[Launching]), Step::Abandon { .. }));
+    }
+
+    #[test]
+    fn marks_no_command_owns_are_stale() {
+        let c = cmd(1);
+        let marked = [("a", "node-a"), ("b", "node-b")];
+        assert_eq!(stale_marks(marked, Some(&c)), [("b", "node-b")]);
+        assert_eq!(stale_marks(marked, None::<&Command<()>>).len(), 2);
+    }
+}

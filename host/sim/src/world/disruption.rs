@@ -1,0 +1,263 @@
+//! Voluntary disruption in the world, as the controller does it: a round on Karpenter's
+//! cadence over a settled cluster (nothing draining, no batch open, no NodeClaim in flight),
+//! the decision carried out through `orchestration::command` (re-checked 15 s later, then
+//! candidates marked and replacements launched, then the candidates drained once the
+//! replacements are Initialized), and the drain of every node being deleted.
+
+use super::World;
+use super::cloud::Planned;
+use super::objects::{DisruptionRecord, Phase};
+use std::collections::BTreeSet;
+use tenon_api::wellknown as wk;
+use tenon_core::disruption::disrupt;
+use tenon_core::disruption::drain::{DrainAction, drain_order};
+use tenon_core::orchestration::budget_events;
+use tenon_core::orchestration::command::{Command, Replacement, Step, still_invalid};
+
+impl World<'_> {
+    pub(super) fn disruption(&mut self) {
+        if self.command.is_some() {
+            self.advance();
+            return;
+        }
+        if self.now < self.next_disruption {
+            return;
+        }
+        self.next_disruption = self.now + self.settings.disruption_interval_seconds;
+        let unsettled = self.nodes.iter().any(|n| n.draining.is_some() || n.phase != Phase::Ready);
+        if unsettled || self.batcher.open() {
+            return;
+        }
+        // Same cluster, no timer passed, no budget holding anything back: the decision would
+        // be the same as last time.
+        if self.disruption_seen == self.generation && self.now < self.disruption_timer && !self.budget_constrained {
+            return;
+        }
+        self.disruption_seen = self.generation;
+        self.disruption_timer = self.next_timer();
+        let mut snap = self.lend_snapshot(false);
+        let decision = disrupt(&snap, self.policies);
+        self.give_back(&mut snap);
+        self.budget_constrained = decision.budget_constrained;
+        let now = self.now_ms();
+        for (pool, message) in self.budget_events.due(&decision.budget_blocked, now) {
+            self.event(budget_events::REASON, format!("NodePool/{pool}"), message);
+        }
+        for b in &decision.blocked {
+            let name = snap.nodes[b.node].name.clone();
+            if self.blocked.get(&name) != Some(&b.reason) {
+                self.blocked.insert(name.clone(), b.reason.clone());
+                self.event("DisruptionBlocked", format!("NodeClaim/{name}"), b.reason.clone());
+            }
+        }
+        for r in &decision.rejected {
+            let message = format!("{} by policy {}: {}", r.method.as_str(), r.consolidator, r.reason);
+            for &c in &r.candidates {
+                let object = format!("NodeClaim/{}", snap.nodes[c].name);
+                self.event("ConsolidationRejected", object.clone(), message.clone());
+                self.event("Unconsolidatable", object, message.clone());
+            }
+        }
+        for e in &decision.expirations {
+            for &c in &e.candidates {
+                let name = snap.nodes[c].name.clone();
+                if let Some(i) = self.nodes.iter().position(|n| n.name == name) {
+                    self.event("Expired", format!("NodeClaim/{name}"), e.reason.clone());
+                    self.disruption_log.push(DisruptionRecord {
+                        method: e.method.as_str().into(),
+                        candidates: vec![name.clone()],
+                        replacements: vec![],
+                    });
+                    self.start_drain(i, &format!("Expired: {}", e.reason));
+                }
+            }
+        }
+        let Some(plan) = decision.plan else { return };
+        let candidates: Vec<(String, String)> =
+            plan.candidates.iter().map(|&c| (snap.nodes[c].name.clone(), snap.nodes[c].name.clone())).collect();
+        let planned: Vec<Planned> = plan.replacements.iter().map(|r| Planned::new(r, &snap)).collect();
+        self.command = Some(Command::new(plan.method, plan.reason, plan.savings_per_hour, candidates, planned, now));
+    }
+
+    /// One step of the command under way.
+    fn advance(&mut self) {
+        let Some(cmd) = self.command.take() else { return };
+        let states: Vec<Replacement> = cmd
+            .replacements
+            .iter()
+            .map(|r| match self.nodes.iter().find(|n| &n.name == r) {
+                None => Replacement::Gone,
+                Some(n) if n.draining.is_some() => Replacement::Deleting,
+                Some(n) if n.phase == Phase::Ready => Replacement::Initialized,
+                Some(_) => Replacement::Launching,
+            })
+            .collect();
+        match cmd.step(self.now_ms(), &states) {
+            Step::Wait => self.command = Some(cmd),
+            Step::Validate => {
+                let mut snap = self.lend_snapshot(false);
+                let why = still_invalid(&snap, cmd.method, &cmd.candidates);
+                self.give_back(&mut snap);
+                match why {
+                    Some(why) => self.abandon(&cmd, &why, false),
+                    None => self.execute(cmd),
+                }
+            }
+            Step::Delete => self.finish(&cmd),
+            Step::Abandon { why, marked } => self.abandon(&cmd, &why, marked),
+        }
+    }
+
+    fn on_candidates(&mut self, cmd: &Command<Planned>, reason: &str, message: &str) {
+        for (nc, _) in &cmd.candidates {
+            self.event(reason, format!("NodeClaim/{nc}"), message.to_string());
+        }
+    }
+
+    /// Marks the candidates and launches the replacements of a command that still holds.
+    fn execute(&mut self, mut cmd: Command<Planned>) {
+        self.set_marked(&cmd, true);
+        let approved = format!("{}: {} (saves ${:.4}/h)", cmd.method.as_str(), cmd.reason, cmd.savings_per_hour);
+        self.on_candidates(&cmd, "ConsolidationApproved", &approved);
+        let mut created = Vec::new();
+        for r in std::mem::take(&mut cmd.planned) {
+            // A replacement that fails to launch is created and deleted at once: the
+            // command sees it gone and is abandoned, as in the controller.
+            created.push(self.create_nodeclaim(&r, "disruption"));
+        }
+        if !created.is_empty() {
+            let message = format!("launching {} replacement(s): {}", created.len(), created.join(", "));
+            self.on_candidates(&cmd, "DisruptionLaunching", &message);
+        }
+        cmd.execute(created, self.now_ms());
+        self.command = Some(cmd);
+    }
+
+    fn set_marked(&mut self, cmd: &Command<Planned>, marked: bool) {
+        for n in self.nodes.iter_mut().filter(|n| cmd.has_candidate(&n.name) && n.draining.is_none()) {
+            n.disrupted = marked;
+        }
+        self.generation += 1;
+    }
+
+    fn finish(&mut self, cmd: &Command<Planned>) {
+        self.disruptions += cmd.candidates.len();
+        self.on_candidates(cmd, "DisruptionTerminating", &cmd.terminating_message());
+        self.disruption_log.push(DisruptionRecord {
+            method: cmd.method.as_str().into(),
+            candidates: cmd.candidates.iter().map(|(nc, _)| nc.clone()).collect(),
+            replacements: cmd.replacements.clone(),
+        });
+        let why = if cmd.replacements.is_empty() {
+            format!("{}: no replacement needed", cmd.method.as_str())
+        } else {
+            "replacements are Initialized".to_string()
+        };
+        for (nc, _) in &cmd.candidates {
+            if let Some(i) = self.nodes.iter().position(|n| &n.name == nc && n.draining.is_none()) {
+                self.start_drain(i, &why);
+            }
+        }
+        // Karpenter holds the next round until the candidates are gone and a full period on.
+        self.next_disruption = self.now + self.settings.disruption_interval_seconds;
+    }
+
+    fn abandon(&mut self, cmd: &Command<Planned>, why: &str, marked: bool) {
+        if marked {
+            self.set_marked(cmd, false);
+        }
+        self.on_candidates(cmd, "DisruptionBlocked", &format!("{} abandoned: {why}", cmd.method.as_str()));
+    }
+
+    pub(super) fn start_drain(&mut self, i: usize, why: &str) {
+        let tgp =
+            self.nodepools.iter().find(|p| p.name == self.nodes[i].nodepool).and_then(|p| p.termination_grace_period);
+        self.generation += 1;
+        let n = &mut self.nodes[i];
+        n.disrupted = true;
+        n.draining = Some((self.now, tgp.map(|g| self.now + g)));
+        let name = n.name.clone();
+        self.event("Draining", format!("Node/{name}"), why.to_string());
+    }
+
+    /// Evicts pods of draining nodes in drain order; terminates nodes that are empty.
+    pub(super) fn drain(&mut self) {
+        if !self.nodes.iter().any(|n| n.draining.is_some())
+            || (self.drain_seen == self.generation && self.now < self.drain_wake)
+        {
+            return;
+        }
+        let mut snap = self.lend_snapshot(false);
+        let mut evict: BTreeSet<String> = BTreeSet::new();
+        let mut done = Vec::new();
+        let mut blocked = Vec::new();
+        let mut wake = i64::MAX;
+        for (i, n) in self.nodes.iter().enumerate().filter(|(_, n)| n.draining.is_some()) {
+            if n.reclaim_at.is_some_and(|t| self.now >= t) {
+                done.push(n.name.clone());
+                continue;
+            }
+            let deadline = n.draining.and_then(|(_, d)| d);
+            let plan = drain_order(&snap, &n.name, deadline);
+            for p in plan.steps.iter().map(|(p, _)| *p).chain(plan.later.iter().copied()) {
+                let pod = &snap.pods[p];
+                if let Some(d) = deadline {
+                    wake = wake.min(d - pod.termination_grace_seconds);
+                }
+                if pod.annotations.contains_key(wk::ANNOTATION_DO_NOT_DISRUPT) {
+                    wake = self.now + 1;
+                }
+            }
+            if let Some(t) = n.reclaim_at {
+                wake = wake.min(t);
+            }
+            if plan.finished(&snap) {
+                done.push(n.name.clone());
+                continue;
+            }
+            let message = plan.waiting_message();
+            if message.is_some() && message != n.drain_blocked {
+                blocked.push((i, message));
+            }
+            for (p, action) in plan.steps {
+                if matches!(action, DrainAction::Evict | DrainAction::Delete) {
+                    evict.insert(snap.pods[p].key());
+                }
+            }
+        }
+        self.give_back(&mut snap);
+        for (i, message) in blocked {
+            let name = self.nodes[i].name.clone();
+            self.nodes[i].drain_blocked = message.clone();
+            self.event("FailedDraining", format!("Node/{name}"), message.unwrap_or_default());
+        }
+        if !evict.is_empty() || !done.is_empty() {
+            // Evicted pods of Deployments come back as new pending pods.
+            self.generation += 1;
+            self.reconcile = true;
+        } else {
+            self.drain_seen = self.generation;
+            self.drain_wake = wake;
+        }
+        self.pods.retain(|p| !evict.contains(&p.pod.key()));
+        for name in done {
+            self.pods.retain(|p| p.pod.node_name.as_deref() != Some(name.as_str()));
+            self.nodes.retain(|n| n.name != name);
+            self.event("Terminated", format!("NodeClaim/{name}"), "instance terminated".into());
+        }
+    }
+
+    /// The next time a node becomes consolidatable or expires.
+    fn next_timer(&self) -> i64 {
+        self.nodes
+            .iter()
+            .filter_map(|n| {
+                let pool = self.nodepools.iter().find(|p| p.name == n.nodepool)?;
+                let consolidatable = pool.disruption.consolidate_after.map(|a| n.last_pod_event + a);
+                let expires = pool.expire_after.map(|e| n.created + e);
+                [consolidatable, expires].into_iter().flatten().filter(|t| *t > self.now).min()
+            })
+            .min()
+            .unwrap_or(i64::MAX)
+    }
+}
