@@ -9,15 +9,27 @@ AL2023 image parameters under /aws/service (which moto neither ships nor lets Pu
 write) point at moto's own amd64 and arm64 images, for every Kubernetes version the tests use.
 Spot prices differ by zone, as in AWS (moto quotes one price everywhere): us-east-1a's are
 twice us-east-1b's, so a test can tell a zone a pod's volume forces from the cheapest one.
+CreateFleet answers like a prioritized instant fleet when capacity runs out (moto never
+does): offerings listed in `<READY_FILE without extension>.exhausted.json` (a JSON list of
+{"instanceType": "c6a.large" or "c6a.*", "zone": null or a zone, "capacityType": null,
+"spot" or "on-demand"}, read at every call) have no capacity; the best-priority override
+with capacity launches, and every override before it is reported in `Errors` as
+InsufficientInstanceCapacity (all of them, and no instance, when none has capacity).
 Writes READY_FILE once everything is in place; runs until killed.
 """
 
 import datetime
+import fnmatch
+import json
+import os
 import sys
+import threading
 import time
 
 import boto3
 from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.responses import ActionResult
+from moto.ec2.responses.fleets import Fleets
 from moto.ec2.responses.spot_instances import SpotInstances
 from moto.server import ThreadedMotoServer
 from moto.ssm.models import Parameter, ssm_backends
@@ -42,9 +54,83 @@ def zonal_spot_prices() -> None:
     SpotInstances.describe_spot_price_history = describe
 
 
+def exhausted_offerings(path: str):  # type: ignore[no-untyped-def]
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return []
+
+
+def capacity_errors(exhausted_file: str) -> None:
+    """CreateFleet as a prioritized instant fleet over offerings that may have no capacity."""
+    create = Fleets.create_fleet
+    lock = threading.Lock()
+
+    def no_capacity(backend, override, capacity_type, exhausted):  # type: ignore[no-untyped-def]
+        zone = backend.get_subnet(override.get("SubnetId")).availability_zone
+        return any(
+            fnmatch.fnmatchcase(override.get("InstanceType", ""), e["instanceType"])
+            and e.get("zone") in (None, zone)
+            and e.get("capacityType") in (None, capacity_type)
+            for e in exhausted
+        )
+
+    def create_fleet(self):  # type: ignore[no-untyped-def]
+        exhausted = exhausted_offerings(exhausted_file)
+        if not exhausted:
+            return create(self)
+        configs = self._get_param("LaunchTemplateConfigs", [])
+        target = self._get_param("TargetCapacitySpecification", {})
+        capacity_type = target.get("DefaultTargetCapacityType", "on-demand")
+        ranked = []
+        for c, config in enumerate(configs):
+            for override in config.get("Overrides") or []:
+                ranked.append((float(override.get("Priority", 0)), c, override))
+        ranked.sort(key=lambda r: (r[0], r[1]))
+        errors, chosen = [], None
+        for _, c, override in ranked:
+            if not no_capacity(self.ec2_backend, override, capacity_type, exhausted):
+                chosen = (c, override)
+                break
+            errors.append(
+                {
+                    "LaunchTemplateAndOverrides": {
+                        "LaunchTemplateSpecification": configs[c].get("LaunchTemplateSpecification", {}),
+                        "Overrides": override,
+                    },
+                    "Lifecycle": capacity_type,
+                    "ErrorCode": "InsufficientInstanceCapacity",
+                    "ErrorMessage": "We currently do not have sufficient capacity in the Availability Zone you requested.",
+                }
+            )
+        if chosen is None:
+            return ActionResult({"FleetId": "fleet-" + os.urandom(8).hex(), "Instances": [], "Errors": errors})
+        c, override = chosen
+        kept = [dict(configs[c], Overrides=[override])]
+        with lock:
+            backend = self.ec2_backend
+            real = backend.create_fleet
+
+            def only_chosen(**kw):  # type: ignore[no-untyped-def]
+                kw["launch_template_configs"] = kept
+                return real(**kw)
+
+            backend.create_fleet = only_chosen
+            try:
+                result = create(self)
+            finally:
+                del backend.create_fleet
+        result.result["Errors"] = errors
+        return result
+
+    Fleets.create_fleet = create_fleet
+
+
 def main() -> None:
     zonal_spot_prices()
     port, ready_file, clusters = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
+    capacity_errors(os.path.splitext(ready_file)[0] + ".exhausted.json")
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"

@@ -12,6 +12,7 @@
 //! when the [`Cluster`] is dropped (printing the controller's log when the test failed).
 
 pub mod deployments;
+pub mod differential;
 pub mod kubelet;
 pub mod moto;
 pub mod observe;

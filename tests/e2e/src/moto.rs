@@ -1,12 +1,14 @@
 //! moto holding a cluster's AWS account (moto_account.py), one per test, on 127.0.0.1.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub struct Moto {
     child: Child,
     pub url: String,
+    /// Offerings CreateFleet finds no capacity for (moto_account.py reads it at every call).
+    exhausted: PathBuf,
 }
 
 impl Moto {
@@ -38,7 +40,17 @@ impl Moto {
             assert!(Instant::now() < deadline, "moto did not come up within 60 s; log: {}", log.display());
             std::thread::sleep(Duration::from_millis(50));
         }
-        Moto { child, url: format!("http://127.0.0.1:{port}") }
+        Moto { child, url: format!("http://127.0.0.1:{port}"), exhausted: log.with_extension("exhausted.json") }
+    }
+
+    /// From now on CreateFleet has no capacity for these offerings: (instance type or
+    /// `prefix*`, zone, capacity type), `None` meaning any.
+    pub fn exhaust(&self, offerings: &[(String, Option<String>, Option<String>)]) {
+        let list: Vec<serde_json::Value> = offerings
+            .iter()
+            .map(|(t, z, c)| serde_json::json!({"instanceType": t, "zone": z, "capacityType": c}))
+            .collect();
+        std::fs::write(&self.exhausted, serde_json::Value::Array(list).to_string()).expect("exhausted offerings file");
     }
 }
 
