@@ -1432,3 +1432,56 @@ fn strict_min_values_the_catalog_cannot_meet_schedules_nothing() {
     c.pending("{name: p}", &pod);
     assert!(!c.decide().scheduled("p"), "zone minValues 3 with two zones");
 }
+
+// ---- the batcher (tenon_core::orchestration::batcher, both shells' batching) ----------------
+
+mod batching {
+    use super::*;
+    use std::collections::BTreeSet;
+    use tenon_core::orchestration::batcher::Batcher;
+
+    const S: i64 = 1_000;
+
+    fn pods(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|n| format!("default/{n}")).collect()
+    }
+
+    /// karpenter:pkg/controllers/provisioning/suite_test.go:119
+    #[test]
+    fn a_single_pod_is_provisioned_once_the_idle_window_passes() {
+        let mut c = cluster();
+        c.pending("{name: p}", "");
+        let mut b = Batcher::default();
+        let (idle, max) = (S, 10 * S);
+        assert!(!b.observe(0, &pods(&["p"]), idle, max), "the batch opens");
+        assert!(!b.observe(S / 2, &pods(&["p"]), idle, max), "inside the idle window");
+        assert!(b.observe(11 * S, &pods(&["p"]), idle, max), "past it: decide");
+        let d = c.decide();
+        assert!(d.scheduled("p"), "{}", d.plan.render(&d.snap));
+    }
+
+    /// karpenter:pkg/controllers/provisioning/suite_test.go:137
+    #[test]
+    fn the_same_pod_again_does_not_extend_the_idle_window() {
+        let (idle, max) = (5 * S, 10 * S);
+        let mut b = Batcher::default();
+        assert!(!b.observe(0, &pods(&["p"]), idle, max));
+        assert!(!b.observe(3 * S, &pods(&["p"]), idle, max), "the same pod, 3 s in");
+        assert!(b.open());
+        // 6 s: past the idle window of the first (and only) trigger.
+        assert!(b.observe(6 * S, &pods(&["p"]), idle, max));
+        assert!(!b.open());
+    }
+
+    /// karpenter:pkg/controllers/provisioning/suite_test.go:177
+    #[test]
+    fn a_new_pod_extends_the_idle_window() {
+        let (idle, max) = (5 * S, 10 * S);
+        let mut b = Batcher::default();
+        assert!(!b.observe(0, &pods(&["p"]), idle, max));
+        assert!(!b.observe(3 * S, &pods(&["p", "p2"]), idle, max), "a new pod, 3 s in");
+        assert!(!b.observe(6 * S, &pods(&["p", "p2"]), idle, max), "3 s after it: still inside");
+        assert!(b.open());
+        assert!(b.observe(9 * S, &pods(&["p", "p2"]), idle, max), "idle for 6 s: decide");
+    }
+}
