@@ -1,4 +1,4 @@
-//! Tenon's policy annotations on a NodePool (design.md §1): which Wasm policies decide for
+//! Tenon's policy annotations on a NodePool: which Wasm policies decide for
 //! it, their configuration, and whether they act or only shadow the defaults.
 
 use crate::wellknown::{

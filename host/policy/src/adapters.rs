@@ -1,5 +1,4 @@
-//! Wasm policies behind the decision core's traits, with design.md §5's failure semantics:
-//! a scoring failure falls back to price order, a consolidation failure skips the plans, a
+//! Wasm policies behind the decision core's traits, failing safe: a scoring failure falls back to price order, a consolidation failure skips the plans, a
 //! budget failure allows zero disruptions. Every call is counted; every failure is kept for
 //! the NodePool's `PolicyHealthy` condition and logged for whoever shows them; a policy that
 //! keeps failing is skipped for a while (breaker.rs). In shadow mode the policy runs, its

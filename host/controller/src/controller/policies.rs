@@ -1,7 +1,8 @@
 //! Per-NodePool policies: each NodePool's `tenon.dev/*` annotations resolved through the
 //! policy store, reloaded when annotations change. A NodePool whose policy cannot be loaded
-//! or last failed is reported (`PolicyHealthy=False` + Event) and decided with the design.md
-//! §5 fallbacks, the same in both cases; other NodePools are unaffected.
+//! or last failed is reported (`PolicyHealthy=False` + Event) and decided with the fallbacks
+//! (price order, no consolidation plans, no disruptions), the same in both cases; other
+//! NodePools are unaffected.
 
 use std::collections::BTreeMap;
 use std::path::Path;
