@@ -372,7 +372,11 @@ pub fn pod(p: &core::Pod) -> Result<Pod, ConvertError> {
         ),
         host_ports,
         termination_grace_seconds: spec.termination_grace_period_seconds.unwrap_or(30),
-        deleting: p.metadata.deletion_timestamp.is_some(),
+        deleted_at: p.metadata.deletion_timestamp.as_ref().map(|t| t.0.as_second()),
+        critical: matches!(
+            spec.priority_class_name.as_deref(),
+            Some("system-cluster-critical" | "system-node-critical")
+        ),
         resource_claims: spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty())
             || spec
                 .containers

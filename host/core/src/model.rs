@@ -89,8 +89,11 @@ pub struct Pod {
     pub owner_name: Option<String>,
     /// `terminationGracePeriodSeconds` (Kubernetes default 30).
     pub termination_grace_seconds: i64,
-    /// Has a deletion timestamp: already going away, nothing to reschedule.
-    pub deleting: bool,
+    /// Its deletion timestamp (seconds since the epoch: when the kubelet is to have it gone,
+    /// the grace period included), if it is being deleted: going away, nothing to reschedule.
+    pub deleted_at: Option<i64>,
+    /// `priorityClassName` `system-cluster-critical` or `system-node-critical`: it drains last.
+    pub critical: bool,
     /// Asks for devices through Dynamic Resource Allocation (resource claims): Tenon, like
     /// Karpenter without DRA support, provisions nothing for it.
     pub resource_claims: bool,
@@ -122,7 +125,8 @@ impl Default for Pod {
             owner_kind: None,
             owner_name: None,
             termination_grace_seconds: 30,
-            deleting: false,
+            deleted_at: None,
+            critical: false,
             resource_claims: false,
         }
     }

@@ -225,7 +225,12 @@ fn expiration_ignores_budgets() {
     let deadline = s.now + 3600;
     assert!(matches!(drain_order(&s, "old", Some(deadline)).steps[0].1, DrainAction::Wait(_)));
     s.now = deadline - 30;
-    assert_eq!(drain_order(&s, "old", Some(deadline)).steps[0].1, DrainAction::Delete);
+    assert!(
+        matches!(drain_order(&s, "old", Some(deadline)).steps[0].1, DrainAction::Wait(_)),
+        "not yet: strictly after"
+    );
+    s.now = deadline - 29;
+    assert_eq!(drain_order(&s, "old", Some(deadline)).steps[0].1, DrainAction::Delete { grace: 29 });
 }
 
 struct RejectAll;
@@ -299,10 +304,12 @@ fn drain_goes_tier_by_tier_and_honours_pdbs_until_the_deadline() {
         .filter(|(_, a)| matches!(a, DrainAction::Wait(w) if w.contains("PodDisruptionBudget default/web")))
         .count();
     assert_eq!((evict, wait), (1, 2), "the PDB allows one eviction");
-    // Past deadline minus the pods' 30s grace: delete, whatever the PDB says.
-    s.now = T0 + 3600 - 30;
+    // Past deadline minus the pods' 30s grace: delete, whatever the PDB says, in every tier,
+    // with the grace cut to the time left.
+    s.now = T0 + 3600 - 29;
     let plan = drain_order(&s, "n", Some(T0 + 3600));
-    assert!(plan.steps.iter().all(|(_, a)| *a == DrainAction::Delete));
+    assert_eq!(plan.steps.len(), 5);
+    assert!(plan.steps.iter().all(|(_, a)| *a == DrainAction::Delete { grace: 29 }));
     // Once tier 0 is gone, the DaemonSet pod is next.
     s.pods.retain(|p| !p.name.starts_with("web"));
     let plan = drain_order(&s, "n", None);

@@ -237,7 +237,7 @@ fn placements(d: &Decision) -> BTreeMap<String, (String, BTreeMap<String, String
     let mut out = BTreeMap::new();
     let node_labels = |n: &str| d.snap.nodes.iter().find(|x| x.name == n).map(|x| x.labels.clone()).unwrap_or_default();
     for (i, p) in d.snap.pods.iter().enumerate() {
-        if p.deleting {
+        if p.deleted_at.is_some() {
             continue;
         }
         let at = if let Some(n) = &p.node_name {

@@ -48,6 +48,24 @@ pub fn disrupted_taints(node: &Node) -> Option<Value> {
     Some(json!({"spec": {"taints": list}}))
 }
 
+/// An eviction of exactly this pod: a pod recreated under the same name is not evicted.
+pub fn evict_params(pod: &tenon_core::model::Pod) -> EvictParams {
+    EvictParams { delete_options: Some(delete_params_uid(pod, None)), ..EvictParams::default() }
+}
+
+/// A deletion of exactly this pod with `grace` seconds (Karpenter's forced drain).
+pub fn delete_params(pod: &tenon_core::model::Pod, grace: i64) -> DeleteParams {
+    delete_params_uid(pod, Some(grace))
+}
+
+fn delete_params_uid(pod: &tenon_core::model::Pod, grace: Option<i64>) -> DeleteParams {
+    DeleteParams {
+        grace_period_seconds: grace.map(|g| g.max(1) as u32),
+        preconditions: Some(kube::api::Preconditions { uid: Some(pod.uid.clone()), resource_version: None }),
+        ..DeleteParams::default()
+    }
+}
+
 /// Where a NodeClaim's termination stands after a step.
 #[derive(Debug, PartialEq)]
 pub enum Progress {
@@ -87,18 +105,18 @@ pub async fn step(
             Some(t.0.as_second() + tgp.as_secs() as i64)
         });
         let plan = drain_order(snap, &node_name, deadline);
-        if !plan.finished(snap) {
+        if !plan.finished() {
             for (p, action) in &plan.steps {
                 let pod = &snap.pods[*p];
                 let pods: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
                 match action {
-                    DrainAction::Evict => match pods.evict(&pod.name, &EvictParams::default()).await {
+                    DrainAction::Evict => match pods.evict(&pod.name, &evict_params(pod)).await {
                         Ok(_) => {}
                         // The PDB allows nothing now: the next pass tries again.
                         Err(kube::Error::Api(s)) if s.code == 429 || s.code == 404 => {}
                         Err(e) => return Err(format!("evicting {}/{}: {e}", pod.namespace, pod.name)),
                     },
-                    DrainAction::Delete => match pods.delete(&pod.name, &DeleteParams::default()).await {
+                    DrainAction::Delete { grace } => match pods.delete(&pod.name, &delete_params(pod, *grace)).await {
                         Ok(_) => {}
                         Err(kube::Error::Api(s)) if s.code == 404 => {}
                         Err(e) => return Err(format!("deleting {}/{}: {e}", pod.namespace, pod.name)),

@@ -25,7 +25,7 @@ use std::collections::VecDeque;
 pub const MAX_INSTANCE_TYPES: usize = 600;
 
 fn is_pending(p: &Pod) -> bool {
-    p.node_name.is_none() && !p.is_daemon() && !p.deleting
+    p.node_name.is_none() && !p.is_daemon() && p.deleted_at.is_none()
 }
 
 /// Plans capacity for every pending pod of `snapshot`.

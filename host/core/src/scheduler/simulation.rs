@@ -36,7 +36,7 @@ pub struct Simulator<'a> {
 
 /// Pods a drain would reschedule: not DaemonSet pods, not already terminating.
 pub fn reschedulable(p: &Pod) -> bool {
-    !p.is_daemon() && !p.deleting
+    !p.is_daemon() && p.deleted_at.is_none()
 }
 
 impl<'a> Simulator<'a> {

@@ -331,6 +331,20 @@ impl Cluster {
         )));
         self
     }
+    /// A PodDisruptionBudget (any YAML of a `policy/v1` PDB, status included).
+    pub fn pdb(&mut self, pdb: &str) -> &mut Self {
+        self.objects.pdbs.push(yaml(pdb));
+        self
+    }
+
+    /// The snapshot decisions see (no decision made); objects that cannot be read fail.
+    pub fn snapshot(&self) -> ClusterSnapshot {
+        let catalog = self.catalog.clone();
+        let (snap, ignored) = convert::snapshot(&self.objects, &move |_| catalog.clone(), self.now);
+        assert!(ignored.is_empty(), "objects the controller could not read: {ignored:?}");
+        snap
+    }
+
     /// Karpenter's `SCHEDULER_CONFIG`, as YAML or JSON.
     pub fn scheduler_config(&mut self, raw: &str) -> &mut Self {
         self.objects.scheduler = tenon_api::scheduler_config::SchedulerConfig::parse(raw).unwrap();

@@ -211,7 +211,7 @@ impl World<'_> {
             if let Some(t) = n.reclaim_at {
                 wake = wake.min(t);
             }
-            if plan.finished(&snap) {
+            if plan.finished() {
                 done.push(n.name.clone());
                 continue;
             }
@@ -220,7 +220,7 @@ impl World<'_> {
                 blocked.push((i, message));
             }
             for (p, action) in plan.steps {
-                if matches!(action, DrainAction::Evict | DrainAction::Delete) {
+                if matches!(action, DrainAction::Evict | DrainAction::Delete { .. }) {
                     evict.insert(snap.pods[p].key());
                 }
             }
