@@ -57,6 +57,10 @@ enum Command {
         /// The policy store (default: $TENON_POLICY_DIR, else policies/target/wasm32-wasip2/release).
         #[arg(long)]
         policy_dir: Option<PathBuf>,
+        /// Wall-clock milliseconds a policy call may take before the built-in decision is used.
+        #[arg(long, env = "TENON_POLICY_DEADLINE_MS", default_value_t = tenon_policy::Limits::default().deadline_ms,
+              value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        policy_deadline_ms: u64,
     },
     /// Test, inspect, benchmark and scaffold WebAssembly policies.
     Policy {
@@ -82,16 +86,19 @@ fn main() -> ExitCode {
         Command::Bench { what } => bench::run(what),
         Command::Controller(settings) => controller::run(*settings),
         Command::Policy { what } => policy_cmd::run(what),
-        Command::Simulate { scenario, json, quiet, report, compare, policy_dir } => simulate::simulate(
-            &scenario,
-            simulate::Options {
-                json,
-                quiet,
-                report: report.as_deref(),
-                compare: compare.map(|v| (v[0].clone(), v[1].clone())),
-                policy_dir,
-            },
-        ),
+        Command::Simulate { scenario, json, quiet, report, compare, policy_dir, policy_deadline_ms } => {
+            simulate::simulate(
+                &scenario,
+                simulate::Options {
+                    json,
+                    quiet,
+                    report: report.as_deref(),
+                    compare: compare.map(|v| (v[0].clone(), v[1].clone())),
+                    policy_dir,
+                    policy_deadline_ms,
+                },
+            )
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),

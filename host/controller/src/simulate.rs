@@ -20,6 +20,8 @@ pub struct Options<'a> {
     pub report: Option<&'a Path>,
     pub compare: Option<(String, String)>,
     pub policy_dir: Option<PathBuf>,
+    /// Wall-clock limit of a policy call, as the controller's `--policy-deadline-ms`.
+    pub policy_deadline_ms: u64,
 }
 
 fn policy_dir(given: Option<PathBuf>) -> PathBuf {
@@ -52,7 +54,13 @@ fn nodepools(scenario: &Scenario) -> Vec<NodePoolInfo> {
 
 /// The policies for a run: the NodePools' own annotations, or `refs` (`default` or a
 /// comma-separated list of policy references) for every NodePool.
-fn policies(scenario: &Scenario, refs: Option<&str>, dir: &Path) -> anyhow::Result<Option<ClusterPolicies>> {
+/// Where policies come from and how long a call may take.
+struct Store<'a> {
+    dir: &'a Path,
+    deadline_ms: u64,
+}
+
+fn policies(scenario: &Scenario, refs: Option<&str>, from: &Store<'_>) -> anyhow::Result<Option<ClusterPolicies>> {
     let pools = nodepools(scenario);
     let overrides: Option<Vec<PolicyRef>> = match refs {
         Some("default") => return Ok(None),
@@ -67,12 +75,13 @@ fn policies(scenario: &Scenario, refs: Option<&str>, dir: &Path) -> anyhow::Resu
     if overrides.is_none() && !annotated {
         return Ok(None);
     }
-    let engine = PolicyEngine::new(Limits::default(), PrecompileCache::default_dir())?;
-    let store = PolicyStore::new(dir, engine);
+    let limits = Limits { deadline_ms: from.deadline_ms, ..Limits::default() };
+    let engine = PolicyEngine::new(limits, PrecompileCache::default_dir())?;
+    let store = PolicyStore::new(from.dir, engine);
     let (set, problems) = ClusterPolicies::resolve(&store, &pools, overrides.as_deref());
     if !problems.is_empty() {
         let lines: Vec<String> = problems.iter().map(|(p, e)| format!("NodePool {p}: {e}")).collect();
-        bail!("policies could not be loaded from {}:\n  {}", dir.display(), lines.join("\n  "));
+        bail!("policies could not be loaded from {}:\n  {}", from.dir.display(), lines.join("\n  "));
     }
     Ok(Some(set))
 }
@@ -135,10 +144,11 @@ fn failures(r: &Report) -> String {
 pub fn simulate(path: &Path, o: Options<'_>) -> anyhow::Result<u8> {
     let scenario = Scenario::load(path).with_context(|| format!("loading scenario {}", path.display()))?;
     let dir = policy_dir(o.policy_dir.clone());
+    let from = Store { dir: &dir, deadline_ms: o.policy_deadline_ms };
     if let Some((a, b)) = &o.compare {
-        return compare(&scenario, a, b, &dir, o.json);
+        return compare(&scenario, a, b, &from, o.json);
     }
-    let set = policies(&scenario, None, &dir)?;
+    let set = policies(&scenario, None, &from)?;
     let live = !o.json && !o.quiet;
     if live {
         println!("scenario: {} ({})", scenario.name, World::describe_time(scenario.duration));
@@ -169,8 +179,8 @@ pub fn simulate(path: &Path, o: Options<'_>) -> anyhow::Result<u8> {
     Ok(if report.failures.is_empty() { 0 } else { 1 })
 }
 
-fn compare(scenario: &Scenario, a: &str, b: &str, dir: &Path, json: bool) -> anyhow::Result<u8> {
-    let (sa, sb) = (policies(scenario, Some(a), dir)?, policies(scenario, Some(b), dir)?);
+fn compare(scenario: &Scenario, a: &str, b: &str, from: &Store<'_>, json: bool) -> anyhow::Result<u8> {
+    let (sa, sb) = (policies(scenario, Some(a), from)?, policies(scenario, Some(b), from)?);
     let ra = run_once(scenario, sa.as_ref(), false)?;
     let rb = run_once(scenario, sb.as_ref(), false)?;
     if json {

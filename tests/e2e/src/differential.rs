@@ -278,6 +278,7 @@ pub async fn through_controller(c: &mut Cluster, path: &Path) -> ControllerRun {
     if let Some(dir) = std::env::var_os("TENON_POLICY_DIR") {
         c.controller_env.push(("TENON_POLICY_DIR".into(), dir.to_string_lossy().into_owned()));
     }
+    c.controller_env.push(("TENON_POLICY_DEADLINE_MS".into(), POLICY_DEADLINE_MS.into()));
     c.start_controller();
     let classes: Vec<String> = scenario
         .documents
@@ -361,10 +362,15 @@ fn pin(path: &Path, catalog: &Path, start: SystemTime, dir: &Path) -> PathBuf {
     out
 }
 
+/// Both sides' policy deadline: the comparison is of decisions, and a two-core machine running
+/// several scenarios at once can hold a call past the production 50 ms, which would turn one
+/// side's decision into the fallback's.
+const POLICY_DEADLINE_MS: &str = "2000";
+
 /// Runs the pinned scenario through `tenon simulate --json`.
 pub fn through_simulator(pinned: &Path) -> Trace {
     let out = std::process::Command::new(super::tenon_bin())
-        .args(["simulate", "--json"])
+        .args(["simulate", "--json", "--policy-deadline-ms", POLICY_DEADLINE_MS])
         .arg(pinned)
         .current_dir(super::repo())
         .output()

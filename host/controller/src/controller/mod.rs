@@ -127,7 +127,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     )
     .await;
     let metrics = Arc::new(Metrics::default());
-    let policies = policies::Policies::new(settings.policy_dir.as_deref())?;
+    let policies = policies::Policies::new(settings.policy_dir.as_deref(), settings.policy_deadline_ms)?;
     health::serve(
         metrics.clone(),
         policies.metrics.clone(),

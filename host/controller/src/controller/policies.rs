@@ -30,10 +30,11 @@ pub struct Policies {
 impl Policies {
     /// Without a directory, NodePools naming a policy are reported and fail safe, never
     /// silently ignored.
-    pub fn new(dir: Option<&Path>) -> anyhow::Result<Policies> {
+    pub fn new(dir: Option<&Path>, deadline_ms: u64) -> anyhow::Result<Policies> {
         let store = match dir {
             Some(d) => {
-                let engine = PolicyEngine::new(Limits::default(), PrecompileCache::default_dir())?;
+                let limits = Limits { deadline_ms, ..Limits::default() };
+                let engine = PolicyEngine::new(limits, PrecompileCache::default_dir())?;
                 if let Some(why) = engine.cache_refused() {
                     tracing::warn!(%why, "policy precompile cache not used; policies are compiled at every start");
                 }

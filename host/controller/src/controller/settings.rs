@@ -60,6 +60,11 @@ pub struct Settings {
     /// The policy store (`.wasm` files named by NodePools' policy annotations).
     #[arg(long, env = "TENON_POLICY_DIR")]
     pub policy_dir: Option<PathBuf>,
+    /// Wall-clock time a policy call may take before its decision falls back to the
+    /// built-in one (milliseconds, 1–10000).
+    #[arg(long, env = "TENON_POLICY_DEADLINE_MS", default_value_t = tenon_policy::Limits::default().deadline_ms,
+          value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub policy_deadline_ms: u64,
     #[arg(long, env = "AWS_REGION", default_value = "us-east-1")]
     pub aws_region: String,
     /// Send every AWS call here (an emulator in tests).
