@@ -4,7 +4,8 @@ Usage: moto_account.py PORT READY_FILE CLUSTER[,CLUSTER...]
 
 Per cluster name: two private subnets (us-east-1a, us-east-1b) and a node security group
 tagged `karpenter.sh/discovery: <cluster>` (subnets also `capacity.example.io/tier: worker`,
-as the runbooks select), and the node role `KarpenterNodeRole-<cluster>`. The EKS optimized
+as the runbooks select), the node role `KarpenterNodeRole-<cluster>`, and the EKS cluster
+(endpoint, CA, Service CIDR 172.20.0.0/16) eks:DescribeCluster returns. The EKS optimized
 AL2023 image parameters under /aws/service (which moto neither ships nor lets PutParameter
 write) point at moto's own amd64 and arm64 images, for every Kubernetes version the tests use.
 Spot prices differ by zone, as in AWS (moto quotes one price everywhere): us-east-1a's are
@@ -35,6 +36,8 @@ from moto.server import ThreadedMotoServer
 from moto.ssm.models import Parameter, ssm_backends
 
 REGION = "us-east-1"
+# The EKS clusters' Service CIDR (EKS's default would be 10.100.0.0/16, Tenon's fallback).
+SERVICE_CIDR = "172.20.0.0/16"
 K8S_VERSIONS = ["1.33"]
 # Each image version gets its own images (a newer version means new AMIs, as in AWS): the
 # runbooks pin v20260304; the drift test moves to v20260401.
@@ -139,6 +142,7 @@ def main() -> None:
     )
     ec2 = session.client("ec2", endpoint_url=endpoint)
     iam = session.client("iam", endpoint_url=endpoint)
+    eks = session.client("eks", endpoint_url=endpoint)
 
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
     for i, cluster in enumerate(clusters):
@@ -160,6 +164,14 @@ def main() -> None:
             Description="EKS nodes",
             VpcId=vpc,
             TagSpecifications=[{"ResourceType": "security-group", "Tags": [discovery]}],
+        )
+        # The cluster itself: where nodes join (endpoint, CA) and its Service CIDR, which
+        # is not EKS's usual default so a test can tell it was read.
+        eks.create_cluster(
+            name=cluster,
+            roleArn=f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:role/{cluster}-cluster",
+            resourcesVpcConfig={"subnetIds": []},
+            kubernetesNetworkConfig={"serviceIpv4Cidr": SERVICE_CIDR},
         )
         iam.create_role(
             RoleName=f"KarpenterNodeRole-{cluster}",

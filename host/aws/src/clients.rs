@@ -37,6 +37,7 @@ pub struct Clients {
     pub ssm: aws_sdk_ssm::Client,
     pub sqs: aws_sdk_sqs::Client,
     pub pricing: aws_sdk_pricing::Client,
+    pub eks: aws_sdk_eks::Client,
 }
 
 impl Clients {
@@ -72,6 +73,7 @@ impl Clients {
             ssm: aws_sdk_ssm::Client::new(&cfg),
             sqs: aws_sdk_sqs::Client::new(&cfg),
             pricing: aws_sdk_pricing::Client::from_conf(pricing_cfg),
+            eks: aws_sdk_eks::Client::new(&cfg),
         }
     }
 }

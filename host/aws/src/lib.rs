@@ -10,6 +10,7 @@ mod conditions;
 mod error;
 
 pub mod catalog;
+pub mod cluster;
 pub mod fleet;
 pub mod instances;
 pub mod interruption;

@@ -1,4 +1,7 @@
-//! The kubelet stand-in: Nodes for the cluster's running instances.
+//! The kubelet stand-in: Nodes for the cluster's running instances, registered as their
+//! user data says (its labels and taints, as `--node-labels`/`--register-with-taints` or
+//! Bottlerocket's `settings.kubernetes.node-labels`/`node-taints`), nothing more: a taint the
+//! user data leaves out is not there.
 
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -21,7 +24,7 @@ pub fn catalog() -> BTreeMap<String, InstanceType> {
         .collect()
 }
 
-/// Labels the kubelet sets itself (plus the NodePool label EKS user data passes it).
+/// Labels the kubelet sets itself.
 const KUBELET_LABELS: [&str; 3] = ["kubernetes.io/arch", "kubernetes.io/os", "node.kubernetes.io/instance-type"];
 
 pub fn node_name(instance_id: &str) -> String {
@@ -50,15 +53,11 @@ pub async fn run(client: Client, aws: Arc<AwsProvider>, catalog: Arc<BTreeMap<St
             labels.insert("kubernetes.io/hostname".into(), name.clone());
             labels.insert("topology.kubernetes.io/zone".into(), i.zone.clone());
             labels.insert("topology.kubernetes.io/region".into(), "us-east-1".into());
-            if let Some(np) = i.tags.get("karpenter.sh/nodepool") {
-                labels.insert("karpenter.sh/nodepool".into(), np.clone());
-            }
+            let Some(joining) = user_data(&aws, &i.id).await.map(|u| joins_with(&u)) else { continue };
+            labels.extend(joining.labels);
             let node: Node = serde_json::from_value(json!({
                 "metadata": {"name": name, "labels": labels},
-                "spec": {
-                    "providerID": i.provider_id,
-                    "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}],
-                },
+                "spec": {"providerID": i.provider_id, "taints": joining.taints},
             }))
             .expect("a Node");
             match nodes.create(&PostParams::default(), &node).await {
@@ -97,5 +96,105 @@ pub async fn run(client: Client, aws: Arc<AwsProvider>, catalog: Arc<BTreeMap<St
                 Err(_) => {}
             }
         }
+    }
+}
+
+/// The instance's user data (decoded), as its kubelet reads it at boot.
+pub async fn user_data(aws: &AwsProvider, id: &str) -> Option<String> {
+    use aws_sdk_ec2::types::InstanceAttributeName;
+    use base64::Engine;
+    let out = aws
+        .clients
+        .ec2
+        .describe_instance_attribute()
+        .instance_id(id)
+        .attribute(InstanceAttributeName::UserData)
+        .send()
+        .await
+        .ok()?;
+    let encoded = out.user_data.and_then(|v| v.value).unwrap_or_default();
+    let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// What a node registers with, from its user data.
+#[derive(Debug, Default, PartialEq)]
+pub struct Joining {
+    pub labels: BTreeMap<String, String>,
+    /// As the Node's `spec.taints`.
+    pub taints: Vec<serde_json::Value>,
+}
+
+/// The labels and taints user data `text` registers its node with.
+pub fn joins_with(text: &str) -> Joining {
+    let mut j = Joining::default();
+    let mut taint = |key: &str, value: &str, effect: &str| {
+        let mut t = json!({"key": key, "effect": effect});
+        if !value.is_empty() {
+            t["value"] = json!(value);
+        }
+        j.taints.push(t);
+    };
+    let flag = |name: &str| -> Vec<String> {
+        text.match_indices(name)
+            .map(|(at, _)| {
+                let rest = &text[at + name.len()..];
+                rest[..rest.find(['"', '\'', ' ', '\n']).unwrap_or(rest.len())].to_string()
+            })
+            .collect()
+    };
+    for list in flag("--register-with-taints=") {
+        for t in list.split(',').filter(|t| !t.is_empty()) {
+            let (kv, effect) = t.rsplit_once(':').unwrap_or((t, "NoSchedule"));
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            taint(k, v, effect);
+        }
+    }
+    let mut labels = BTreeMap::new();
+    for list in flag("--node-labels=") {
+        for l in list.split(',') {
+            if let Some((k, v)) = l.split_once('=') {
+                labels.insert(k.to_string(), v.to_string());
+            }
+        }
+    }
+    // Bottlerocket: TOML settings.
+    if let Ok(doc) = text.parse::<toml::Table>() {
+        let k8s = doc.get("settings").and_then(|s| s.get("kubernetes"));
+        for (k, v) in k8s.and_then(|k| k.get("node-labels")).and_then(|l| l.as_table()).into_iter().flatten() {
+            labels.insert(k.clone(), v.as_str().unwrap_or_default().to_string());
+        }
+        for (k, vs) in k8s.and_then(|k| k.get("node-taints")).and_then(|t| t.as_table()).into_iter().flatten() {
+            for v in vs.as_array().into_iter().flatten().filter_map(|v| v.as_str()) {
+                let (value, effect) = v.rsplit_once(':').unwrap_or(("", v));
+                taint(k, value, effect);
+            }
+        }
+    }
+    j.labels = labels;
+    j
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn al2023_flags_and_bottlerocket_settings_both_register_labels_and_taints() {
+        let al2023 = "      - \"--node-labels=karpenter.sh/nodepool=a,team=x\"\n      - \"--register-with-taints=karpenter.sh/unregistered:NoExecute,dedicated=batch:NoSchedule\"\n";
+        let j = joins_with(al2023);
+        assert_eq!(j.labels.get("karpenter.sh/nodepool").map(String::as_str), Some("a"));
+        assert_eq!(
+            j.taints,
+            vec![
+                json!({"key": "karpenter.sh/unregistered", "effect": "NoExecute"}),
+                json!({"key": "dedicated", "value": "batch", "effect": "NoSchedule"})
+            ]
+        );
+        let bottlerocket = "[settings.kubernetes.node-labels]\n\"karpenter.sh/nodepool\" = \"b\"\n[settings.kubernetes.node-taints]\n\"karpenter.sh/unregistered\" = [\":NoExecute\"]\n";
+        let j = joins_with(bottlerocket);
+        assert_eq!(j.labels.get("karpenter.sh/nodepool").map(String::as_str), Some("b"));
+        assert_eq!(j.taints, vec![json!({"key": "karpenter.sh/unregistered", "effect": "NoExecute"})]);
+        assert_eq!(joins_with("#!/bin/bash\necho hi"), Joining::default(), "user data that says nothing");
     }
 }

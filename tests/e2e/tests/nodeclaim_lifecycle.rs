@@ -194,3 +194,38 @@ async fn two_replicas_one_leads_and_the_other_takes_over_when_it_dies() {
         takeover.as_secs_f64()
     );
 }
+
+/// Nodes join where EKS says (eks:DescribeCluster: endpoint, CA, Service CIDR) and with the
+/// `karpenter.sh/unregistered` taint their user data registers them with: the kubelet
+/// stand-in adds no taint of its own, so registration here is Tenon's handshake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_join_where_eks_says_tainted_by_their_user_data_until_registered() {
+    let mut c = Cluster::start("node-join").await;
+    lab_general_running(&mut c, 1).await;
+    let eks = tenon_aws::cluster::describe(&c.aws.clients, tenon_e2e::CLUSTER).await.expect("moto's EKS cluster");
+    let claims = c.nodeclaims().await;
+    let pid = claims[0].status.as_ref().and_then(|s| s.provider_id.clone()).expect("launched");
+    let id = pid.rsplit('/').next().unwrap().to_string();
+    let user_data = tenon_e2e::kubelet::user_data(&c.aws, &id).await.expect("user data");
+    for want in [
+        format!("apiServerEndpoint: \"{}\"", eks.endpoint.clone().unwrap()),
+        format!("certificateAuthority: \"{}\"", eks.ca_bundle.clone().unwrap()),
+        "cidr: \"172.20.0.0/16\"".to_string(),
+    ] {
+        assert!(user_data.contains(&want), "{want} missing from the user data:\n{user_data}");
+    }
+    let joining = tenon_e2e::kubelet::joins_with(&user_data);
+    assert!(
+        joining.taints.iter().any(|t| t["key"] == "karpenter.sh/unregistered" && t["effect"] == "NoExecute"),
+        "{joining:?}"
+    );
+    // The node registered (its taint removed) without Tenon missing the taint.
+    let nodes = Api::<Node>::all(c.client.clone()).list(&ListParams::default()).await.unwrap().items;
+    let node = nodes.into_iter().find(|n| n.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(pid.as_str()));
+    let node = node.expect("the node joined");
+    let taints = node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
+    assert!(!taints.iter().any(|t| t.key == "karpenter.sh/unregistered"), "registration removed it: {taints:?}");
+    let name = claims[0].metadata.name.clone().unwrap();
+    let events = c.events_for(&name).await;
+    assert!(!events.iter().any(|e| e.reason.as_deref() == Some("UnregisteredTaintMissing")), "{events:?}");
+}

@@ -37,6 +37,28 @@ use std::time::{Duration, Instant};
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_api::{NodeClaim, NodePool};
 use tenon_aws::{AwsProvider, ClusterInfo, Connection};
+
+/// How nodes join the cluster: the settings, what eks:DescribeCluster adds, what the
+/// controller's own client knows; each guess logged.
+async fn join_info(settings: &Settings, clients: &tenon_aws::Clients, own: tenon_aws::cluster::Known) -> ClusterInfo {
+    use tenon_aws::cluster;
+    let given = cluster::Known {
+        endpoint: settings.cluster_endpoint.clone().filter(|s| !s.is_empty()),
+        ca_bundle: settings.cluster_ca_bundle.clone().filter(|s| !s.is_empty()),
+        service_cidr: settings.service_cidr.clone().filter(|s| !s.is_empty()),
+    };
+    let described = if cluster::needs_describe(&given) {
+        Some(cluster::describe(clients, &settings.cluster_name).await)
+    } else {
+        None
+    };
+    let (info, warnings) = cluster::resolve(&settings.cluster_name, given, described, own);
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
+    tracing::info!(endpoint = %info.endpoint, service_cidr = %info.service_cidr, "nodes join the cluster here");
+    info
+}
 use tenon_core::convert::ClusterObjects;
 use tenon_core::instancetype::InstanceType;
 use tenon_core::orchestration::batcher::Batcher;
@@ -93,7 +115,11 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     let mut config =
         kube::Config::infer().await.context("no Kubernetes client configuration (in-cluster or KUBECONFIG)")?;
     config.read_timeout = Some(Duration::from_secs(300));
-    let server = config.cluster_url.to_string();
+    let own = tenon_aws::cluster::Known {
+        endpoint: Some(config.cluster_url.to_string().trim_end_matches('/').to_string()),
+        ca_bundle: config.root_cert.as_deref().and_then(tenon_aws::cluster::pem_bundle),
+        service_cidr: None,
+    };
     let namespace = settings.system_namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
     let client = kube::client::ClientBuilder::try_from(config)?
         .with_layer(&ratelimit::RateLimitLayer { qps: settings.kube_client_qps, burst: settings.kube_client_burst })
@@ -108,15 +134,12 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     };
     let mut conn = Connection::new(settings.aws_region.clone());
     conn.endpoint_url = settings.aws_endpoint_url.clone();
-    let provider = AwsProvider::connect(
-        &conn,
+    let clients = tenon_aws::Clients::connect(&conn).await;
+    let cluster = join_info(&settings, &clients, own).await;
+    let provider = AwsProvider::new(
+        clients,
         tenon_aws::Settings {
-            cluster: ClusterInfo {
-                name: settings.cluster_name.clone(),
-                endpoint: settings.cluster_endpoint.clone().unwrap_or(server),
-                ca_bundle: settings.cluster_ca_bundle.clone(),
-                service_cidr: settings.service_cidr.clone(),
-            },
+            cluster,
             region: settings.aws_region.clone(),
             kubernetes_version: k8s_version,
             capacity: tenon_aws::CapacitySettings {
@@ -124,8 +147,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
                 reserved_enis: settings.reserved_enis,
             },
         },
-    )
-    .await;
+    );
     let metrics = Arc::new(Metrics::default());
     let policies = policies::Policies::new(settings.policy_dir.as_deref(), settings.policy_deadline_ms)?;
     health::serve(

@@ -11,15 +11,18 @@ pub struct Settings {
     /// The EKS cluster's name (tags, instance profiles, user data).
     #[arg(long, env = "CLUSTER_NAME")]
     pub cluster_name: String,
-    /// The API server endpoint nodes join (user data). Default: the kube client's server.
+    /// The API server endpoint nodes join (user data). Default: eks:DescribeCluster's, else
+    /// the kube client's server.
     #[arg(long, env = "CLUSTER_ENDPOINT")]
     pub cluster_endpoint: Option<String>,
-    /// Base64 PEM of the cluster CA, for user data.
-    #[arg(long, env = "CLUSTER_CA_BUNDLE", default_value = "")]
-    pub cluster_ca_bundle: String,
-    /// The cluster's Service CIDR (nodeadm derives cluster DNS from it).
-    #[arg(long, env = "SERVICE_CIDR", default_value = "10.100.0.0/16")]
-    pub service_cidr: String,
+    /// Base64 PEM of the cluster CA, for user data. Default: eks:DescribeCluster's, else the
+    /// kube client's CA.
+    #[arg(long, env = "CLUSTER_CA_BUNDLE")]
+    pub cluster_ca_bundle: Option<String>,
+    /// The cluster's Service CIDR (nodeadm derives cluster DNS from it). Default:
+    /// eks:DescribeCluster's.
+    #[arg(long, env = "SERVICE_CIDR")]
+    pub service_cidr: Option<String>,
     /// SQS queue (name or URL) of interruption events; none disables interruption handling.
     #[arg(long, env = "INTERRUPTION_QUEUE")]
     pub interruption_queue: Option<String>,
