@@ -277,6 +277,24 @@ impl Cluster {
         }
     }
 
+    /// SIGTERM to replica `i` (as a rollout sends it), and waits for it to exit (at most 30 s);
+    /// its exit status.
+    pub fn terminate_replica(&mut self, i: usize) -> Option<std::process::ExitStatus> {
+        let mut child = self.controllers.get_mut(i).and_then(Option::take)?;
+        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                return child.wait().ok();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Fails the test if a started replica has exited.
     pub fn assert_controller_running(&mut self) {
         for (i, c) in self.controllers.iter_mut().enumerate() {

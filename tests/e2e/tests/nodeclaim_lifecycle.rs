@@ -195,6 +195,62 @@ async fn two_replicas_one_leads_and_the_other_takes_over_when_it_dies() {
     );
 }
 
+/// Leads on replica `i`'s log line, or fails after 60 s.
+async fn leads(c: &Cluster, i: usize) {
+    eventually(Duration::from_secs(60), &format!("replica {i} to lead"), || async {
+        c.replica_log(i).contains("acquired leadership").then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_mid_launch_and_mid_drain_hands_over_within_seconds_and_leaks_nothing() {
+    let mut c = Cluster::start("sigterm").await;
+    c.leader_election = true;
+    apply_lab_general(&c);
+    c.start_replica(0);
+    leads(&c, 0).await;
+    c.start_replica(1);
+    nodeclass_ready(&c, "lab-general").await;
+    // Mid-launch: the leader goes the moment its NodeClaim exists.
+    scale_inflate(&c, 4);
+    eventually(Duration::from_secs(30), "a NodeClaim", || async { (!c.nodeclaims().await.is_empty()).then_some(()) })
+        .await;
+    let status = tokio::task::block_in_place(|| c.terminate_replica(0)).expect("replica 0 was running");
+    let termed = Instant::now();
+    assert!(status.success(), "SIGTERM is a clean exit: {status}");
+    assert!(c.replica_log(0).contains("leadership released"), "the lease was given up");
+    leads(&c, 1).await;
+    let handover = termed.elapsed();
+    all_bound(&c, INFLATE_NS, 4, Duration::from_secs(90)).await;
+    let claims = c.nodeclaims().await;
+    let instances = c.instances().await;
+    assert_eq!(instances.len(), claims.len(), "one instance per NodeClaim after the handover: {instances:#?}");
+    // Mid-drain: the new leader drains a node and goes; the first comes back and finishes.
+    c.start_replica(0);
+    scale_inflate(&c, 0);
+    let name = claims[0].metadata.name.clone().unwrap();
+    c.kubectl(&["delete", "nodeclaim", &name, "--wait=false"]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::task::block_in_place(|| c.terminate_replica(1)).expect("replica 1 was running");
+    let termed = Instant::now();
+    leads(&c, 0).await;
+    let second = termed.elapsed();
+    eventually(Duration::from_secs(60), "the NodeClaim released and its instance gone", || async {
+        let gone = !c.nodeclaims().await.iter().any(|nc| nc.metadata.name.as_deref() == Some(name.as_str()));
+        (gone && c.instances().await.is_empty()).then_some(())
+    })
+    .await;
+    // Followers retry every second; a released lease is theirs at the next try.
+    assert!(handover < Duration::from_secs(3), "the follower led {handover:?} after the leader exited");
+    assert!(second < Duration::from_secs(3), "the follower led {second:?} after the leader exited");
+    eprintln!(
+        "e2e timing (SIGTERM): the follower led {:.1}s and {:.1}s after the leader exited",
+        handover.as_secs_f64(),
+        second.as_secs_f64()
+    );
+}
+
 /// Nodes join where EKS says (eks:DescribeCluster: endpoint, CA, Service CIDR) and with the
 /// `karpenter.sh/unregistered` taint their user data registers them with: the kubelet
 /// stand-in adds no taint of its own, so registration here is Tenon's handshake.

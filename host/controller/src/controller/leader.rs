@@ -18,6 +18,9 @@ pub struct Election {
     pub identity: String,
     pub lease_duration: Duration,
     pub renew_every: Duration,
+    /// How often a follower tries to take the Lease: a leader that stops releases it, so
+    /// this is how long a rollout leaves the cluster without a leader.
+    pub retry_every: Duration,
 }
 
 fn now() -> MicroTime {
@@ -55,7 +58,7 @@ impl Election {
                 Ok(false) => {}
                 Err(e) => tracing::warn!(lease = LEASE_NAME, error = %e, "leader election failed; retrying"),
             }
-            tokio::time::sleep(self.renew_every).await;
+            tokio::time::sleep(self.retry_every).await;
         }
     }
 
@@ -87,6 +90,24 @@ impl Election {
                 }
             }
             Some(_) => Ok(false),
+        }
+    }
+
+    /// Gives the Lease up (on shutdown): a follower takes over at its next try instead of
+    /// waiting out the lease. Only a Lease this replica holds is touched.
+    pub async fn release(&self, client: &Client) {
+        let api: Api<Lease> = Api::namespaced(client.clone(), &self.namespace);
+        let Ok(lease) = api.get(LEASE_NAME).await else { return };
+        if lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) != Some(&self.identity) {
+            return;
+        }
+        let patch = json!({
+            "metadata": {"resourceVersion": lease.metadata.resource_version},
+            "spec": {"holderIdentity": "", "renewTime": now()},
+        });
+        match api.patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(_) => tracing::info!(lease = LEASE_NAME, "leadership released"),
+            Err(e) => tracing::warn!(lease = LEASE_NAME, error = %e, "could not release the lease"),
         }
     }
 

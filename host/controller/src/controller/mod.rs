@@ -171,13 +171,16 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     }
     metrics.set_ready();
     tracing::info!("caches synced");
-    if !settings.disable_leader_election {
-        let election = leader::Election {
+    let election = (!settings.disable_leader_election).then(|| {
+        Arc::new(leader::Election {
             namespace,
             identity: identity(),
             lease_duration: Duration::from_secs(15),
             renew_every: Duration::from_secs(2),
-        };
+            retry_every: Duration::from_secs(1),
+        })
+    });
+    if let Some(election) = election.clone() {
         election.acquire(&client).await;
         let keep_client = client.clone();
         tokio::spawn(async move {
@@ -223,22 +226,33 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         tokio::spawn(handler.run(queue));
     }
     let changed = c.stores.changed.clone();
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("installing the SIGTERM handler")?;
     loop {
         c.metrics.pass_started();
         if let Err(e) = c.reconcile().await {
             tracing::warn!(error = %format!("{e:#}"), "reconcile failed; retrying");
         }
         c.metrics.pass_completed();
+        // Signals are looked at between passes only: a pass is never cut in the middle.
         tokio::select! {
             _ = changed.notified() => {}
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-            _ = tokio::signal::ctrl_c() => {
-                tracing::info!("interrupted; exiting");
-                return Ok(0);
-            }
+            _ = tokio::signal::ctrl_c() => break,
+            _ = terminate.recv() => break,
         }
     }
+    tracing::info!("shutting down: finishing launches under way, then releasing the lease");
+    c.settle_launches(SHUTDOWN_GRACE).await;
+    if let Some(election) = election {
+        election.release(&c.client).await;
+    }
+    Ok(0)
 }
+
+/// How long a shutdown waits for launches under way (a CreateFleet answered and recorded
+/// leaves nothing for the next leader to adopt).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Karpenter's `FEATURE_GATES` (`Name=true,Other=false`): none changes Tenon's behaviour yet,
 /// but a malformed value is an error, as in Karpenter, rather than silently ignored.
@@ -303,6 +317,14 @@ fn involved_nodeclaim(nc: &NodeClaim) -> Involved {
 }
 
 impl Controller {
+    /// Waits until no launch is under way, at most `limit`.
+    async fn settle_launches(&self, limit: Duration) {
+        let until = Instant::now() + limit;
+        while Instant::now() < until && self.launching.lock().map(|l| !l.is_empty()).unwrap_or(false) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// The orchestration clock: milliseconds since this process started (monotonic).
     fn now_ms(&self) -> i64 {
         self.started.elapsed().as_millis() as i64
