@@ -111,12 +111,17 @@ pub const ANNOTATION_NODEPOOL_HASH: &str = "karpenter.sh/nodepool-hash";
 pub const ANNOTATION_NODEPOOL_HASH_VERSION: &str = "karpenter.sh/nodepool-hash-version";
 pub const ANNOTATION_NODECLASS_HASH: &str = "karpenter.k8s.aws/ec2nodeclass-hash";
 pub const ANNOTATION_NODECLASS_HASH_VERSION: &str = "karpenter.k8s.aws/ec2nodeclass-hash-version";
-pub const ANNOTATION_NODE_TERMINATION_TIME: &str = "karpenter.sh/node-termination-time";
+/// On a NodeClaim being deleted with a terminationGracePeriod: when its pods must be gone
+/// (its deletion time plus the grace period, RFC 3339), written once.
+pub const ANNOTATION_NODECLAIM_TERMINATION_TIME: &str = "karpenter.sh/nodeclaim-termination-timestamp";
 pub const ANNOTATION_POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
 
 /// On a NodeClaim until it is launched: the offerings it may launch as, best first, as the
 /// NodePool's scorer ranked them when the NodeClaim was planned.
 pub const ANNOTATION_LAUNCH_OFFERINGS: &str = "tenon.dev/launch-offerings";
+/// On a NodeClaim whose launch failed: the attempt the next launch is (recorded before it is
+/// made, so a launch repeated after a crash is the same attempt).
+pub const ANNOTATION_LAUNCH_ATTEMPT: &str = "tenon.dev/launch-attempt";
 
 // Tenon's own NodePool annotations: the policies that decide for the NodePool.
 pub const ANNOTATION_SCORING_POLICY: &str = "tenon.dev/scoring-policy";

@@ -4,7 +4,7 @@
 //! ranking is what EC2 honours. Overrides that fail for capacity are cached unavailable,
 //! whether or not another one launched.
 
-use crate::error::api;
+use crate::error::{api, launch_error};
 use crate::launch_template::{self, LaunchTemplateSpec};
 use crate::nodeclass::ami_serves;
 use crate::userdata::{self, NodeBootstrap};
@@ -173,7 +173,8 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
             associate_public_ip: req.nodeclass.spec.associate_public_ip_address,
             tags: lt_tags.clone(),
         };
-        templates.insert(ami, launch_template::ensure(&p.clients.ec2, &spec).await?);
+        let template = launch_template::ensure(&p.clients.ec2, &spec).await;
+        templates.insert(ami, template.map_err(|e| launch_error("Error getting launch template configs", e))?);
     }
 
     let mut configs = Vec::new();
@@ -232,7 +233,7 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
             OnDemandOptionsRequest::builder().allocation_strategy(FleetOnDemandAllocationStrategy::Prioritized).build(),
         )
     };
-    let out = fleet.send().await.map_err(|e| api("CreateFleet", e))?;
+    let out = fleet.send().await.map_err(|e| launch_error("Error creating fleet request", api("CreateFleet", e)))?;
     // Overrides tried before the one that launched failed: cached either way.
     let failure = fleet_failure(p, &capacity_type, &placements, out.errors());
     let id = out.instances().iter().flat_map(|i| i.instance_ids()).next().cloned();
@@ -312,7 +313,7 @@ fn fleet_failure(
     if f.capacity {
         return CloudError::InsufficientCapacity { offerings: f.offerings, message: f.message };
     }
-    CloudError::Api { operation: "CreateFleet".into(), message: f.message }
+    launch_error("CreateFleet", CloudError::Api { operation: "CreateFleet".into(), message: f.message })
 }
 
 /// The tags every instance (and its volumes) carries.
@@ -332,12 +333,14 @@ pub(crate) fn instance_tags(p: &AwsProvider, req: &LaunchRequest) -> BTreeMap<St
     tags
 }
 
-/// The same request retried (same NodeClaim, same overrides) carries the same token, so EC2
-/// answers with the first attempt's result instead of launching again.
+/// The same attempt repeated (same NodeClaim, attempt and overrides: a crash between the
+/// call and the record of its result) carries the same token, so EC2 answers with that
+/// attempt's result instead of launching again; a new attempt after a failure does not.
 fn client_token(cluster: &str, req: &LaunchRequest, placements: &[Placement]) -> String {
     let mut h = Sha256::new();
     h.update(cluster.as_bytes());
     h.update(req.nodeclaim.as_bytes());
+    h.update(format!("#{}", req.attempt).as_bytes());
     for pl in placements {
         h.update(format!("|{}|{}|{}", pl.option.instance_type, pl.subnet, pl.ami).as_bytes());
     }
@@ -358,4 +361,42 @@ pub(crate) async fn find_by_nodeclaim(
     let mut found = instances::describe(ec2, filters).await?;
     found.sort_by(|a, b| a.launched_at.cmp(&b.launched_at).then(a.id.cmp(&b.id)));
     Ok(found.into_iter().next())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(attempt: u32) -> LaunchRequest {
+        let nodeclass: tenon_api::EC2NodeClass = serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
+            "spec": {"role": "r", "amiSelectorTerms": [{"alias": "al2023@latest"}], "subnetSelectorTerms": [{"id": "subnet-1"}], "securityGroupSelectorTerms": [{"id": "sg-1"}]}
+        }))
+        .unwrap();
+        LaunchRequest {
+            nodeclaim: "default-abcde".into(),
+            nodepool: "default".into(),
+            nodeclass,
+            options: vec![],
+            attempt,
+            labels: BTreeMap::new(),
+            taints: vec![],
+            startup_taints: vec![],
+        }
+    }
+
+    #[test]
+    fn each_attempt_has_its_own_client_token_and_a_repeat_has_the_same() {
+        let option = LaunchOption {
+            instance_type: "m5.large".into(),
+            zone: "us-east-1a".into(),
+            capacity_type: "on-demand".into(),
+            price: 0.1,
+            labels: BTreeMap::new(),
+        };
+        let placements = [Placement { option: &option, subnet: "subnet-1".into(), ami: "ami-1".into() }];
+        let token = |attempt| client_token("lab", &request(attempt), &placements);
+        assert_eq!(token(0), token(0), "a crash retry of the same attempt reuses the token");
+        assert_ne!(token(0), token(1), "a retry after a failure is a new request");
+    }
 }

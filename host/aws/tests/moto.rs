@@ -165,6 +165,7 @@ fn request(nodeclaim: &str, nc: &EC2NodeClass, options: Vec<LaunchOption>) -> La
         nodepool: "lab-general".into(),
         nodeclass: nc.clone(),
         options,
+        attempt: 0,
         labels: BTreeMap::from([("capacity.example.io/pool".to_string(), "lab-general".to_string())]),
         taints: vec![Taint { key: "dedicated".into(), value: "batch".into(), effect: Effect::NoSchedule }],
         startup_taints: vec![],

@@ -32,6 +32,10 @@ pub struct LaunchRequest {
     /// Best first: the order the NodePool's scoring policy ranked the offerings in. The
     /// provider must let the cloud honour this order, not re-rank by its own criteria.
     pub options: Vec<LaunchOption>,
+    /// Which attempt at launching this NodeClaim this is: part of the request's idempotency
+    /// token, so a retry after a failure is a new request (not answered with the failure
+    /// before it), while the same attempt repeated after a crash is answered with its result.
+    pub attempt: u32,
     /// Labels and taints the node registers with (the NodePool template's).
     pub labels: BTreeMap<String, String>,
     pub taints: Vec<Taint>,
@@ -115,6 +119,10 @@ pub enum CloudError {
     /// The cloud API failed after retries.
     #[error("{operation}: {message}")]
     Api { operation: String, message: String },
+    /// A launch failed for a reason the provider names (Karpenter's `CreateError`): the
+    /// NodeClaim's `Launched` condition carries both.
+    #[error("{message}")]
+    Launch { reason: String, message: String },
 }
 
 /// What a cloud provider does for the controller.

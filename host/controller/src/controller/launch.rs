@@ -5,7 +5,7 @@
 //! again).
 
 use super::health::Metrics;
-use super::{Catalogs, Controller, involved_nodeclaim, lifecycle, unix_now_ms};
+use super::{Catalogs, Controller, conditions, involved_nodeclaim, lifecycle, unix_now_ms};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::json;
@@ -66,11 +66,14 @@ impl Controller {
                             tracing::warn!(nodeclaim = %name, error = %e, "could not delete a NodeClaim that failed to launch");
                         }
                     }
-                    AfterFailure::Retry { at, message } => {
-                        let conds =
-                            lifecycle::with_unknown_condition(&nc, condition::LAUNCHED, "LaunchFailed", &message);
+                    AfterFailure::Retry { at, reason, message } => {
+                        let conds = conditions::with_unknown_condition(&nc, condition::LAUNCHED, &reason, &message);
                         let st = json!({"status": {"conditions": conds}});
                         let _ = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&st)).await;
+                        // The next launch is a new attempt, recorded before it is made.
+                        let next = (lifecycle::launch_attempt(&nc) + 1).to_string();
+                        let meta = json!({"metadata": {"annotations": {wk::ANNOTATION_LAUNCH_ATTEMPT: next}}});
+                        let _ = api.patch(&name, &PatchParams::default(), &Patch::Merge(&meta)).await;
                         recorder.publish(&client, &obj, "Warning", "LaunchFailed", &message).await;
                         tracing::warn!(nodeclaim = %name, %message, "launch failed; retrying");
                         let wait = (at - unix_now_ms()).max(0) as u64;
@@ -115,7 +118,8 @@ async fn launch_one(
         CloudError::NodeClassNotReady { nodeclass, message } => {
             LaunchFailure::NodeClassNotReady(format!("EC2NodeClass {nodeclass}: {message}"))
         }
-        other => LaunchFailure::Other(other.to_string()),
+        CloudError::Launch { reason, message } => LaunchFailure::Other { reason, message },
+        other => LaunchFailure::unnamed(&other.to_string()),
     })?;
     let it = types.iter().find(|t| t.name == instance.instance_type);
     let api: Api<NodeClaim> = Api::all(client.clone());
@@ -124,11 +128,11 @@ async fn launch_one(
     let meta = json!({"metadata": {"labels": labels, "annotations": {wk::ANNOTATION_LAUNCH_OFFERINGS: null}}});
     api.patch(&name, &PatchParams::default(), &Patch::Merge(&meta))
         .await
-        .map_err(|e| LaunchFailure::Other(format!("writing labels: {e}")))?;
+        .map_err(|e| LaunchFailure::unnamed(&format!("writing labels: {e}")))?;
     let status = lifecycle::launched_status(nc, &instance, it);
     api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
         .await
-        .map_err(|e| LaunchFailure::Other(format!("writing Launched: {e}")))?;
+        .map_err(|e| LaunchFailure::unnamed(&format!("writing Launched: {e}")))?;
     metrics.add(&format!("karpenter_nodeclaims_launched_total{{nodepool=\"{}\"}}", req.nodepool), 1.0);
     tracing::info!(nodeclaim = %name, instance = %instance.id, instance_type = %instance.instance_type, zone = %instance.zone, capacity_type = %instance.capacity_type, "launched");
     Ok(())

@@ -118,6 +118,12 @@ pub fn launch_options(nc: &NodeClaim, types: &[InstanceType]) -> Vec<LaunchOptio
     launch::fleet_request(&launch::options(&ranking, &reqs, types))
 }
 
+/// The NodeClaim's launch attempt (0 until a launch failed).
+pub fn launch_attempt(nc: &NodeClaim) -> u32 {
+    let a = nc.metadata.annotations.as_ref().and_then(|a| a.get(wk::ANNOTATION_LAUNCH_ATTEMPT));
+    a.and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
 pub fn launch_request(nc: &NodeClaim, nodeclass: &EC2NodeClass, options: Vec<LaunchOption>) -> LaunchRequest {
     let labels = nc.metadata.labels.clone().unwrap_or_default();
     let taint = |t: &tenon_api::common::Taint| tenon_core::taints::Taint {
@@ -130,6 +136,7 @@ pub fn launch_request(nc: &NodeClaim, nodeclass: &EC2NodeClass, options: Vec<Lau
         nodepool: labels.get(wk::LABEL_NODEPOOL).cloned().unwrap_or_default(),
         nodeclass: nodeclass.clone(),
         options,
+        attempt: launch_attempt(nc),
         labels,
         taints: nc.spec.taints.iter().map(taint).collect(),
         startup_taints: nc.spec.startup_taints.iter().map(taint).collect(),

@@ -234,7 +234,24 @@ pub enum LaunchFailure {
     InsufficientCapacity(String),
     /// The NodeClass cannot launch (no subnets, AMIs, instance profile…).
     NodeClassNotReady(String),
-    Other(String),
+    /// Anything else: the `Launched` condition's reason (Karpenter's `CreateError` reason,
+    /// `LaunchFailed` when the cloud gave none) and message.
+    Other { reason: String, message: String },
+}
+
+/// Karpenter's cap on a launch error's message in the `Launched` condition.
+const MESSAGE_LIMIT: usize = 300;
+
+impl LaunchFailure {
+    /// A failure the cloud gave no reason for: `LaunchFailed`, its message capped as
+    /// Karpenter caps it.
+    pub fn unnamed(message: &str) -> LaunchFailure {
+        let message = match message.char_indices().nth(MESSAGE_LIMIT) {
+            Some((at, _)) => format!("{}...", &message[..at]),
+            None => message.to_string(),
+        };
+        LaunchFailure::Other { reason: "LaunchFailed".into(), message }
+    }
 }
 
 /// What a failed launch does to its NodeClaim (Karpenter's launch controller).
@@ -243,8 +260,8 @@ pub enum AfterFailure {
     /// Delete the NodeClaim: its pods get a new decision, which sees what is unavailable now.
     /// `event` is the reason of the Warning Event published on the NodeClaim first.
     Delete { event: &'static str, message: String },
-    /// Keep it (`Launched` Unknown, reason `LaunchFailed`) and try again at `at` (ms).
-    Retry { at: i64, message: String },
+    /// Keep it (`Launched` Unknown with `reason` and `message`) and try again at `at` (ms).
+    Retry { at: i64, reason: String, message: String },
 }
 
 pub fn after_failure(failure: LaunchFailure, now: i64) -> AfterFailure {
@@ -253,7 +270,7 @@ pub fn after_failure(failure: LaunchFailure, now: i64) -> AfterFailure {
             AfterFailure::Delete { event: "InsufficientCapacityError", message: m }
         }
         LaunchFailure::NodeClassNotReady(m) => AfterFailure::Delete { event: "NodeClassNotReady", message: m },
-        LaunchFailure::Other(m) => AfterFailure::Retry { at: now + RETRY_MS, message: m },
+        LaunchFailure::Other { reason, message } => AfterFailure::Retry { at: now + RETRY_MS, reason, message },
     }
 }
 
@@ -383,6 +400,8 @@ mod tests {
         assert_eq!(failed.len(), 3);
     }
 
+    /// karpenter:pkg/controllers/nodeclaim/lifecycle/launch_test.go:89
+    /// karpenter:pkg/controllers/nodeclaim/lifecycle/launch_test.go:97
     #[test]
     fn capacity_errors_delete_the_nodeclaim_other_errors_retry() {
         assert!(matches!(
@@ -391,8 +410,21 @@ mod tests {
         ));
         assert!(matches!(after_failure(LaunchFailure::NodeClassNotReady("x".into()), 0), AfterFailure::Delete { .. }));
         assert_eq!(
-            after_failure(LaunchFailure::Other("x".into()), 1_000),
-            AfterFailure::Retry { at: 6_000, message: "x".into() }
+            after_failure(LaunchFailure::unnamed("x"), 1_000),
+            AfterFailure::Retry { at: 6_000, reason: "LaunchFailed".into(), message: "x".into() }
         );
+    }
+
+    /// karpenter:pkg/controllers/nodeclaim/lifecycle/launch_test.go:105
+    #[test]
+    fn a_named_launch_error_keeps_its_reason_and_message_an_unnamed_one_is_capped() {
+        let named = LaunchFailure::Other { reason: "CustomReason".into(), message: "custom message".into() };
+        assert_eq!(
+            after_failure(named, 0),
+            AfterFailure::Retry { at: RETRY_MS, reason: "CustomReason".into(), message: "custom message".into() }
+        );
+        let LaunchFailure::Other { reason, message } = LaunchFailure::unnamed(&"é".repeat(400)) else { panic!() };
+        assert_eq!(reason, "LaunchFailed");
+        assert_eq!(message, format!("{}...", "é".repeat(300)));
     }
 }
