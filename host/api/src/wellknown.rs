@@ -145,6 +145,8 @@ pub const TAINT_DISRUPTED: &str = "karpenter.sh/disrupted";
 
 // Finalizers.
 pub const FINALIZER_TERMINATION: &str = "karpenter.sh/termination";
+/// Set on a Node being terminated, so load balancers stop sending it traffic.
+pub const LABEL_EXCLUDE_FROM_LOAD_BALANCERS: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
 /// On EC2NodeClasses: their instance profile and launch templates go before they do.
 pub const FINALIZER_NODECLASS_TERMINATION: &str = "karpenter.k8s.aws/termination";
 
@@ -172,6 +174,9 @@ pub mod condition {
     pub const EXPIRED: &str = "Expired";
     pub const TERMINATING: &str = "Terminating";
     pub const DISRUPTION_REASON: &str = "DisruptionReason";
+    pub const DRAINED: &str = "Drained";
+    pub const VOLUMES_DETACHED: &str = "VolumesDetached";
+    pub const INSTANCE_TERMINATING: &str = "InstanceTerminating";
     // NodePool
     pub const NODE_CLASS_READY: &str = "NodeClassReady";
     pub const VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";

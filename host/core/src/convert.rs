@@ -853,6 +853,8 @@ pub struct ClusterObjects {
     pub claims: Vec<core::PersistentVolumeClaim>,
     pub volumes: Vec<core::PersistentVolume>,
     pub storage_classes: Vec<storage::StorageClass>,
+    /// Volumes attached to nodes: a node's termination waits for them to detach.
+    pub volume_attachments: Vec<storage::VolumeAttachment>,
     /// What selects pods, for default spread constraints (read only when they are set).
     pub services: Vec<core::Service>,
     pub replica_sets: Vec<apps::ReplicaSet>,

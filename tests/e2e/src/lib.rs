@@ -159,7 +159,9 @@ impl Cluster {
         let dir = std::env::temp_dir().join(format!("tenon-e2e-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("test directory");
-        let emu = Emulator::start().expect("emulator listens");
+        // Pods take their grace period to go, as on a real kubelet (the suites use real ones).
+        let emu = Emulator::start_with(tenon_kube_emulator::Options { pod_grace_cap: Duration::from_secs(600) })
+            .expect("emulator listens");
         let kubeconfig = dir.join("kubeconfig");
         std::fs::write(&kubeconfig, emu.kubeconfig()).expect("kubeconfig");
         let controller_kubeconfig = dir.join("controller.kubeconfig");

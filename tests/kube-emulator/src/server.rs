@@ -385,6 +385,7 @@ fn serve(
         }
         ("create", Some("eviction")) => {
             let e = parse_body()?;
+            check_uid(&store, t, &ns, &name, &e["deleteOptions"])?;
             let grace = e["deleteOptions"]["gracePeriodSeconds"].as_i64();
             let r = store.evict(&ns, &name, grace)?;
             schedule_pod_finish(s, &store, &ns, &name);
@@ -418,6 +419,7 @@ fn serve(
         }
         ("delete", None) => {
             let opts: Value = if body.is_empty() { json!({}) } else { parse_body()? };
+            check_uid(&store, t, &ns, &name, &opts)?;
             let grace = q
                 .get("gracePeriodSeconds")
                 .and_then(|g| g.parse().ok())
@@ -460,6 +462,24 @@ fn scale_of(t: &ResourceType, o: &Value) -> Value {
         "spec": {"replicas": o["spec"]["replicas"]},
         "status": {"replicas": o["status"]["replicas"].as_i64().unwrap_or(0), "selector": t.kind.clone()},
     })
+}
+
+/// A delete's UID precondition: 409 when the object by that name is another one.
+fn check_uid(store: &Store, t: &ResourceType, ns: &str, name: &str, opts: &Value) -> Result<(), ApiError> {
+    let Some(want) = opts["preconditions"]["uid"].as_str() else { return Ok(()) };
+    let have = store.get(t, ns, name)?;
+    if have["metadata"]["uid"].as_str() != Some(want) {
+        return Err(ApiError::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {want}, UID in object meta: {}",
+                t.plural,
+                have["metadata"]["uid"].as_str().unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The kubelet stand-in: a pod being deleted goes after its grace (capped).

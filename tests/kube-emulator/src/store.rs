@@ -98,6 +98,20 @@ pub fn rfc3339(secs: i64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// Seconds since the epoch of an RFC 3339 time this emulator wrote (`…Z`, whole seconds).
+fn parse_rfc3339(s: &str) -> Option<i64> {
+    let n = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, m, d) = (n(0..4)?, n(5..7)?, n(8..10)?);
+    let (hh, mm, ss) = (n(11..13)?, n(14..16)?, n(17..19)?);
+    // Days from civil (Howard Hinnant's algorithm), the inverse of `rfc3339`.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Some((era * 146_097 + doe - 719_468) * 86_400 + hh * 3600 + mm * 60 + ss)
+}
+
 impl Default for Store {
     fn default() -> Self {
         let mut s = Store {
@@ -428,12 +442,25 @@ impl Store {
             0
         };
         if finalizers || pod_grace > 0 {
-            if old["metadata"].get("deletionTimestamp").is_some() {
+            if let Some(at) = old["metadata"]["deletionTimestamp"].as_str() {
+                // A pod deleted again with a shorter grace goes sooner (never later).
+                let sooner = (self.now)() + pod_grace;
+                let current = parse_rfc3339(at).unwrap_or(i64::MAX);
+                if t.kind == "Pod" && grace.is_some() && sooner < current {
+                    let mut o = old.clone();
+                    o["metadata"]["deletionTimestamp"] = json!(rfc3339(sooner));
+                    o["metadata"]["deletionGracePeriodSeconds"] = json!(pod_grace);
+                    return Ok((self.commit(t, ns, key, o, "MODIFIED"), true));
+                }
                 return Ok((old, true));
             }
             let mut o = old.clone();
             o["metadata"]["deletionTimestamp"] = json!(rfc3339((self.now)() + pod_grace));
             o["metadata"]["deletionGracePeriodSeconds"] = json!(pod_grace);
+            // As the API server does: starting the deletion is a change of the object.
+            if let Some(g) = o["metadata"]["generation"].as_i64().filter(|g| *g > 0) {
+                o["metadata"]["generation"] = json!(g + 1);
+            }
             return Ok((self.commit(t, ns, key, o, "MODIFIED"), true));
         }
         if t.plural == "namespaces" && t.group.is_empty() {
@@ -651,5 +678,8 @@ mod tests {
     fn timestamps_are_rfc3339() {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(1796043845), "2026-11-30T13:04:05Z");
+        for t in [0, 951_782_400, 1_796_043_845, 4_102_444_799] {
+            assert_eq!(parse_rfc3339(&rfc3339(t)), Some(t), "{t}");
+        }
     }
 }

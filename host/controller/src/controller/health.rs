@@ -20,7 +20,40 @@ pub struct Metrics {
     ready: AtomicBool,
     /// name{labels} → value.
     values: Mutex<BTreeMap<String, f64>>,
+    /// name → labels → observations: histograms (with buckets) and summaries (without).
+    observed: Mutex<BTreeMap<String, BTreeMap<String, Observations>>>,
     passes: Mutex<Passes>,
+}
+
+/// `n` buckets 1, 2, 4, … seconds (Karpenter's for NodeClaim termination durations).
+pub fn doubling_buckets(n: u32) -> Vec<f64> {
+    (0..n).map(|i| f64::from(1u32 << i)).collect()
+}
+
+/// Karpenter's buckets for a node's lifetime in seconds (15 minutes to 30 days).
+pub const LIFETIME_BUCKETS: &[f64] = &[
+    900.0,
+    1800.0,
+    2700.0,
+    3600.0,
+    7200.0,
+    14_400.0,
+    21_600.0,
+    28_800.0,
+    43_200.0,
+    86_400.0,
+    172_800.0,
+    604_800.0,
+    1_209_600.0,
+    2_592_000.0,
+];
+
+#[derive(Clone, Debug, Default)]
+struct Observations {
+    /// Cumulative counts per upper bound (empty for a summary).
+    buckets: Vec<(f64, u64)>,
+    sum: f64,
+    count: u64,
 }
 
 /// When the control loop's current pass started, and when the last one completed.
@@ -74,6 +107,24 @@ impl Metrics {
         }
     }
 
+    /// Records `v` in histogram `name` (a summary when `buckets` is empty) for `labels`
+    /// (`a="x",b="y"`).
+    pub fn observe(&self, name: &str, labels: &str, v: f64, buckets: &[f64]) {
+        if let Ok(mut m) = self.observed.lock() {
+            let o = m.entry(name.to_string()).or_default().entry(labels.to_string()).or_insert_with(|| Observations {
+                buckets: buckets.iter().map(|b| (*b, 0)).collect(),
+                ..Observations::default()
+            });
+            for (le, n) in &mut o.buckets {
+                if v <= *le {
+                    *n += 1;
+                }
+            }
+            o.sum += v;
+            o.count += 1;
+        }
+    }
+
     pub fn set(&self, series: &str, v: f64) {
         if let Ok(mut m) = self.values.lock() {
             m.insert(series.to_string(), v);
@@ -101,6 +152,21 @@ impl Metrics {
                 last_name = name;
             }
             out.push_str(&format!("{series} {v}\n"));
+        }
+        let observed = self.observed.lock().map(|m| m.clone()).unwrap_or_default();
+        for (name, by_labels) in observed {
+            let histogram = by_labels.values().any(|o| !o.buckets.is_empty());
+            out.push_str(&format!("# TYPE {name} {}\n", if histogram { "histogram" } else { "summary" }));
+            for (labels, o) in by_labels {
+                let sep = if labels.is_empty() { "" } else { "," };
+                for (le, n) in &o.buckets {
+                    out.push_str(&format!("{name}_bucket{{{labels}{sep}le=\"{le}\"}} {n}\n"));
+                }
+                if histogram {
+                    out.push_str(&format!("{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}\n", o.count));
+                }
+                out.push_str(&format!("{name}_sum{{{labels}}} {}\n{name}_count{{{labels}}} {}\n", o.sum, o.count));
+            }
         }
         out
     }
@@ -153,6 +219,27 @@ pub async fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn histograms_count_cumulatively_and_summaries_sum() {
+        let m = Metrics::default();
+        m.observe("x_seconds", "nodepool=\"a\"", 0.7, &[0.5, 1.0]);
+        m.observe("x_seconds", "nodepool=\"a\"", 3.0, &[0.5, 1.0]);
+        m.observe("y_seconds", "", 2.0, &[]);
+        let text = m.render();
+        for line in [
+            "# TYPE x_seconds histogram",
+            "x_seconds_bucket{nodepool=\"a\",le=\"0.5\"} 0",
+            "x_seconds_bucket{nodepool=\"a\",le=\"1\"} 1",
+            "x_seconds_bucket{nodepool=\"a\",le=\"+Inf\"} 2",
+            "x_seconds_sum{nodepool=\"a\"} 3.7",
+            "x_seconds_count{nodepool=\"a\"} 2",
+            "# TYPE y_seconds summary",
+            "y_seconds_count{} 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} missing from\n{text}");
+        }
+    }
 
     #[test]
     fn healthz_fails_only_while_a_pass_is_stuck() {

@@ -23,6 +23,8 @@ pub mod ratelimit;
 pub mod settings;
 pub mod state;
 pub mod termination;
+#[cfg(test)]
+mod termination_steps;
 
 use anyhow::Context;
 use events::{Involved, Recorder};
@@ -303,8 +305,13 @@ fn in_flight(nc: &NodeClaim) -> bool {
 
 /// The Node of a NodeClaim: the one with its providerID.
 fn node_of<'a>(nc: &NodeClaim, nodes: impl IntoIterator<Item = &'a Node>) -> Option<&'a Node> {
-    let id = nc.status.as_ref()?.provider_id.as_deref()?;
-    nodes.into_iter().find(|n| n.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(id))
+    nodes_of(nc, nodes).into_iter().next()
+}
+
+/// Every Node with the NodeClaim's providerID.
+fn nodes_of<'a>(nc: &NodeClaim, nodes: impl IntoIterator<Item = &'a Node>) -> Vec<&'a Node> {
+    let Some(id) = nc.status.as_ref().and_then(|s| s.provider_id.as_deref()) else { return Vec::new() };
+    nodes.into_iter().filter(|n| n.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(id)).collect()
 }
 
 /// The NodePool a NodeClaim belongs to (its `karpenter.sh/nodepool` label).

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
@@ -34,6 +34,8 @@ pub struct Stores {
     pub claims: Store<PersistentVolumeClaim>,
     pub volumes: Store<PersistentVolume>,
     pub storage_classes: Store<StorageClass>,
+    /// A node's termination waits for its volumes to detach.
+    pub volume_attachments: Store<VolumeAttachment>,
     /// What selects pods, watched only when default spread constraints need it.
     pub selecting: Option<Selecting>,
     pub scheduler: SchedulerConfig,
@@ -94,6 +96,7 @@ impl Stores {
             claims: watch(client, changed.clone()),
             volumes: watch(client, changed.clone()),
             storage_classes: watch(client, changed.clone()),
+            volume_attachments: watch(client, changed.clone()),
             selecting,
             scheduler: scheduler.clone(),
             changed,
@@ -114,6 +117,7 @@ impl Stores {
         self.claims.wait_until_ready().await?;
         self.volumes.wait_until_ready().await?;
         self.storage_classes.wait_until_ready().await?;
+        self.volume_attachments.wait_until_ready().await?;
         if let Some(s) = &self.selecting {
             s.services.wait_until_ready().await?;
             s.replica_sets.wait_until_ready().await?;
@@ -147,6 +151,7 @@ impl Stores {
             claims: all(&self.claims),
             volumes: all(&self.volumes),
             storage_classes: all(&self.storage_classes),
+            volume_attachments: all(&self.volume_attachments),
             services: self.selecting.as_ref().map(|s| all(&s.services)).unwrap_or_default(),
             replica_sets: self.selecting.as_ref().map(|s| all(&s.replica_sets)).unwrap_or_default(),
             stateful_sets: self.selecting.as_ref().map(|s| all(&s.stateful_sets)).unwrap_or_default(),

@@ -1,18 +1,38 @@
-//! Termination of a NodeClaim being deleted, in Karpenter's order: taint its Node
-//! `karpenter.sh/disrupted:NoSchedule`, drain it through the Eviction API in the core's tier
-//! order (PDB refusals and `karpenter.sh/do-not-disrupt` wait; past the
-//! terminationGracePeriod pods are deleted), terminate the instance, then release the Node
-//! and the NodeClaim by removing the `karpenter.sh/termination` finalizer.
+//! Termination in Karpenter's order, one step per pass.
+//!
+//! A NodeClaim being deleted first records when its pods must be gone (the
+//! `karpenter.sh/nodeclaim-termination-timestamp` annotation: deletion plus
+//! terminationGracePeriod), deletes its Node and waits until the Node is gone, then
+//! terminates its instance (`InstanceTerminating`) and waits until the cloud says it is
+//! gone, and only then releases its finalizer.
+//!
+//! A Node being deleted (by its NodeClaim, or by `kubectl delete node`) deletes its NodeClaim,
+//! is tainted `karpenter.sh/disrupted:NoSchedule` and excluded from load balancers, drains in
+//! the core's order (`Drained`; at least [`MIN_DRAIN_SECONDS`] after draining began), waits
+//! for its volumes to detach until the deadline (`VolumesDetached`), has its instance
+//! terminated, and is released. A NotReady Node whose instance is already gone is released
+//! at once.
 
+use super::conditions::{self, has_condition};
+use super::events::{Involved, Recorder};
+use super::health::{LIFETIME_BUCKETS, Metrics, doubling_buckets};
+use super::lifecycle;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::storage::v1::VolumeAttachment;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, EvictParams, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
 use tenon_api::NodeClaim;
-use tenon_api::wellknown as wk;
+use tenon_api::wellknown::{self as wk, condition};
 use tenon_core::ClusterSnapshot;
-use tenon_core::cloud::CloudProvider;
-use tenon_core::disruption::drain::{DrainAction, drain_order};
+use tenon_core::cloud::{CloudError, CloudProvider, InstanceState};
+use tenon_core::disruption::drain::{DrainAction, PdbAllowance, drain_order_with, is_drainable};
+
+/// Karpenter's minimum drain time: a node drains at least this long, so what watches it (load
+/// balancers, the scheduler) sees it go.
+pub const MIN_DRAIN_SECONDS: i64 = 5;
 
 /// The instance id in a providerID (`aws:///us-east-1a/i-0abc` → `i-0abc`).
 pub fn instance_id(provider_id: &str) -> Option<&str> {
@@ -20,9 +40,15 @@ pub fn instance_id(provider_id: &str) -> Option<&str> {
 }
 
 /// The finalizers without ours, as a merge patch.
-pub fn release_patch(finalizers: Option<&Vec<String>>) -> Value {
-    let rest: Vec<&String> = finalizers.into_iter().flatten().filter(|f| *f != wk::FINALIZER_TERMINATION).collect();
-    json!({"metadata": {"finalizers": rest}})
+pub fn release_patch(meta: &ObjectMeta) -> Value {
+    let rest: Vec<&String> = meta.finalizers.iter().flatten().filter(|f| *f != wk::FINALIZER_TERMINATION).collect();
+    // The list is replaced whole: under optimistic locking, so a finalizer another
+    // controller added meanwhile is not dropped (a conflict is retried next pass).
+    json!({"metadata": {"finalizers": rest, "resourceVersion": meta.resource_version}})
+}
+
+fn has_finalizer(finalizers: Option<&Vec<String>>) -> bool {
+    finalizers.is_some_and(|f| f.iter().any(|x| x == wk::FINALIZER_TERMINATION))
 }
 
 /// The node's taints as JSON (a merge patch replaces the whole list), without those keyed `key`.
@@ -40,12 +66,492 @@ pub fn taints_without(node: &Node, key: &str) -> Vec<Value> {
 /// The node's taints with `karpenter.sh/disrupted:NoSchedule` added, or `None` when present.
 pub fn disrupted_taints(node: &Node) -> Option<Value> {
     let tainted = node.spec.as_ref().and_then(|s| s.taints.as_ref()).into_iter().flatten();
-    if tainted.into_iter().any(|t| t.key == wk::TAINT_DISRUPTED) {
+    if tainted.into_iter().any(|t| t.key == wk::TAINT_DISRUPTED && t.effect == "NoSchedule") {
         return None;
     }
     let mut list = taints_without(node, wk::TAINT_DISRUPTED);
     list.push(json!({"key": wk::TAINT_DISRUPTED, "effect": "NoSchedule"}));
     Some(json!({"spec": {"taints": list}}))
+}
+
+/// What a Node being terminated is patched with: the disruption taint (replacing one of
+/// another effect) and the label that takes it out of load balancers; `None` when both are
+/// there.
+pub fn terminating_node_patch(node: &Node) -> Option<Value> {
+    let labelled = node
+        .metadata
+        .labels
+        .as_ref()
+        .is_some_and(|l| l.get(wk::LABEL_EXCLUDE_FROM_LOAD_BALANCERS).is_some_and(|v| v == "karpenter"));
+    let taints = disrupted_taints(node);
+    if labelled && taints.is_none() {
+        return None;
+    }
+    let mut patch = taints.unwrap_or_else(|| json!({}));
+    patch["metadata"] = json!({"labels": {wk::LABEL_EXCLUDE_FROM_LOAD_BALANCERS: "karpenter"}});
+    Some(patch)
+}
+
+/// When the NodeClaim's pods must be gone (seconds since the epoch): its annotation, or, until
+/// that is written, its deletion time plus its terminationGracePeriod.
+pub fn deadline(nc: &NodeClaim) -> Option<i64> {
+    let annotated = nc.metadata.annotations.as_ref().and_then(|a| a.get(wk::ANNOTATION_NODECLAIM_TERMINATION_TIME));
+    if let Some(t) = annotated.and_then(|v| v.parse::<k8s_openapi::jiff::Timestamp>().ok()) {
+        return Some(t.as_second());
+    }
+    let deleted = nc.metadata.deletion_timestamp.as_ref()?.0.as_second();
+    let tgp = nc.spec.termination_grace_period.as_deref().and_then(|g| tenon_api::duration::parse_duration(g).ok())?;
+    Some(deleted + tgp.as_secs() as i64)
+}
+
+/// The annotation a NodeClaim being deleted still lacks (RFC 3339), if it has a
+/// terminationGracePeriod. Never rewritten once there.
+pub fn deadline_to_record(nc: &NodeClaim) -> Option<String> {
+    let has =
+        nc.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(wk::ANNOTATION_NODECLAIM_TERMINATION_TIME));
+    if has || nc.metadata.deletion_timestamp.is_none() {
+        return None;
+    }
+    k8s_openapi::jiff::Timestamp::from_second(deadline(nc)?).ok().map(|t| t.to_string())
+}
+
+/// The one NodeClaim whose providerID is the node's (several, or none: none).
+pub fn claim_of_node<'a>(node: &Node, claims: &'a [NodeClaim]) -> Option<&'a NodeClaim> {
+    let id = node.spec.as_ref()?.provider_id.as_deref()?;
+    let mut of = claims.iter().filter(|c| c.status.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(id));
+    match (of.next(), of.next()) {
+        (Some(c), None) => Some(c),
+        _ => None,
+    }
+}
+
+/// A Node Tenon terminates: it carries our finalizer and the EC2NodeClass label.
+pub fn is_ours(node: &Node) -> bool {
+    has_finalizer(node.metadata.finalizers.as_ref()) && lifecycle::is_managed_node(node)
+}
+
+pub fn node_ready(node: &Node) -> bool {
+    let conds = node.status.as_ref().and_then(|s| s.conditions.as_ref());
+    conds.is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The VolumeAttachments the node's termination waits for: those on the node, except the
+/// ones only pods the drain leaves alone (mirror pods, pods tolerating the disruption taint,
+/// pods stuck terminating) use.
+pub fn pending_volume_attachments(
+    node: &str,
+    vas: &[VolumeAttachment],
+    pods: &[Pod],
+    snap: &ClusterSnapshot,
+    claims: &[k8s_openapi::api::core::v1::PersistentVolumeClaim],
+) -> Vec<String> {
+    let mut kept: BTreeSet<String> = BTreeSet::new();
+    for p in pods.iter().filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node)) {
+        let (ns, name) = (p.metadata.namespace.as_deref().unwrap_or("default"), p.metadata.name.as_deref());
+        let drained = snap.pods.iter().find(|m| m.namespace == ns && Some(m.name.as_str()) == name);
+        if drained.is_some_and(|m| is_drainable(m, snap.now)) {
+            continue;
+        }
+        for v in p.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
+            let Some(claim) = v.persistent_volume_claim.as_ref().map(|c| c.claim_name.as_str()) else { continue };
+            let bound = claims
+                .iter()
+                .find(|c| c.metadata.namespace.as_deref() == Some(ns) && c.metadata.name.as_deref() == Some(claim));
+            if let Some(pv) = bound.and_then(|c| c.spec.as_ref()?.volume_name.clone()) {
+                kept.insert(pv);
+            }
+        }
+    }
+    vas.iter()
+        .filter(|va| va.spec.node_name == node)
+        .filter_map(|va| {
+            let pv = va.spec.source.persistent_volume_name.as_ref()?;
+            (!kept.contains(pv)).then(|| va.metadata.name.clone().unwrap_or_default())
+        })
+        .collect()
+}
+
+/// The cloud side of termination.
+pub trait Instances: Sync {
+    fn terminate<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), String>>;
+    /// Whether the instance is gone: not found, or terminated (shutting down still counts).
+    fn gone<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>>;
+}
+
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+impl<P: CloudProvider> Instances for P {
+    fn terminate<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move { self.delete(&[id.to_string()]).await.map_err(|e| format!("terminating {id}: {e}")) })
+    }
+
+    fn gone<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>> {
+        Box::pin(async move {
+            match self.get(id).await {
+                Ok(i) => Ok(i.state == InstanceState::Terminated),
+                Err(CloudError::NotFound(_)) => Ok(true),
+                Err(e) => Err(format!("looking up {id}: {e}")),
+            }
+        })
+    }
+}
+
+/// What a termination step needs from the controller.
+pub struct Ctx<'a> {
+    pub client: &'a Client,
+    pub cloud: &'a dyn Instances,
+    pub recorder: &'a Recorder,
+    pub metrics: &'a Metrics,
+    /// Seconds since the epoch.
+    pub now: i64,
+}
+
+/// Where a NodeClaim's termination stands after a step.
+#[derive(Debug, PartialEq)]
+pub enum Progress {
+    /// This step released it.
+    Released,
+    Waiting,
+}
+
+async fn patch_status(ctx: &Ctx<'_>, nc: &NodeClaim, conds: Vec<tenon_api::common::Condition>) -> Result<(), String> {
+    let name = nc.metadata.name.clone().unwrap_or_default();
+    let api: Api<NodeClaim> = Api::all(ctx.client.clone());
+    let patch = json!({"status": {"conditions": conds}});
+    match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(format!("writing the conditions of {name}: {e}")),
+    }
+}
+
+/// Terminates the NodeClaim's instance (`InstanceTerminating`) and says whether it is gone.
+async fn instance_gone(ctx: &Ctx<'_>, nc: &NodeClaim) -> Result<bool, String> {
+    let Some(id) = nc.status.as_ref().and_then(|s| s.provider_id.as_deref()).and_then(instance_id) else {
+        return Ok(true);
+    };
+    if ctx.cloud.gone(id).await? {
+        return Ok(true);
+    }
+    if !has_condition(nc, condition::INSTANCE_TERMINATING) {
+        ctx.cloud.terminate(id).await?;
+        patch_status(
+            ctx,
+            nc,
+            conditions::with_condition(nc, condition::INSTANCE_TERMINATING, true, "InstanceTerminating", ""),
+        )
+        .await?;
+    }
+    Ok(false)
+}
+
+/// One step of terminating NodeClaim `nc`; `nodes` are the Nodes with its providerID.
+pub async fn finalize_nodeclaim(ctx: &Ctx<'_>, nc: &NodeClaim, nodes: &[&Node]) -> Result<Progress, String> {
+    let name = nc.metadata.name.clone().unwrap_or_default();
+    if !has_finalizer(nc.metadata.finalizers.as_ref()) {
+        return Ok(Progress::Waiting);
+    }
+    let api: Api<NodeClaim> = Api::all(ctx.client.clone());
+    if let Some(at) = deadline_to_record(nc) {
+        let patch = json!({"metadata": {"annotations": {wk::ANNOTATION_NODECLAIM_TERMINATION_TIME: at}}});
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| format!("recording the termination time of {name}: {e}"))?;
+        let obj = Involved::cluster_scoped("karpenter.sh/v1", "NodeClaim", &nc.metadata);
+        ctx.recorder
+            .publish(
+                ctx.client,
+                &obj,
+                "Warning",
+                "TerminationGracePeriodExpiring",
+                &format!("All pods will be deleted by {at}"),
+            )
+            .await;
+    }
+    // Only a registered NodeClaim's Nodes are deleted (Karpenter: deleting a Node without
+    // our finalizer could leak its kubelet's lease); the instance's end removes the others.
+    if has_condition(nc, condition::REGISTERED) && !nodes.is_empty() {
+        let api: Api<Node> = Api::all(ctx.client.clone());
+        for n in nodes.iter().filter(|n| n.metadata.deletion_timestamp.is_none()) {
+            let node = n.metadata.name.clone().unwrap_or_default();
+            match api.delete(&node, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(format!("deleting node {node}: {e}")),
+            }
+        }
+        // The Node's own termination drains it; the NodeClaim waits until it is gone.
+        return Ok(Progress::Waiting);
+    }
+    if !instance_gone(ctx, nc).await? {
+        return Ok(Progress::Waiting);
+    }
+    match api.patch(&name, &PatchParams::default(), &Patch::Merge(&release_patch(&nc.metadata))).await {
+        Ok(_) => Ok(Progress::Released),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Progress::Released),
+        Err(e) => Err(format!("releasing {name}: {e}")),
+    }
+}
+
+/// Where a Node's termination stands after a step.
+#[derive(Debug, PartialEq)]
+pub enum NodeProgress {
+    Released,
+    /// Pods still to leave, and Karpenter's `FailedDraining` message when some must wait.
+    Draining(Option<String>),
+    Waiting,
+}
+
+/// One step of terminating Node `node` (being deleted, ours); `nc` is its NodeClaim, if one.
+pub async fn finalize_node(
+    ctx: &Ctx<'_>,
+    node: &Node,
+    nc: Option<&NodeClaim>,
+    snap: &ClusterSnapshot,
+    allowance: &mut PdbAllowance,
+    pending_volumes: &[String],
+) -> Result<NodeProgress, String> {
+    let name = node.metadata.name.clone().unwrap_or_default();
+    let nodes: Api<Node> = Api::all(ctx.client.clone());
+    if let Some(nc) = nc.filter(|c| c.metadata.deletion_timestamp.is_none()) {
+        let claim = nc.metadata.name.clone().unwrap_or_default();
+        match Api::<NodeClaim>::all(ctx.client.clone()).delete(&claim, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(format!("deleting NodeClaim {claim}: {e}")),
+        }
+    }
+    // A node whose instance is gone drains nothing: its pods are gone with it.
+    let instance = node.spec.as_ref().and_then(|s| s.provider_id.as_deref()).and_then(instance_id);
+    if !node_ready(node)
+        && let Some(id) = instance
+        && ctx.cloud.gone(id).await?
+    {
+        return release_node(&nodes, &node.metadata).await;
+    }
+    // The object as last written: the release below is conditional on its version.
+    let mut current = node.metadata.clone();
+    if let Some(p) = terminating_node_patch(node) {
+        current = nodes
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&p))
+            .await
+            .map_err(|e| format!("tainting {name}: {e}"))?
+            .metadata;
+    }
+    let plan = drain_order_with(snap, &name, nc.and_then(deadline), allowance);
+    if !plan.finished() {
+        if let Some(c) = nc.filter(|c| !conditions::condition_is(c, condition::DRAINED, "Unknown")) {
+            patch_status(ctx, c, conditions::with_unknown_condition(c, condition::DRAINED, "Draining", "")).await?;
+        }
+        let reason = drained_reason(nc);
+        let mut refused = None;
+        for (p, action) in &plan.steps {
+            let pod = &snap.pods[*p];
+            let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace);
+            let involved = Involved::pod(pod);
+            match action {
+                DrainAction::Evict => {
+                    let answer = pods.evict(&pod.name, &evict_params(pod)).await.map(|_| ());
+                    ctx.metrics.add(
+                        &format!("karpenter_pods_eviction_requests_total{{code=\"{}\"}}", answer_code(&answer)),
+                        1.0,
+                    );
+                    match eviction_outcome(&answer) {
+                        Eviction::Evicted => {
+                            let message = format!("Evicted pod: {reason}");
+                            ctx.recorder.publish(ctx.client, &involved, "Normal", "Evicted", &message).await;
+                            ctx.metrics.add(&format!("karpenter_pods_drained_total{{reason=\"{reason}\"}}"), 1.0);
+                        }
+                        Eviction::Gone => {}
+                        Eviction::Refused(why) => {
+                            refused = Some(format!("Failed to drain node, {why}: Pod {}/{}", pod.namespace, pod.name))
+                        }
+                        Eviction::Failed => {
+                            let e = answer.err().map(|e| e.to_string()).unwrap_or_default();
+                            return Err(format!("evicting {}/{}: {e}", pod.namespace, pod.name));
+                        }
+                    }
+                }
+                DrainAction::Delete { grace } => {
+                    let until = nc.and_then(deadline).unwrap_or(ctx.now);
+                    let message = disrupted_message(until, *grace, pod.termination_grace_seconds);
+                    ctx.recorder.publish(ctx.client, &involved, "Normal", "Disrupted", &message).await;
+                    match pods.delete(&pod.name, &delete_params(pod, *grace)).await {
+                        Ok(_) => ctx.metrics.add(&format!("karpenter_pods_drained_total{{reason=\"{reason}\"}}"), 1.0),
+                        // Gone, or the name is another pod's now (the UID precondition).
+                        Err(kube::Error::Api(s)) if matches!(s.code, 404 | 409) => {}
+                        Err(e) => return Err(format!("deleting {}/{}: {e}", pod.namespace, pod.name)),
+                    }
+                }
+                DrainAction::Wait(_) => {}
+            }
+        }
+        return Ok(NodeProgress::Draining(refused.or_else(|| plan.waiting_message())));
+    }
+    if let Some(c) = nc {
+        if !has_condition(c, condition::DRAINED) {
+            // At least MIN_DRAIN_SECONDS since draining began.
+            let began = conditions::condition_since(c, condition::DRAINED).unwrap_or(ctx.now);
+            if ctx.now - began < MIN_DRAIN_SECONDS {
+                if conditions::condition_since(c, condition::DRAINED).is_none() {
+                    patch_status(ctx, c, conditions::with_unknown_condition(c, condition::DRAINED, "Draining", ""))
+                        .await?;
+                }
+                return Ok(NodeProgress::Waiting);
+            }
+            patch_status(ctx, c, conditions::with_condition(c, condition::DRAINED, true, "Drained", "")).await?;
+            let pool =
+                node.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)).cloned().unwrap_or_default();
+            ctx.metrics.add(&format!("karpenter_nodes_drained_total{{nodepool=\"{pool}\"}}"), 1.0);
+            return Ok(NodeProgress::Waiting);
+        }
+        let past_deadline = deadline(c).is_some_and(|d| ctx.now >= d);
+        if !pending_volumes.is_empty() && !past_deadline {
+            if !conditions::condition_is(c, condition::VOLUMES_DETACHED, "Unknown") {
+                let message = format!("Awaiting deletion of bound volumeattachments ({})", pending_volumes.join(", "));
+                patch_status(
+                    ctx,
+                    c,
+                    conditions::with_unknown_condition(
+                        c,
+                        condition::VOLUMES_DETACHED,
+                        "AwaitingVolumeDetachment",
+                        &message,
+                    ),
+                )
+                .await?;
+                let obj = Involved::cluster_scoped("v1", "Node", &node.metadata);
+                ctx.recorder.publish(ctx.client, &obj, "Normal", "AwaitingVolumeDetachment", &message).await;
+            }
+            return Ok(NodeProgress::Waiting);
+        }
+        if !conditions::condition_is(c, condition::VOLUMES_DETACHED, "True")
+            && !conditions::condition_is(c, condition::VOLUMES_DETACHED, "False")
+        {
+            let conds = if pending_volumes.is_empty() {
+                conditions::with_condition(c, condition::VOLUMES_DETACHED, true, "VolumesDetached", "")
+            } else {
+                conditions::with_condition(c, condition::VOLUMES_DETACHED, false, "TerminationGracePeriodElapsed", "")
+            };
+            patch_status(ctx, c, conds).await?;
+            return Ok(NodeProgress::Waiting);
+        }
+        if !instance_gone(ctx, c).await? {
+            return Ok(NodeProgress::Waiting);
+        }
+    }
+    release_node(&nodes, &current).await
+}
+
+/// Removes our finalizer from the Node whose metadata (as last written) is `meta`.
+async fn release_node(nodes: &Api<Node>, meta: &ObjectMeta) -> Result<NodeProgress, String> {
+    let name = meta.name.clone().unwrap_or_default();
+    match nodes.patch(&name, &PatchParams::default(), &Patch::Merge(&release_patch(meta))).await {
+        Ok(_) => Ok(NodeProgress::Released),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(NodeProgress::Released),
+        Err(e) => Err(format!("releasing node {name}: {e}")),
+    }
+}
+
+/// Karpenter's series for a Node whose finalizer went at `now` (seconds).
+pub fn node_released_metrics(metrics: &Metrics, node: &Node, now: i64) {
+    let label = |k: &str| node.metadata.labels.as_ref().and_then(|l| l.get(k)).cloned().unwrap_or_default();
+    let (pool, zone) = (label(wk::LABEL_NODEPOOL), label(wk::LABEL_ZONE));
+    metrics.add(&format!("karpenter_nodes_terminated_total{{nodepool=\"{pool}\",zone=\"{zone}\"}}"), 1.0);
+    let since =
+        |t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| t.map(|t| (now - t.0.as_second()) as f64);
+    let by_pool = format!("nodepool=\"{pool}\"");
+    if let Some(s) = since(node.metadata.deletion_timestamp.as_ref()) {
+        metrics.observe("karpenter_nodes_termination_duration_seconds", &by_pool, s, &[]);
+    }
+    if let Some(s) = since(node.metadata.creation_timestamp.as_ref()) {
+        metrics.observe("karpenter_nodes_lifetime_duration_seconds", &by_pool, s, LIFETIME_BUCKETS);
+    }
+}
+
+/// Karpenter's series for a NodeClaim whose finalizer went at `now` (seconds).
+pub fn nodeclaim_released_metrics(metrics: &Metrics, nc: &NodeClaim, now: i64) {
+    let label = |k: &str| nc.metadata.labels.as_ref().and_then(|l| l.get(k)).cloned().unwrap_or_default();
+    let pool = label(wk::LABEL_NODEPOOL);
+    metrics.add(
+        &format!(
+            "karpenter_nodeclaims_terminated_total{{nodepool=\"{pool}\",capacity_type=\"{}\",zone=\"{}\"}}",
+            label(wk::LABEL_CAPACITY_TYPE),
+            label(wk::LABEL_ZONE)
+        ),
+        1.0,
+    );
+    let by_pool = format!("nodepool=\"{pool}\"");
+    if let Some(t) = conditions::condition_since(nc, condition::INSTANCE_TERMINATING) {
+        let s = (now - t) as f64;
+        metrics.observe(
+            "karpenter_nodeclaims_instance_termination_duration_seconds",
+            &by_pool,
+            s,
+            &doubling_buckets(11),
+        );
+    }
+    if let Some(t) = &nc.metadata.deletion_timestamp {
+        let s = (now - t.0.as_second()) as f64;
+        metrics.observe("karpenter_nodeclaims_termination_duration_seconds", &by_pool, s, &doubling_buckets(12));
+    }
+}
+
+/// What an answer to an eviction means for the drain (Karpenter's terminator).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Eviction {
+    Evicted,
+    /// 404: the pod is gone; 409: the name is another pod's now (the UID precondition).
+    Gone,
+    /// 429, or the API server's refusal of a pod under several PDBs: asked again next pass,
+    /// the Node told why.
+    Refused(&'static str),
+    Failed,
+}
+
+/// The API server's message for an eviction of a pod several PDBs select.
+const MULTIPLE_PDBS: &str =
+    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.";
+
+pub fn eviction_outcome(answer: &Result<(), kube::Error>) -> Eviction {
+    match answer {
+        Ok(()) => Eviction::Evicted,
+        Err(kube::Error::Api(s)) if matches!(s.code, 404 | 409) => Eviction::Gone,
+        Err(kube::Error::Api(s)) if s.code == 429 => Eviction::Refused("evicting pod violates a PDB"),
+        Err(kube::Error::Api(s)) if s.message == MULTIPLE_PDBS => {
+            Eviction::Refused("eviction does not support multiple PDBs")
+        }
+        Err(_) => Eviction::Failed,
+    }
+}
+
+/// The HTTP code of an answer, for `karpenter_pods_eviction_requests_total`.
+fn answer_code(answer: &Result<(), kube::Error>) -> String {
+    match answer {
+        Ok(()) => "200".into(),
+        Err(kube::Error::Api(s)) => s.code.to_string(),
+        Err(_) => "0".into(),
+    }
+}
+
+/// Why pods leave this node, for their Events and `karpenter_pods_drained_total`: the
+/// NodeClaim's disruption reason, else a forceful termination; nothing without a NodeClaim.
+pub fn drained_reason(nc: Option<&NodeClaim>) -> String {
+    let Some(nc) = nc else { return String::new() };
+    let conds = nc.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
+    match conds.iter().find(|c| c.type_ == condition::DISRUPTION_REASON && c.status == "True") {
+        Some(c) => c.reason.clone(),
+        None => "Forceful Termination".into(),
+    }
+}
+
+/// The Event of a pod deleted to meet the node's termination time (seconds since the epoch).
+pub fn disrupted_message(until: i64, grace: i64, pod_grace: i64) -> String {
+    let at = k8s_openapi::jiff::Timestamp::from_second(until).map(|t| t.to_string()).unwrap_or_default();
+    format!(
+        "Deleting the pod to accommodate the terminationTime {at} of the node. The pod was granted {} seconds of grace-period of its {pod_grace} terminationGracePeriodSeconds. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
+        grace.max(1)
+    )
 }
 
 /// An eviction of exactly this pod: a pod recreated under the same name is not evicted.
@@ -66,138 +572,182 @@ fn delete_params_uid(pod: &tenon_core::model::Pod, grace: Option<i64>) -> Delete
     }
 }
 
-/// Where a NodeClaim's termination stands after a step.
-#[derive(Debug, PartialEq)]
-pub enum Progress {
-    /// This step released it: instance terminated, Node deleted, finalizers removed.
-    Released,
-    /// Its node is draining; pods wait, and Karpenter's `FailedDraining` says why.
-    Draining { waiting: Option<String> },
-}
-
-/// One step of terminating `nc`.
-pub async fn step(
-    client: &Client,
-    provider: &dyn TerminateInstances,
-    nc: &NodeClaim,
-    node: Option<&Node>,
-    snap: &ClusterSnapshot,
-) -> Result<Progress, String> {
-    let name = nc.metadata.name.clone().unwrap_or_default();
-    if !nc.metadata.finalizers.as_ref().is_some_and(|f| f.iter().any(|x| x == wk::FINALIZER_TERMINATION)) {
-        return Ok(Progress::Draining { waiting: None });
-    }
-    if let Some(node) = node {
-        let node_name = node.metadata.name.clone().unwrap_or_default();
-        let nodes: Api<Node> = Api::all(client.clone());
-        if let Some(p) = disrupted_taints(node) {
-            nodes
-                .patch(&node_name, &PatchParams::default(), &Patch::Merge(&p))
-                .await
-                .map_err(|e| format!("tainting {node_name}: {e}"))?;
-        }
-        let deadline = nc.metadata.deletion_timestamp.as_ref().and_then(|t| {
-            let tgp = nc
-                .spec
-                .termination_grace_period
-                .as_deref()
-                .and_then(|g| tenon_api::duration::parse_duration(g).ok())?;
-            Some(t.0.as_second() + tgp.as_secs() as i64)
-        });
-        let plan = drain_order(snap, &node_name, deadline);
-        if !plan.finished() {
-            for (p, action) in &plan.steps {
-                let pod = &snap.pods[*p];
-                let pods: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
-                match action {
-                    DrainAction::Evict => match pods.evict(&pod.name, &evict_params(pod)).await {
-                        Ok(_) => {}
-                        // The PDB allows nothing now: the next pass tries again.
-                        Err(kube::Error::Api(s)) if s.code == 429 || s.code == 404 => {}
-                        Err(e) => return Err(format!("evicting {}/{}: {e}", pod.namespace, pod.name)),
-                    },
-                    DrainAction::Delete { grace } => match pods.delete(&pod.name, &delete_params(pod, *grace)).await {
-                        Ok(_) => {}
-                        Err(kube::Error::Api(s)) if s.code == 404 => {}
-                        Err(e) => return Err(format!("deleting {}/{}: {e}", pod.namespace, pod.name)),
-                    },
-                    DrainAction::Wait(_) => {}
-                }
-            }
-            return Ok(Progress::Draining { waiting: plan.waiting_message() });
-        }
-    }
-    if let Some(id) = nc.status.as_ref().and_then(|s| s.provider_id.as_deref()).and_then(instance_id) {
-        provider.terminate(id).await?;
-    }
-    if let Some(node) = node {
-        let node_name = node.metadata.name.clone().unwrap_or_default();
-        let nodes: Api<Node> = Api::all(client.clone());
-        match nodes.delete(&node_name, &DeleteParams::default()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => return Err(format!("deleting node {node_name}: {e}")),
-        }
-        if node.metadata.finalizers.as_ref().is_some_and(|f| f.iter().any(|x| x == wk::FINALIZER_TERMINATION)) {
-            let p = release_patch(node.metadata.finalizers.as_ref());
-            match nodes.patch(&node_name, &PatchParams::default(), &Patch::Merge(&p)).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                Err(e) => return Err(format!("releasing node {node_name}: {e}")),
-            }
-        }
-    }
-    let api: Api<NodeClaim> = Api::all(client.clone());
-    let p = release_patch(nc.metadata.finalizers.as_ref());
-    match api.patch(&name, &PatchParams::default(), &Patch::Merge(&p)).await {
-        Ok(_) => Ok(Progress::Released),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Progress::Released),
-        Err(e) => Err(format!("releasing {name}: {e}")),
-    }
-}
-
-/// The cloud side of termination (a trait so the step can be driven by any provider).
-pub trait TerminateInstances: Sync {
-    fn terminate<'a>(
-        &'a self,
-        id: &'a str,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>>;
-}
-
-impl<P: CloudProvider> TerminateInstances for P {
-    fn terminate<'a>(
-        &'a self,
-        id: &'a str,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>> {
-        Box::pin(async move { self.delete(&[id.to_string()]).await.map_err(|e| format!("terminating {id}: {e}")) })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn node(yaml: &str) -> Node {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    fn claim(yaml: &str) -> NodeClaim {
+        serde_yaml::from_str(&format!(
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\n{yaml}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n  requirements: []\n"
+        ))
+        .unwrap()
+    }
 
     #[test]
     fn provider_ids_and_finalizers() {
         assert_eq!(instance_id("aws:///us-east-1a/i-0abc"), Some("i-0abc"));
         assert_eq!(instance_id("kind://docker/node"), None);
-        let fins = vec!["a".to_string(), wk::FINALIZER_TERMINATION.to_string()];
-        assert_eq!(release_patch(Some(&fins)), json!({"metadata": {"finalizers": ["a"]}}));
-        let node: Node = serde_json::from_value(
-            json!({"metadata": {"name": "n"}, "spec": {"taints": [{"key": "x", "effect": "NoSchedule"}]}}),
+        let meta = ObjectMeta {
+            finalizers: Some(vec!["a".to_string(), wk::FINALIZER_TERMINATION.to_string()]),
+            resource_version: Some("7".into()),
+            ..ObjectMeta::default()
+        };
+        assert_eq!(release_patch(&meta), json!({"metadata": {"finalizers": ["a"], "resourceVersion": "7"}}));
+    }
+
+    /// karpenter:pkg/controllers/node/termination/suite_test.go:202
+    #[test]
+    fn a_terminating_node_is_tainted_and_excluded_from_load_balancers() {
+        let n = node(
+            "metadata: {name: n}\nspec: {taints: [{key: x, effect: NoSchedule}, {key: karpenter.sh/disrupted, effect: NoExecute}]}",
+        );
+        let p = terminating_node_patch(&n).expect("a patch");
+        assert_eq!(p["metadata"]["labels"][wk::LABEL_EXCLUDE_FROM_LOAD_BALANCERS], "karpenter");
+        // The disruption taint of another effect is replaced, other taints kept.
+        assert_eq!(
+            p["spec"]["taints"],
+            json!([{"key": "x", "effect": "NoSchedule"}, {"key": wk::TAINT_DISRUPTED, "effect": "NoSchedule"}])
+        );
+        let done = node(
+            "metadata: {name: n, labels: {node.kubernetes.io/exclude-from-external-load-balancers: karpenter}}\nspec: {taints: [{key: karpenter.sh/disrupted, effect: NoSchedule}]}",
+        );
+        assert_eq!(terminating_node_patch(&done), None);
+    }
+
+    /// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:329
+    /// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:350
+    /// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:373
+    #[test]
+    fn the_termination_time_is_recorded_once_and_read_back() {
+        let nc = claim("metadata: {name: c, deletionTimestamp: \"2026-12-01T00:00:00Z\"}");
+        assert_eq!(deadline_to_record(&nc), None, "no terminationGracePeriod: no deadline");
+        let mut nc = claim("metadata: {name: c, deletionTimestamp: \"2026-12-01T00:00:00Z\"}");
+        nc.spec.termination_grace_period = Some("1h".into());
+        assert_eq!(deadline_to_record(&nc).as_deref(), Some("2026-12-01T01:00:00Z"));
+        // Once written it is the deadline, and never rewritten.
+        nc.metadata.annotations =
+            Some([(wk::ANNOTATION_NODECLAIM_TERMINATION_TIME.to_string(), "2026-12-01T00:30:00Z".to_string())].into());
+        assert_eq!(deadline_to_record(&nc), None);
+        let at: k8s_openapi::jiff::Timestamp = "2026-12-01T00:30:00Z".parse().unwrap();
+        assert_eq!(deadline(&nc), Some(at.as_second()));
+    }
+
+    #[test]
+    fn a_node_with_two_nodeclaims_has_none() {
+        let n = node("metadata: {name: n}\nspec: {providerID: 'aws:///a/i-1'}");
+        let one = claim("metadata: {name: one}\nstatus: {providerID: 'aws:///a/i-1'}");
+        let other = claim("metadata: {name: other}\nstatus: {providerID: 'aws:///a/i-2'}");
+        assert_eq!(claim_of_node(&n, std::slice::from_ref(&one)).and_then(|c| c.metadata.name.as_deref()), Some("one"));
+        let twin = claim("metadata: {name: twin}\nstatus: {providerID: 'aws:///a/i-1'}");
+        assert!(claim_of_node(&n, &[one, twin]).is_none());
+        assert!(claim_of_node(&n, &[other]).is_none());
+    }
+
+    /// karpenter:pkg/controllers/node/termination/suite_test.go:935
+    #[test]
+    fn only_volumes_of_pods_the_drain_waits_for_hold_the_node() {
+        let pod = |name: &str, claim: &str, tolerant: bool| -> Pod {
+            let tol = if tolerant { ", tolerations: [{key: karpenter.sh/disrupted, operator: Exists}]" } else { "" };
+            serde_yaml::from_str(&format!(
+                "metadata: {{name: {name}, namespace: default, uid: {name}}}\nspec: {{nodeName: n, containers: [{{name: c, image: i}}], volumes: [{{name: v, persistentVolumeClaim: {{claimName: {claim}}}}}]{tol}}}\nstatus: {{phase: Running}}"
+            ))
+            .unwrap()
+        };
+        let pods = vec![pod("app", "data-app", false), pod("agent", "data-agent", true)];
+        let claims: Vec<k8s_openapi::api::core::v1::PersistentVolumeClaim> = ["app", "agent"]
+            .iter()
+            .map(|p| {
+                serde_yaml::from_str(&format!(
+                    "metadata: {{name: data-{p}, namespace: default}}\nspec: {{volumeName: pv-{p}}}"
+                ))
+                .unwrap()
+            })
+            .collect();
+        let va = |name: &str, pv: &str, on: &str| -> VolumeAttachment {
+            serde_yaml::from_str(&format!(
+                "metadata: {{name: {name}}}\nspec: {{attacher: ebs.csi.aws.com, nodeName: {on}, source: {{persistentVolumeName: {pv}}}}}"
+            ))
+            .unwrap()
+        };
+        let vas = vec![va("va-app", "pv-app", "n"), va("va-agent", "pv-agent", "n"), va("va-elsewhere", "pv-x", "m")];
+        let objects = tenon_core::convert::ClusterObjects { pods: pods.clone(), ..Default::default() };
+        let (snap, _) = tenon_core::convert::snapshot(&objects, &|_| Default::default(), 0);
+        assert_eq!(pending_volume_attachments("n", &vas, &pods, &snap, &claims), ["va-app"]);
+        assert!(pending_volume_attachments("m", &vas, &pods, &snap, &claims) == ["va-elsewhere"]);
+    }
+
+    #[test]
+    fn only_nodes_with_our_finalizer_and_the_ec2nodeclass_label_are_ours() {
+        assert!(is_ours(&node(
+            "metadata: {name: n, labels: {karpenter.k8s.aws/ec2nodeclass: c}, finalizers: [karpenter.sh/termination]}"
+        )));
+        assert!(!is_ours(&node(
+            "metadata: {name: n, labels: {karpenter.sh/nodepool: p}, finalizers: [karpenter.sh/termination]}"
+        )));
+        assert!(!is_ours(&node("metadata: {name: n, labels: {karpenter.k8s.aws/ec2nodeclass: c}}")));
+    }
+
+    fn answer(code: u16, message: &str) -> Result<(), kube::Error> {
+        Err(kube::Error::Api(kube::core::Status::failure(message, "").with_code(code).boxed()))
+    }
+
+    /// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:104
+    /// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:108
+    /// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:131
+    /// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:144
+    #[test]
+    fn eviction_answers_as_karpenters_terminator_reads_them() {
+        assert_eq!(eviction_outcome(&Ok(())), Eviction::Evicted);
+        assert_eq!(eviction_outcome(&answer(404, "not found")), Eviction::Gone, "the pod is gone");
+        assert_eq!(eviction_outcome(&answer(409, "uid mismatch")), Eviction::Gone, "another pod has the name");
+        assert_eq!(eviction_outcome(&answer(429, "budget")), Eviction::Refused("evicting pod violates a PDB"));
+        assert_eq!(
+            eviction_outcome(&answer(500, MULTIPLE_PDBS)),
+            Eviction::Refused("eviction does not support multiple PDBs")
+        );
+        assert_eq!(eviction_outcome(&answer(500, "etcd down")), Eviction::Failed);
+        assert_eq!(answer_code(&answer(429, "")), "429");
+        assert_eq!(answer_code(&Ok(())), "200");
+    }
+
+    /// karpenter:pkg/controllers/node/termination/suite_test.go:696
+    #[test]
+    fn evictions_and_forced_deletions_name_the_pods_uid() {
+        let pod: Pod = serde_yaml::from_str(
+            "metadata: {name: web, namespace: default, uid: uid-1}\nspec: {containers: [{name: c, image: i}]}",
         )
         .unwrap();
-        let p = disrupted_taints(&node).unwrap();
-        assert_eq!(p["spec"]["taints"][1]["key"], wk::TAINT_DISRUPTED);
-        let mut tainted = node.clone();
-        tainted
-            .spec
-            .as_mut()
-            .unwrap()
-            .taints
-            .as_mut()
-            .unwrap()
-            .push(serde_json::from_value(json!({"key": wk::TAINT_DISRUPTED, "effect": "NoSchedule"})).unwrap());
-        assert!(disrupted_taints(&tainted).is_none());
+        let pod = tenon_core::convert::pod(&pod).unwrap();
+        let uid = |p: &DeleteParams| p.preconditions.as_ref().and_then(|p| p.uid.clone());
+        assert_eq!(evict_params(&pod).delete_options.as_ref().and_then(uid), Some("uid-1".into()));
+        let forced = delete_params(&pod, 0);
+        assert_eq!(
+            (uid(&forced), forced.grace_period_seconds),
+            (Some("uid-1".into()), Some(1)),
+            "never 0: at least 1 s"
+        );
+    }
+
+    /// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:191
+    #[test]
+    fn pods_leave_for_their_nodeclaims_disruption_reason() {
+        let mut nc = claim("metadata: {name: c}");
+        assert_eq!(drained_reason(None), "");
+        assert_eq!(drained_reason(Some(&nc)), "Forceful Termination");
+        nc.status.get_or_insert_with(Default::default).conditions =
+            conditions::with_condition(&nc, condition::DISRUPTION_REASON, true, "Drifted", "");
+        assert_eq!(drained_reason(Some(&nc)), "Drifted");
+    }
+
+    /// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:284
+    #[test]
+    fn a_forced_deletion_says_what_grace_it_grants() {
+        let m = disrupted_message(0, -3600, 120);
+        assert!(m.contains("terminationTime 1970-01-01T00:00:00Z"), "{m}");
+        assert!(m.contains("granted 1 seconds of grace-period of its 120 terminationGracePeriodSeconds"), "{m}");
     }
 }

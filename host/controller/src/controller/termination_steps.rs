@@ -1,0 +1,739 @@
+//! Karpenter's node and NodeClaim termination suites, step by step against the API emulator
+//! (finalizers, graceful pod deletion, evictions, optimistic locking) and a fake EC2 whose
+//! instances take their time to go. Each test drives `termination::finalize_node` and
+//! `finalize_nodeclaim` the way the controller's pass does, with the clock given.
+
+use super::events::Recorder;
+use super::health::Metrics;
+use super::termination::{self, Ctx, Instances, NodeProgress, Progress};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::storage::v1::VolumeAttachment;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+use tenon_api::NodeClaim;
+use tenon_api::wellknown::{self as wk, condition};
+use tenon_core::convert::ClusterObjects;
+use tenon_core::disruption::drain::PdbAllowance;
+use tenon_kube_emulator::{Emulator, Options};
+
+/// EC2 as the termination sees it: an instance told to terminate is shutting down (still
+/// there) until the test says it is gone.
+#[derive(Default)]
+struct FakeEc2 {
+    /// instance id → state ("running", "shutting-down", "terminated"); absent: not found.
+    states: Mutex<BTreeMap<String, &'static str>>,
+    terminate_calls: Mutex<Vec<String>>,
+    fail_terminate: Mutex<bool>,
+}
+
+impl FakeEc2 {
+    fn run(&self, id: &str) {
+        self.states.lock().unwrap().insert(id.into(), "running");
+    }
+
+    fn finish(&self, id: &str) {
+        self.states.lock().unwrap().insert(id.into(), "terminated");
+    }
+
+    fn calls(&self) -> Vec<String> {
+        self.terminate_calls.lock().unwrap().clone()
+    }
+}
+
+impl Instances for FakeEc2 {
+    fn terminate<'a>(&'a self, id: &'a str) -> termination::BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            if *self.fail_terminate.lock().unwrap() {
+                return Err(format!("terminating {id}: RequestLimitExceeded"));
+            }
+            self.terminate_calls.lock().unwrap().push(id.into());
+            if let Some(s) = self.states.lock().unwrap().get_mut(id) {
+                *s = "shutting-down";
+            }
+            Ok(())
+        })
+    }
+
+    fn gone<'a>(&'a self, id: &'a str) -> termination::BoxFuture<'a, Result<bool, String>> {
+        Box::pin(async move { Ok(self.states.lock().unwrap().get(id).is_none_or(|s| *s == "terminated")) })
+    }
+}
+
+struct World {
+    _emulator: Emulator,
+    client: Client,
+    ec2: FakeEc2,
+    recorder: Recorder,
+    metrics: Metrics,
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+}
+
+impl World {
+    async fn new() -> World {
+        // Pods take their own grace period to go, as on a kubelet.
+        let emulator = Emulator::start_with(Options { pod_grace_cap: Duration::from_secs(600) }).unwrap();
+        let client = Client::try_from(kube::Config::new(emulator.url.parse().unwrap())).unwrap();
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        for doc in tenon_api::crds::crds_yaml().unwrap().split("\n---\n") {
+            let crd: CustomResourceDefinition = serde_yaml::from_str(doc).unwrap();
+            crds.create(&PostParams::default(), &crd).await.unwrap();
+        }
+        World {
+            _emulator: emulator,
+            client,
+            ec2: FakeEc2::default(),
+            recorder: Recorder::default(),
+            metrics: Metrics::default(),
+        }
+    }
+
+    fn ctx(&self, now: i64) -> Ctx<'_> {
+        Ctx { client: &self.client, cloud: &self.ec2, recorder: &self.recorder, metrics: &self.metrics, now }
+    }
+
+    fn nodes(&self) -> Api<Node> {
+        Api::all(self.client.clone())
+    }
+
+    fn claims(&self) -> Api<NodeClaim> {
+        Api::all(self.client.clone())
+    }
+
+    /// A launched, registered NodeClaim `name` with instance `id` and its Ready Node
+    /// `<id>.ec2.internal`, both with the termination finalizer.
+    async fn registered_node(&self, name: &str, id: &str, tgp: Option<&str>) {
+        self.ec2.run(id);
+        let mut nc: NodeClaim = serde_json::from_value(json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": name, "finalizers": [wk::FINALIZER_TERMINATION],
+                         "labels": {wk::LABEL_NODEPOOL: "default", wk::LABEL_NODECLASS: "default"}},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                     "requirements": []},
+        }))
+        .unwrap();
+        nc.spec.termination_grace_period = tgp.map(str::to_string);
+        let created = self.claims().create(&PostParams::default(), &nc).await.unwrap();
+        let mut conds = Vec::new();
+        for t in [condition::LAUNCHED, condition::REGISTERED, condition::INITIALIZED, condition::READY] {
+            super::conditions::set_condition(&mut conds, t, true, t, "", created.metadata.generation);
+        }
+        let status = json!({"status": {"providerID": format!("aws:///us-east-1a/{id}"), "nodeName": node_name(id), "conditions": conds}});
+        self.claims().patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+        self.node(id, "True").await;
+    }
+
+    async fn node(&self, id: &str, ready: &str) {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": node_name(id), "finalizers": [wk::FINALIZER_TERMINATION],
+                         "labels": {wk::LABEL_NODEPOOL: "default", wk::LABEL_NODECLASS: "default", wk::LABEL_ZONE: "us-east-1a"}},
+            "spec": {"providerID": format!("aws:///us-east-1a/{id}")},
+        }))
+        .unwrap();
+        self.nodes().create(&PostParams::default(), &node).await.unwrap();
+        let status = json!({"status": {"conditions": [{"type": "Ready", "status": ready}]}});
+        self.nodes().patch_status(&node_name(id), &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+    }
+
+    async fn pod(&self, name: &str, node: &str, grace: i64, extra: serde_json::Value) {
+        let mut pod = json!({
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": node, "terminationGracePeriodSeconds": grace,
+                     "containers": [{"name": "app", "image": "app"}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+        });
+        merge(&mut pod, extra);
+        let status = json!({"status": pod["status"].clone()});
+        let pod: Pod = serde_json::from_value(pod).unwrap();
+        let pods = Api::<Pod>::namespaced(self.client.clone(), "default");
+        let name = pod.metadata.name.clone().unwrap();
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+        // Running and Ready, as its kubelet reports (a create's status is not kept).
+        pods.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+    }
+
+    async fn objects(&self) -> ClusterObjects {
+        let lp = ListParams::default();
+        ClusterObjects {
+            nodes: self.nodes().list(&lp).await.unwrap().items,
+            nodeclaims: self.claims().list(&lp).await.unwrap().items,
+            pods: Api::<Pod>::all(self.client.clone()).list(&lp).await.unwrap().items,
+            volume_attachments: Api::<VolumeAttachment>::all(self.client.clone()).list(&lp).await.unwrap().items,
+            ..ClusterObjects::default()
+        }
+    }
+
+    async fn get_node(&self, id: &str) -> Option<Node> {
+        self.nodes().get_opt(&node_name(id)).await.unwrap()
+    }
+
+    async fn get_claim(&self, name: &str) -> Option<NodeClaim> {
+        self.claims().get_opt(name).await.unwrap()
+    }
+
+    /// One termination step of Node `<id>.ec2.internal` at `now`, as the controller's pass.
+    async fn node_step(&self, id: &str, now: i64) -> NodeProgress {
+        let objects = self.objects().await;
+        let node = objects.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(&node_name(id))).expect("the node");
+        assert!(node.metadata.deletion_timestamp.is_some() && termination::is_ours(node), "a node being terminated");
+        let nc = termination::claim_of_node(node, &objects.nodeclaims);
+        let (snap, _) = tenon_core::convert::snapshot(&objects, &|_| Default::default(), now);
+        let volumes = termination::pending_volume_attachments(
+            &node_name(id),
+            &objects.volume_attachments,
+            &objects.pods,
+            &snap,
+            &objects.claims,
+        );
+        let mut allowance = PdbAllowance::default();
+        termination::finalize_node(&self.ctx(now), node, nc, &snap, &mut allowance, &volumes).await.unwrap()
+    }
+
+    /// One termination step of NodeClaim `name` at `now`.
+    async fn claim_step(&self, name: &str, now: i64) -> Result<Progress, String> {
+        let objects = self.objects().await;
+        let nc = objects.nodeclaims.iter().find(|c| c.metadata.name.as_deref() == Some(name)).expect("the NodeClaim");
+        let nodes = super::nodes_of(nc, &objects.nodes);
+        termination::finalize_nodeclaim(&self.ctx(now), nc, &nodes).await
+    }
+
+    /// Steps Node `<id>` (a second apart) until released, at most `max` steps, an instance
+    /// told to terminate finishing by the next step; the steps taken.
+    async fn node_until_released(&self, id: &str, mut at: i64, max: usize) -> usize {
+        for step in 1..=max {
+            if self.node_step(id, at).await == NodeProgress::Released {
+                return step;
+            }
+            for s in self.ec2.states.lock().unwrap().values_mut().filter(|s| **s == "shutting-down") {
+                *s = "terminated";
+            }
+            at += 1;
+        }
+        panic!("node {id} not released in {max} steps")
+    }
+}
+
+fn node_name(id: &str) -> String {
+    format!("{id}.ec2.internal")
+}
+
+fn merge(a: &mut serde_json::Value, b: serde_json::Value) {
+    match (a, b) {
+        (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(serde_json::Value::Null), v);
+            }
+        }
+        (a, b) => *a = b,
+    }
+}
+
+fn condition_of(nc: &NodeClaim, t: &str) -> Option<(String, String)> {
+    let c = nc.status.as_ref()?.conditions.iter().find(|c| c.type_ == t)?;
+    Some((c.status.clone(), c.reason.clone()))
+}
+
+fn tainted(node: &Node) -> bool {
+    node.spec.as_ref().and_then(|s| s.taints.as_ref()).into_iter().flatten().any(|t| t.key == wk::TAINT_DISRUPTED)
+}
+
+/// karpenter:pkg/controllers/node/termination/suite_test.go:112
+/// karpenter:pkg/controllers/node/termination/suite_test.go:152
+/// karpenter:pkg/controllers/node/termination/suite_test.go:880
+/// karpenter:pkg/controllers/node/termination/suite_test.go:1010
+/// karpenter:pkg/controllers/node/termination/suite_test.go:1024
+/// karpenter:pkg/controllers/node/termination/suite_test.go:1038
+#[tokio::test]
+async fn a_deleted_node_deletes_its_nodeclaim_drains_waits_then_terminates_its_instance() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", None).await;
+    w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
+    let t0 = now();
+    assert_eq!(w.node_step("i-1", t0).await, NodeProgress::Waiting);
+    let nc = w.get_claim("nc").await.unwrap();
+    assert!(nc.metadata.deletion_timestamp.is_some(), "the Node's deletion deletes its NodeClaim");
+    assert!(tainted(&w.get_node("i-1").await.unwrap()));
+    assert_eq!(condition_of(&nc, condition::DRAINED), Some(("Unknown".into(), "Draining".into())));
+    // Nothing to drain, but draining lasts at least five seconds.
+    assert_eq!(w.node_step("i-1", t0 + 3).await, NodeProgress::Waiting);
+    assert_eq!(condition_of(&w.get_claim("nc").await.unwrap(), condition::DRAINED).unwrap().0, "Unknown");
+    assert_eq!(w.node_step("i-1", t0 + 6).await, NodeProgress::Waiting);
+    assert_eq!(condition_of(&w.get_claim("nc").await.unwrap(), condition::DRAINED).unwrap().0, "True");
+    assert!(w.ec2.calls().is_empty(), "no termination before the drain");
+    // Volumes (none), then the instance: told to terminate, and waited for.
+    for s in 0..3 {
+        assert_eq!(w.node_step("i-1", t0 + 7 + s).await, NodeProgress::Waiting);
+    }
+    assert_eq!(w.ec2.calls(), ["i-1"]);
+    let nc = w.get_claim("nc").await.unwrap();
+    assert_eq!(condition_of(&nc, condition::INSTANCE_TERMINATING).unwrap().0, "True");
+    assert_eq!(w.node_step("i-1", t0 + 20).await, NodeProgress::Waiting, "shutting down is not gone");
+    assert!(w.get_node("i-1").await.is_some());
+    w.ec2.finish("i-1");
+    assert_eq!(w.node_step("i-1", t0 + 21).await, NodeProgress::Released);
+    assert!(w.get_node("i-1").await.is_none(), "the finalizer went, and the Node with it");
+    termination::node_released_metrics(&w.metrics, &nc_node(&w, "i-1"), t0 + 21);
+    let text = w.metrics.render();
+    for series in [
+        "karpenter_nodes_drained_total{nodepool=\"default\"} 1",
+        "karpenter_nodes_terminated_total{nodepool=\"default\",zone=\"us-east-1a\"} 1",
+        "karpenter_nodes_termination_duration_seconds_count{nodepool=\"default\"} 1",
+        "karpenter_nodes_lifetime_duration_seconds_count{nodepool=\"default\"} 1",
+    ] {
+        assert!(text.lines().any(|l| l == series), "{series} missing:\n{text}");
+    }
+}
+
+/// The Node as it was just before release (for the release metrics, which read its times).
+fn nc_node(_w: &World, id: &str) -> Node {
+    serde_json::from_value(json!({
+        "metadata": {"name": node_name(id), "creationTimestamp": "2026-01-01T00:00:00Z",
+                     "deletionTimestamp": "2026-01-01T01:00:00Z",
+                     "labels": {wk::LABEL_NODEPOOL: "default", wk::LABEL_ZONE: "us-east-1a"}},
+    }))
+    .unwrap()
+}
+
+/// karpenter:pkg/controllers/node/termination/suite_test.go:123
+#[tokio::test]
+async fn a_deleted_node_without_a_nodeclaim_is_drained_and_released_without_a_cloud_call() {
+    let w = World::new().await;
+    w.node("i-9", "True").await;
+    w.nodes().delete(&node_name("i-9"), &DeleteParams::default()).await.unwrap();
+    w.node_until_released("i-9", now(), 3).await;
+    assert!(w.get_node("i-9").await.is_none());
+    assert!(w.ec2.calls().is_empty());
+}
+
+/// karpenter:pkg/controllers/node/termination/suite_test.go:132
+#[tokio::test]
+async fn a_node_two_nodeclaims_claim_is_released_as_one_without_any() {
+    let w = World::new().await;
+    w.registered_node("a", "i-1", None).await;
+    // A second NodeClaim with the same providerID: no NodeClaim is the node's.
+    let twin: NodeClaim = serde_json::from_value(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "b"},
+        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
+    }))
+    .unwrap();
+    w.claims().create(&PostParams::default(), &twin).await.unwrap();
+    let st = json!({"status": {"providerID": "aws:///us-east-1a/i-1"}});
+    w.claims().patch_status("b", &PatchParams::default(), &Patch::Merge(&st)).await.unwrap();
+    w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
+    w.node_until_released("i-1", now(), 3).await;
+    assert!(w.get_claim("a").await.unwrap().metadata.deletion_timestamp.is_none());
+    assert!(w.ec2.calls().is_empty());
+}
+
+/// karpenter:pkg/controllers/node/termination/suite_test.go:564
+/// karpenter:pkg/controllers/node/termination/suite_test.go:415
+#[tokio::test]
+async fn terminating_pods_hold_the_node_until_they_are_gone() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", None).await;
+    w.pod("slow", &node_name("i-1"), 3, json!({})).await;
+    w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
+    let t0 = now();
+    assert!(matches!(w.node_step("i-1", t0).await, NodeProgress::Draining(_)));
+    let pods: Api<Pod> = Api::namespaced(w.client.clone(), "default");
+    let slow = pods.get("slow").await.unwrap();
+    assert!(slow.metadata.deletion_timestamp.is_some(), "evicted: it takes its grace period to go");
+    // Passes later the pod still runs its preStop: nothing moves on.
+    for s in 1..4 {
+        assert!(matches!(w.node_step("i-1", t0 + s).await, NodeProgress::Draining(_)));
+        assert_eq!(condition_of(&w.get_claim("nc").await.unwrap(), condition::DRAINED).unwrap().0, "Unknown");
+    }
+    assert!(w.ec2.calls().is_empty());
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(pods.get_opt("slow").await.unwrap().is_none(), "gone after its grace period");
+    w.node_until_released("i-1", t0 + 5, 8).await;
+}
+
+/// karpenter:pkg/controllers/node/termination/suite_test.go:609
+#[tokio::test]
+async fn a_not_ready_node_whose_instance_is_gone_is_released_at_once() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", None).await;
+    let st = json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}});
+    w.nodes().patch_status(&node_name("i-1"), &PatchParams::default(), &Patch::Merge(&st)).await.unwrap();
+    w.pod(
+        "stuck",
+        &node_name("i-1"),
+        300,
+        json!({"metadata": {"annotations": {wk::ANNOTATION_DO_NOT_DISRUPT: "true"}}}),
+    )
+    .await;
+    w.ec2.finish("i-1");
+    w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
+    assert_eq!(w.node_step("i-1", now()).await, NodeProgress::Released);
+}
+
+/// karpenter:pkg/controllers/node/termination/suite_test.go:643
+#[tokio::test]
+async fn a_ready_node_whose_instance_is_gone_still_drains() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", None).await;
+    w.pod(
+        "stuck",
+        &node_name("i-1"),
+        300,
+        json!({"metadata": {"annotations": {wk::ANNOTATION_DO_NOT_DISRUPT: "true"}}}),
+    )
+    .await;
+    w.ec2.finish("i-1");
+    w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
+    for s in 0..3 {
+        assert!(matches!(w.node_step("i-1", now() + s).await, NodeProgress::Draining(_)));
+    }
+    assert!(w.get_node("i-1").await.is_some());
+}
+
+/// karpenter:pkg/controllers/node/termination/suite_test.go:909
+#[tokio::test]
+async fn the_instance_waits_for_the_nodes_volume_attachments() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", None).await;
+    let va: VolumeAttachment = serde_json::from_value(json!({
+        "metadata": {"name": "va-1"},
+        "spec": {"attacher": "ebs.csi.aws.com", "nodeName": node_name("i-1"), "source": {"persistentVolumeName": "foo"}},
+    }))
+    .unwrap();
+    let vas: Api<VolumeAttachment> = Api::all(w.client.clone());
+    vas.create(&PostParams::default(), &va).await.unwrap();
+    w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
+    let t0 = now();
+    for s in [0, 6, 7, 8, 9] {
+        assert_eq!(w.node_step("i-1", t0 + s).await, NodeProgress::Waiting);
+    }
+    let nc = w.get_claim("nc").await.unwrap();
+    assert_eq!(
+        condition_of(&nc, condition::VOLUMES_DETACHED),
+        Some(("Unknown".into(), "AwaitingVolumeDetachment".into()))
+    );
+    assert!(w.ec2.calls().is_empty(), "not while a volume is attached");
+    vas.delete("va-1", &DeleteParams::default()).await.unwrap();
+    for s in [10, 11] {
+        assert_eq!(w.node_step("i-1", t0 + s).await, NodeProgress::Waiting);
+    }
+    assert_eq!(condition_of(&w.get_claim("nc").await.unwrap(), condition::VOLUMES_DETACHED).unwrap().0, "True");
+    assert_eq!(w.ec2.calls(), ["i-1"]);
+}
+
+/// karpenter:pkg/controllers/node/termination/suite_test.go:978
+#[tokio::test]
+async fn volume_attachments_are_not_waited_for_past_the_termination_grace_period() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", Some("60s")).await;
+    let va: VolumeAttachment = serde_json::from_value(json!({
+        "metadata": {"name": "va-1"},
+        "spec": {"attacher": "ebs.csi.aws.com", "nodeName": node_name("i-1"), "source": {"persistentVolumeName": "foo"}},
+    }))
+    .unwrap();
+    Api::<VolumeAttachment>::all(w.client.clone()).create(&PostParams::default(), &va).await.unwrap();
+    w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
+    let t0 = now();
+    assert_eq!(w.claim_step("nc", t0).await.unwrap(), Progress::Waiting, "records the deadline, deletes the Node");
+    for s in [0, 6, 7] {
+        assert_eq!(w.node_step("i-1", t0 + s).await, NodeProgress::Waiting);
+    }
+    assert!(w.ec2.calls().is_empty());
+    // Five minutes on, past the 60 s grace period: the volumes are no longer waited for.
+    for s in [300, 301] {
+        assert_eq!(w.node_step("i-1", t0 + s).await, NodeProgress::Waiting);
+    }
+    let nc = w.get_claim("nc").await.unwrap();
+    assert_eq!(
+        condition_of(&nc, condition::VOLUMES_DETACHED),
+        Some(("False".into(), "TerminationGracePeriodElapsed".into()))
+    );
+    assert_eq!(w.ec2.calls(), ["i-1"]);
+}
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:126
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:129
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:216
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:270
+#[tokio::test]
+async fn a_deleted_nodeclaim_deletes_its_node_then_waits_for_the_instance_to_be_gone() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", None).await;
+    // Another controller's finalizer keeps the Node for a while.
+    let fin = json!({"metadata": {"finalizers": [wk::FINALIZER_TERMINATION, "example.com/hold"]}});
+    w.nodes().patch(&node_name("i-1"), &PatchParams::default(), &Patch::Merge(&fin)).await.unwrap();
+    w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
+    let t0 = now();
+    assert_eq!(w.claim_step("nc", t0).await.unwrap(), Progress::Waiting);
+    assert!(w.get_node("i-1").await.unwrap().metadata.deletion_timestamp.is_some(), "its Node is deleted");
+    w.node_until_released("i-1", t0 + 10, 8).await;
+    assert!(w.get_node("i-1").await.is_some(), "still held by the other finalizer");
+    assert_eq!(w.claim_step("nc", t0 + 20).await.unwrap(), Progress::Waiting, "not while its Node exists");
+    let fin = json!({"metadata": {"finalizers": []}});
+    w.nodes().patch(&node_name("i-1"), &PatchParams::default(), &Patch::Merge(&fin)).await.unwrap();
+    w.ec2.run("i-1");
+    assert_eq!(w.claim_step("nc", t0 + 21).await.unwrap(), Progress::Waiting);
+    let nc = w.get_claim("nc").await.unwrap();
+    assert_eq!(condition_of(&nc, condition::INSTANCE_TERMINATING).unwrap().0, "True");
+    assert_eq!(condition_of(&nc, condition::READY).unwrap().0, "True", "the root condition is left alone");
+    assert_eq!(w.claim_step("nc", t0 + 22).await.unwrap(), Progress::Waiting, "the instance is still shutting down");
+    assert!(w.get_claim("nc").await.is_some());
+    w.ec2.finish("i-1");
+    assert_eq!(w.claim_step("nc", t0 + 23).await.unwrap(), Progress::Released);
+    assert!(w.get_claim("nc").await.is_none());
+    termination::nodeclaim_released_metrics(&w.metrics, &nc, t0 + 23);
+    let text = w.metrics.render();
+    for series in [
+        "karpenter_nodeclaims_termination_duration_seconds_count{nodepool=\"default\"} 1",
+        "karpenter_nodeclaims_instance_termination_duration_seconds_count{nodepool=\"default\"} 1",
+    ] {
+        assert!(text.lines().any(|l| l == series), "{series} missing:\n{text}");
+    }
+}
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:233
+#[tokio::test]
+async fn every_node_with_the_nodeclaims_provider_id_is_deleted() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", None).await;
+    for extra in ["i-1-b", "i-1-c"] {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": extra}, "spec": {"providerID": "aws:///us-east-1a/i-1"},
+        }))
+        .unwrap();
+        w.nodes().create(&PostParams::default(), &node).await.unwrap();
+    }
+    w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
+    assert_eq!(w.claim_step("nc", now()).await.unwrap(), Progress::Waiting);
+    let left: Vec<String> = w
+        .nodes()
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|n| n.metadata.deletion_timestamp.is_none())
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    assert!(left.is_empty(), "all three deleted, left: {left:?}");
+}
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:297
+#[tokio::test]
+async fn a_nodeclaim_never_launched_is_released_without_a_cloud_call() {
+    let w = World::new().await;
+    let nc: NodeClaim = serde_json::from_value(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": "nc", "finalizers": [wk::FINALIZER_TERMINATION]},
+        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
+    }))
+    .unwrap();
+    w.claims().create(&PostParams::default(), &nc).await.unwrap();
+    w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
+    assert_eq!(w.claim_step("nc", now()).await.unwrap(), Progress::Released);
+    assert!(w.ec2.calls().is_empty());
+}
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:400
+#[tokio::test]
+async fn an_unregistered_nodeclaims_node_is_not_deleted_its_instance_is_terminated() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", None).await;
+    let nc = w.get_claim("nc").await.unwrap();
+    let conds = super::conditions::with_unknown_condition(&nc, condition::REGISTERED, "NodeNotFound", "");
+    let st = json!({"status": {"conditions": conds}});
+    w.claims().patch_status("nc", &PatchParams::default(), &Patch::Merge(&st)).await.unwrap();
+    w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
+    assert_eq!(w.claim_step("nc", now()).await.unwrap(), Progress::Waiting);
+    assert!(w.get_node("i-1").await.unwrap().metadata.deletion_timestamp.is_none(), "its Node is left alone");
+    assert_eq!(w.ec2.calls(), ["i-1"]);
+    w.ec2.finish("i-1");
+    assert_eq!(w.claim_step("nc", now()).await.unwrap(), Progress::Released);
+}
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:198
+#[tokio::test]
+async fn a_failed_termination_keeps_the_finalizer_for_the_next_pass() {
+    let w = World::new().await;
+    let nc: NodeClaim = serde_json::from_value(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": "nc", "finalizers": [wk::FINALIZER_TERMINATION]},
+        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
+    }))
+    .unwrap();
+    w.claims().create(&PostParams::default(), &nc).await.unwrap();
+    let st = json!({"status": {"providerID": "aws:///us-east-1a/i-1"}});
+    w.claims().patch_status("nc", &PatchParams::default(), &Patch::Merge(&st)).await.unwrap();
+    w.ec2.run("i-1");
+    *w.ec2.fail_terminate.lock().unwrap() = true;
+    w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
+    assert!(w.claim_step("nc", now()).await.is_err());
+    assert!(w.get_claim("nc").await.is_some());
+    *w.ec2.fail_terminate.lock().unwrap() = false;
+    assert_eq!(w.claim_step("nc", now()).await.unwrap(), Progress::Waiting);
+    assert_eq!(w.ec2.calls(), ["i-1"]);
+}
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/suite_test.go:151
+#[tokio::test]
+async fn conditions_written_while_finalizing_are_at_the_latest_generation() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", None).await;
+    let before = w.get_claim("nc").await.unwrap().metadata.generation.unwrap();
+    w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
+    let t0 = now();
+    assert_eq!(w.claim_step("nc", t0).await.unwrap(), Progress::Waiting);
+    w.node_until_released("i-1", t0 + 10, 8).await;
+    let nc = w.get_claim("nc").await.unwrap();
+    let generation = nc.metadata.generation;
+    assert!(generation > Some(before), "the deletion is a new generation");
+    let conds = &nc.status.as_ref().unwrap().conditions;
+    assert!(conds.iter().any(|c| c.type_ == condition::INSTANCE_TERMINATING));
+    for c in conds {
+        assert_eq!(c.observed_generation, generation, "{} observed at {:?}", c.type_, c.observed_generation);
+    }
+}
+
+/// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:114
+/// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:183
+/// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:191
+#[tokio::test]
+async fn an_evicted_pod_gets_an_event_and_is_counted_with_the_disruption_reason() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", None).await;
+    let nc = w.get_claim("nc").await.unwrap();
+    let conds = super::conditions::with_condition(&nc, condition::DISRUPTION_REASON, true, "SpotInterruption", "");
+    w.claims()
+        .patch_status("nc", &PatchParams::default(), &Patch::Merge(&json!({"status": {"conditions": conds}})))
+        .await
+        .unwrap();
+    w.pod("web", &node_name("i-1"), 1, json!({})).await;
+    w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
+    assert!(matches!(w.node_step("i-1", now()).await, NodeProgress::Draining(_)));
+    let text = w.metrics.render();
+    for series in [
+        "karpenter_pods_eviction_requests_total{code=\"200\"} 1",
+        "karpenter_pods_drained_total{reason=\"SpotInterruption\"} 1",
+    ] {
+        assert!(text.lines().any(|l| l == series), "{series} missing:\n{text}");
+    }
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(w.client.clone(), "default");
+    let evicted = events.list(&ListParams::default()).await.unwrap().items;
+    assert!(
+        evicted.iter().any(|e| e.reason.as_deref() == Some("Evicted")
+            && e.message.as_deref() == Some("Evicted pod: SpotInterruption")
+            && e.involved_object.name.as_deref() == Some("web")),
+        "{evicted:?}"
+    );
+}
+
+/// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:220
+/// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:284
+#[tokio::test]
+async fn past_the_deadline_a_pod_is_deleted_with_the_time_left_and_an_event() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", Some("60s")).await;
+    w.pod("db", &node_name("i-1"), 120, json!({"metadata": {"annotations": {wk::ANNOTATION_DO_NOT_DISRUPT: "true"}}}))
+        .await;
+    w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
+    let t0 = now();
+    w.claim_step("nc", t0).await.unwrap();
+    // An hour later the deadline is long past: the grace granted is the minimum, 1 s.
+    assert!(matches!(w.node_step("i-1", t0 + 3600).await, NodeProgress::Draining(_)));
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(w.client.clone(), "default");
+    let all = events.list(&ListParams::default()).await.unwrap().items;
+    let disrupted = all.iter().find(|e| e.reason.as_deref() == Some("Disrupted")).expect("a Disrupted event");
+    let message = disrupted.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("granted 1 seconds of grace-period of its 120 terminationGracePeriodSeconds"),
+        "{message}"
+    );
+    let pod = Api::<Pod>::namespaced(w.client.clone(), "default").get_opt("db").await.unwrap();
+    assert!(pod.is_none_or(|p| p.metadata.deletion_timestamp.is_some()), "deleted despite do-not-disrupt");
+}
+
+/// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:274
+/// karpenter:pkg/controllers/node/termination/suite_test.go:696
+#[tokio::test]
+async fn a_pod_gone_or_replaced_since_the_snapshot_is_not_touched() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", Some("60s")).await;
+    w.pod("old", &node_name("i-1"), 1, json!({})).await;
+    w.pod("db", &node_name("i-1"), 120, json!({"metadata": {"annotations": {wk::ANNOTATION_DO_NOT_DISRUPT: "true"}}}))
+        .await;
+    w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
+    let t0 = now();
+    w.claim_step("nc", t0).await.unwrap();
+    // The drain decides from this snapshot; meanwhile `old` is replaced by a new pod of the
+    // same name and `db` is gone.
+    let objects = w.objects().await;
+    let pods: Api<Pod> = Api::namespaced(w.client.clone(), "default");
+    let now_gone = DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() };
+    for p in ["old", "db"] {
+        pods.delete(p, &now_gone).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    w.pod("old", &node_name("i-1"), 1, json!({})).await;
+    let node = objects.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(&node_name("i-1"))).unwrap();
+    let nc = termination::claim_of_node(node, &objects.nodeclaims);
+    // An hour later: `db` is past the deadline (forced deletion), `old` would be evicted.
+    let (snap, _) = tenon_core::convert::snapshot(&objects, &|_| Default::default(), t0 + 3600);
+    let mut allowance = PdbAllowance::default();
+    let step = termination::finalize_node(&w.ctx(t0 + 3600), node, nc, &snap, &mut allowance, &[]).await;
+    assert!(matches!(step, Ok(NodeProgress::Draining(_))), "404 and 409 are done with, not errors: {step:?}");
+    let new = pods.get("old").await.unwrap();
+    assert!(new.metadata.deletion_timestamp.is_none(), "the new pod of that name is not evicted");
+}
+
+/// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:121
+/// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:131
+#[tokio::test]
+async fn a_pdb_that_allows_one_lets_one_pod_go_and_says_why_the_other_waits() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", None).await;
+    for p in ["web-1", "web-2"] {
+        w.pod(p, &node_name("i-1"), 1, json!({"metadata": {"labels": {"app": "web"}}})).await;
+    }
+    let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget = serde_json::from_value(json!({
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+    }))
+    .unwrap();
+    let pdbs: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> = Api::namespaced(w.client.clone(), "default");
+    pdbs.create(&PostParams::default(), &pdb).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
+    let mut objects = w.objects().await;
+    objects.pdbs = pdbs.list(&ListParams::default()).await.unwrap().items;
+    let node = objects.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(&node_name("i-1"))).unwrap();
+    let nc = termination::claim_of_node(node, &objects.nodeclaims);
+    let (snap, _) = tenon_core::convert::snapshot(&objects, &|_| Default::default(), now());
+    let mut allowance = PdbAllowance::default();
+    let step = termination::finalize_node(&w.ctx(now()), node, nc, &snap, &mut allowance, &[]).await.unwrap();
+    let NodeProgress::Draining(Some(message)) = step else { panic!("one pod waits for the budget: {step:?}") };
+    assert!(message.starts_with("Failed to drain node,") && message.contains("PodDisruptionBudget"), "{message}");
+    let pods: Api<Pod> = Api::namespaced(w.client.clone(), "default");
+    let evicted = [pods.get("web-1").await.unwrap(), pods.get("web-2").await.unwrap()]
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_some())
+        .count();
+    assert_eq!(evicted, 1);
+}
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:308
+#[test]
+fn a_nodeclaim_without_a_provider_id_has_no_nodes() {
+    let nc: NodeClaim = serde_json::from_value(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "nc"},
+        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
+    }))
+    .unwrap();
+    let nodes: Vec<Node> =
+        (0..10).map(|i| serde_json::from_value(json!({"metadata": {"name": format!("n-{i}")}})).unwrap()).collect();
+    assert!(super::nodes_of(&nc, &nodes).is_empty(), "nodes without a providerID are not its nodes");
+}
