@@ -23,6 +23,11 @@ pub fn nodeclaim(plan: &NewNodeClaim, np: &NodePool, snap: &ClusterSnapshot) -> 
     let t = &np.spec.template;
     let mut labels = t.metadata.labels.clone();
     labels.insert(wk::LABEL_NODEPOOL.into(), pool.clone());
+    // Karpenter's `<group>/<kind>` label naming the NodeClass: how a Node says which
+    // provider's Karpenter manages it.
+    if let Some(r) = &t.spec.node_class_ref {
+        labels.insert(format!("{}/{}", r.group, r.kind.to_lowercase()), r.name.clone());
+    }
     let mut annotations = t.metadata.annotations.clone();
     annotations.insert(wk::ANNOTATION_NODEPOOL_HASH.into(), np.template_hash());
     annotations.insert(wk::ANNOTATION_NODEPOOL_HASH_VERSION.into(), tenon_api::hash::NODEPOOL_HASH_VERSION.into());
@@ -111,6 +116,7 @@ mod tests {
         let labels = nc.metadata.labels.clone().unwrap();
         assert_eq!(labels["karpenter.sh/nodepool"], "lab-general");
         assert_eq!(labels["capacity.example.io/pool"], "lab-general");
+        assert_eq!(labels["karpenter.k8s.aws/ec2nodeclass"], "lab-general", "the NodeClass label, as Karpenter's");
         assert_eq!(nc.metadata.annotations.clone().unwrap()["karpenter.sh/nodepool-hash"], np.template_hash());
         assert_eq!(nc.metadata.finalizers.clone().unwrap(), ["karpenter.sh/termination"]);
         assert_eq!(nc.metadata.owner_references.clone().unwrap()[0].kind, "NodePool");

@@ -12,6 +12,7 @@ use tenon_e2e::scenario::{
 };
 use tenon_e2e::{Cluster, eventually, has_condition, kubelet, label};
 
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/launch_test.go:72
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lab_general_positive_inflate_gets_cmr_gen5_plus_on_demand_amd64_nodes() {
     let mut c = Cluster::start("positive").await;

@@ -7,7 +7,7 @@
 //! holding is abandoned and its candidates untainted; a mark no command owns (a restart
 //! mid-command) is removed every round. Expired NodeClaims are deleted outside budgets.
 
-use super::lifecycle::{self, set_condition};
+use super::conditions::{self, set_condition};
 use super::{Catalogs, Controller, involved_nodeclaim, snapshot, termination};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
@@ -182,7 +182,7 @@ impl Controller {
             None if self.unobserved.contains_key(name) => Replacement::NotSeen,
             None => Replacement::Gone,
             Some(nc) if nc.metadata.deletion_timestamp.is_some() => Replacement::Deleting,
-            Some(nc) if lifecycle::has_condition(nc, condition::INITIALIZED) => Replacement::Initialized,
+            Some(nc) if conditions::has_condition(nc, condition::INITIALIZED) => Replacement::Initialized,
             Some(_) => Replacement::Launching,
         }
     }
@@ -304,7 +304,7 @@ impl Controller {
         }
         let claims: Api<NodeClaim> = Api::all(self.client.clone());
         let obj = claims.get(nc).await?;
-        let conds = lifecycle::with_condition(&obj, condition::DISRUPTION_REASON, true, reason_name(method), reason);
+        let conds = conditions::with_condition(&obj, condition::DISRUPTION_REASON, true, reason_name(method), reason);
         claims
             .patch_status(nc, &PatchParams::default(), &Patch::Merge(&json!({"status": {"conditions": conds}})))
             .await?;
@@ -340,8 +340,8 @@ impl Controller {
                 tracing::warn!(node = %node, error = %e, "could not remove the disruption taint");
             }
         }
-        if let Some(obj) = find(objects, nc).filter(|o| lifecycle::has_condition(o, condition::DISRUPTION_REASON)) {
-            let conds = lifecycle::without_condition(obj, condition::DISRUPTION_REASON);
+        if let Some(obj) = find(objects, nc).filter(|o| conditions::has_condition(o, condition::DISRUPTION_REASON)) {
+            let conds = conditions::without_condition(obj, condition::DISRUPTION_REASON);
             let claims: Api<NodeClaim> = Api::all(self.client.clone());
             let _ = claims
                 .patch_status(nc, &PatchParams::default(), &Patch::Merge(&json!({"status": {"conditions": conds}})))
@@ -396,7 +396,7 @@ impl Controller {
                 self.pods_on.insert(name.to_string(), pods.clone());
             }
             if changed == Some(true) {
-                let patch = json!({"status": {"lastPodEventTime": lifecycle::now_time()}});
+                let patch = json!({"status": {"lastPodEventTime": conditions::now_time()}});
                 if let Err(e) = api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
                     tracing::warn!(nodeclaim = %name, error = %e, "could not write lastPodEventTime");
                 }

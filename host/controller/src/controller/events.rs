@@ -68,7 +68,7 @@ impl Recorder {
             return;
         }
         let ns = obj.namespace.clone().unwrap_or_else(|| "default".into());
-        let now = super::lifecycle::now_time();
+        let now = super::conditions::now_time();
         let ev = Event {
             metadata: ObjectMeta {
                 generate_name: Some(format!("{}.", obj.name)),

@@ -1,15 +1,18 @@
 //! Garbage collection between the cluster and EC2: an instance the cluster owns that no
 //! NodeClaim accounts for (a crash between CreateFleet and the NodeClaim, a NodeClaim deleted
 //! by hand without its finalizer) is terminated once older than [`LEAK_GRACE_SECS`], with its
-//! Node; a launched NodeClaim whose instance is gone is deleted.
+//! Node; a registered NodeClaim whose instance is gone (and whose Node is not Ready) is
+//! deleted.
 
-use super::{Controller, involved_nodeclaim, unix_now};
+use super::termination::instance_id;
+use super::{Controller, conditions, involved_nodeclaim, lifecycle, unix_now};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::DeleteParams;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use tenon_api::NodeClaim;
+use tenon_api::wellknown::condition;
 use tenon_core::cloud::{CloudError, CloudProvider, Instance};
 use tenon_core::convert::ClusterObjects;
 
@@ -97,33 +100,62 @@ impl Controller {
         }
         let live: BTreeSet<&str> = instances.iter().map(|i| i.provider_id.as_str()).collect();
         let api: Api<NodeClaim> = Api::all(self.client.clone());
-        for nc in claims.iter().filter(|c| c.metadata.deletion_timestamp.is_none()) {
-            let Some(pid) = nc.status.as_ref().and_then(|s| s.provider_id.as_deref()) else { continue };
-            if live.contains(pid) {
+        let nodes: Vec<&Node> = objects.nodes.iter().collect();
+        for nc in gone_nodeclaims(&claims, &live, &nodes) {
+            let Some(id) = nc.status.as_ref().and_then(|s| s.provider_id.as_deref()).and_then(instance_id) else {
                 continue;
-            }
-            let Some(id) = super::termination::instance_id(pid) else { continue };
+            };
             // The list is eventually consistent: ask for this one before giving it up.
             let gone = match self.provider.get(id).await {
                 Ok(i) => !i.state.is_live(),
                 Err(CloudError::NotFound(_)) => true,
                 Err(_) => false,
             };
-            if gone {
-                let name = nc.metadata.name.clone().unwrap_or_default();
-                let message = format!("instance {id} no longer exists; deleting the NodeClaim");
-                self.recorder.publish(&self.client, &involved_nodeclaim(nc), "Warning", "InstanceGone", &message).await;
-                match api.delete(&name, &DeleteParams::default()).await {
-                    Ok(_) => {
-                        tracing::warn!(nodeclaim = %name, instance = %id, "garbage collection: instance gone; NodeClaim deleted")
-                    }
-                    Err(e) => {
-                        tracing::warn!(nodeclaim = %name, error = %e, "could not delete a NodeClaim whose instance is gone")
-                    }
+            if !gone {
+                continue;
+            }
+            let name = nc.metadata.name.clone().unwrap_or_default();
+            let message = format!("instance {id} no longer exists; deleting the NodeClaim");
+            self.recorder.publish(&self.client, &involved_nodeclaim(nc), "Warning", "InstanceGone", &message).await;
+            match api.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => {
+                    let pool = super::pool_of(nc);
+                    self.metrics.add(
+                        &format!(
+                            "karpenter_nodeclaims_disrupted_total{{nodepool=\"{pool}\",reason=\"garbage_collected\"}}"
+                        ),
+                        1.0,
+                    );
+                    tracing::warn!(nodeclaim = %name, instance = %id, "garbage collection: instance gone; NodeClaim deleted")
+                }
+                Err(e) => {
+                    tracing::warn!(nodeclaim = %name, error = %e, "could not delete a NodeClaim whose instance is gone")
                 }
             }
         }
     }
+}
+
+/// Karpenter's NodeClaim garbage collection: the registered NodeClaims (of this provider, not
+/// being deleted) whose instance the cloud no longer lists, unless their Node is still Ready
+/// (its kubelet still runs, whatever the list says). One never registered is the
+/// registration timeout's to give up, not this.
+pub fn gone_nodeclaims<'a>(claims: &[&'a NodeClaim], live: &BTreeSet<&str>, nodes: &[&Node]) -> Vec<&'a NodeClaim> {
+    claims
+        .iter()
+        .copied()
+        .filter(|nc| {
+            let Some(pid) = nc.status.as_ref().and_then(|s| s.provider_id.as_deref()) else { return false };
+            lifecycle::is_managed(nc)
+                && nc.metadata.deletion_timestamp.is_none()
+                && conditions::has_condition(nc, condition::REGISTERED)
+                && !live.contains(pid)
+                && !nodes.iter().any(|n| {
+                    n.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(pid)
+                        && super::termination::node_ready(n)
+                })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -175,5 +207,77 @@ mod tests {
         let b = claim("b", None);
         let leaks: Vec<&str> = leaked(&instances, &[&a, &b], now).into_iter().map(|i| i.id.as_str()).collect();
         assert_eq!(leaks, vec!["i-orphan", "i-untagged"]);
+    }
+
+    fn registered(name: &str, id: &str) -> NodeClaim {
+        let mut nc = claim(name, Some(&format!("aws:///us-east-1a/{id}")));
+        nc.status.as_mut().unwrap().conditions =
+            crate::controller::conditions::with_condition(&nc, condition::REGISTERED, true, "Registered", "");
+        nc
+    }
+
+    fn node(id: &str, ready: &str) -> Node {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("{id}.ec2.internal")},
+            "spec": {"providerID": format!("aws:///us-east-1a/{id}")},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]}
+        }))
+        .unwrap()
+    }
+
+    fn gone<'a>(claims: &[&'a NodeClaim], live: &[&str], nodes: &[&Node]) -> Vec<&'a str> {
+        let ids: Vec<String> = live.iter().map(|i| format!("aws:///us-east-1a/{i}")).collect();
+        let live: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
+        gone_nodeclaims(claims, &live, nodes).into_iter().filter_map(|c| c.metadata.name.as_deref()).collect()
+    }
+
+    /// karpenter:pkg/controllers/nodeclaim/garbagecollection/suite_test.go:85
+    #[test]
+    fn a_registered_nodeclaim_whose_instance_is_gone_and_node_not_ready_is_collected() {
+        let nc = registered("a", "i-a");
+        assert_eq!(gone(&[&nc], &[], &[&node("i-a", "False")]), ["a"]);
+        assert_eq!(gone(&[&nc], &[], &[&node("i-a", "Unknown")]), ["a"]);
+    }
+
+    /// karpenter:pkg/controllers/nodeclaim/garbagecollection/suite_test.go:112
+    #[test]
+    fn a_ready_node_keeps_its_nodeclaim_whatever_the_instance_list_says() {
+        let nc = registered("a", "i-a");
+        assert!(gone(&[&nc], &[], &[&node("i-a", "True")]).is_empty());
+    }
+
+    /// karpenter:pkg/controllers/nodeclaim/garbagecollection/suite_test.go:136
+    #[test]
+    fn many_nodeclaims_whose_instances_are_gone_are_collected_together() {
+        let claims: Vec<NodeClaim> = (0..100).map(|i| registered(&format!("nc-{i}"), &format!("i-{i}"))).collect();
+        let nodes: Vec<Node> = (0..100).map(|i| node(&format!("i-{i}"), "False")).collect();
+        let refs: Vec<&NodeClaim> = claims.iter().collect();
+        let node_refs: Vec<&Node> = nodes.iter().collect();
+        assert_eq!(gone(&refs, &[], &node_refs).len(), 100);
+    }
+
+    /// karpenter:pkg/controllers/nodeclaim/garbagecollection/suite_test.go:178
+    #[test]
+    fn a_launched_nodeclaim_that_never_registered_is_left_to_the_registration_timeout() {
+        let launched = claim("a", Some("aws:///us-east-1a/i-a"));
+        assert!(gone(&[&launched], &[], &[]).is_empty());
+        // Registered, with no Node at all: collected.
+        assert_eq!(gone(&[&registered("b", "i-b")], &[], &[]), ["b"]);
+    }
+
+    /// karpenter:pkg/controllers/nodeclaim/garbagecollection/suite_test.go:201
+    #[test]
+    fn a_nodeclaim_whose_instance_is_listed_is_kept_without_a_node() {
+        let nc = registered("a", "i-a");
+        assert!(gone(&[&nc], &["i-a"], &[]).is_empty());
+    }
+
+    #[test]
+    fn nodeclaims_of_another_provider_or_being_deleted_are_left_alone() {
+        let mut foreign = registered("a", "i-a");
+        foreign.spec.node_class_ref.as_mut().unwrap().group = "karpenter.test.sh".into();
+        let mut deleting = registered("b", "i-b");
+        deleting.metadata.deletion_timestamp = Some(crate::controller::conditions::now_time());
+        assert!(gone(&[&foreign, &deleting], &[], &[]).is_empty());
     }
 }

@@ -6,6 +6,7 @@
 //! `tenon_core::orchestration`, the same state machines the simulator runs. This module is
 //! start-up and the pass; each step lives in its own module.
 
+pub mod conditions;
 pub mod disruption;
 pub mod events;
 pub mod garbage;
@@ -89,8 +90,10 @@ struct Controller {
     policies: policies::Policies,
     /// NodePools whose spec failed validation: they provision nothing until fixed.
     invalid: BTreeSet<String>,
-    /// NodePool → the last registration outcome of its NodeClaims (healthy, message).
-    registration: BTreeMap<String, (bool, String)>,
+    /// Every NodePool's recent registration outcomes, by NodePool UID.
+    registration: tenon_core::orchestration::registration_health::RegistrationHealth,
+    /// NodePool UID → what its `NodeRegistrationHealthy` was last decided to be.
+    registration_verdicts: BTreeMap<String, tenon_core::orchestration::registration_health::Verdict>,
     /// The disruption under way (one at a time).
     command: Option<disruption::Command>,
     last_round: Option<Instant>,
@@ -208,7 +211,8 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         decision_due: false,
         policies,
         invalid: BTreeSet::new(),
-        registration: BTreeMap::new(),
+        registration: Default::default(),
+        registration_verdicts: BTreeMap::new(),
         command: None,
         last_round: None,
         budget_events: BudgetEvents::default(),
@@ -293,10 +297,10 @@ fn init_logging(s: &Settings) {
 /// A NodeClaim on its way to becoming capacity: launched but not Initialized, or launching
 /// for less than a minute (one failing to launch for longer must not hold everything up).
 fn in_flight(nc: &NodeClaim) -> bool {
-    if nc.metadata.deletion_timestamp.is_some() || lifecycle::has_condition(nc, condition::INITIALIZED) {
+    if nc.metadata.deletion_timestamp.is_some() || conditions::has_condition(nc, condition::INITIALIZED) {
         return false;
     }
-    if lifecycle::has_condition(nc, condition::LAUNCHED) {
+    if conditions::has_condition(nc, condition::LAUNCHED) {
         return true;
     }
     let created = nc.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second());
@@ -352,7 +356,7 @@ impl Controller {
         let launches = objects
             .nodeclaims
             .iter()
-            .any(|nc| nc.metadata.deletion_timestamp.is_none() && !lifecycle::has_condition(nc, condition::LAUNCHED));
+            .any(|nc| nc.metadata.deletion_timestamp.is_none() && !conditions::has_condition(nc, condition::LAUNCHED));
         // Shaping the catalog into instance types is the costly part of a pass: done only
         // when a decision or a launch needs it, not on every tick.
         let disrupt = self.disruption_due();

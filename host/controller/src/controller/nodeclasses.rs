@@ -4,7 +4,7 @@
 //! once no NodeClaim uses it.
 
 use super::events::Involved;
-use super::{Controller, lifecycle};
+use super::{Controller, conditions};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
@@ -39,7 +39,7 @@ impl Controller {
             }
             match self.provider.resolve(&nc).await {
                 Ok(r) => {
-                    let status = r.status(nc.status.as_ref(), gen_, &lifecycle::now_time());
+                    let status = r.status(nc.status.as_ref(), gen_, &conditions::now_time());
                     let patch = json!({"status": status});
                     if let Err(e) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
                         tracing::warn!(nodeclass = %name, error = %e, "could not write EC2NodeClass status");

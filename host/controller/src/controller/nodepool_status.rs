@@ -3,8 +3,8 @@
 //! without stopping the others.
 
 use super::Controller;
+use super::conditions::set_condition;
 use super::events::Involved;
-use super::lifecycle::set_condition;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
@@ -14,6 +14,7 @@ use tenon_api::validation::{Severity, validate_nodepool};
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_api::{EC2NodeClass, NodeClaim, NodePool};
 use tenon_core::convert::ClusterObjects;
+use tenon_core::orchestration::registration_health::Verdict;
 use tenon_core::resources::{Resources, format_amount};
 
 /// What the controller has seen of a NodePool beyond its objects.
@@ -21,9 +22,29 @@ use tenon_core::resources::{Resources, format_amount};
 pub struct Observed {
     /// Why its policies are unhealthy: (reason, message).
     pub policy: Option<(&'static str, String)>,
-    /// The last registration outcome of its NodeClaims: (healthy, message). `None` keeps the
-    /// condition as it is (it survives restarts in the status).
-    pub registration: Option<(bool, String)>,
+    /// What its NodeClaims' registrations (`orchestration::registration_health`) last set
+    /// `NodeRegistrationHealthy` to. `None` keeps the condition as it is.
+    pub registration: Option<Verdict>,
+}
+
+/// The NodePool's `NodeRegistrationHealthy` as a bool (None: Unknown or absent).
+pub fn registration_condition(np: &NodePool) -> Option<bool> {
+    let c = np.status.as_ref()?.conditions.iter().find(|c| c.type_ == condition::NODE_REGISTRATION_HEALTHY)?;
+    match c.status.as_str() {
+        "True" => Some(true),
+        "False" => Some(false),
+        _ => None,
+    }
+}
+
+/// Whether the NodePool's registration record is void (Karpenter's registration-health
+/// reset): the condition was never set, or the NodePool or its NodeClass changed since.
+pub fn registration_stale(np: &NodePool, nodeclass: Option<&EC2NodeClass>) -> bool {
+    let status = np.status.as_ref();
+    let c = status.and_then(|s| s.conditions.iter().find(|c| c.type_ == condition::NODE_REGISTRATION_HEALTHY));
+    let Some(c) = c else { return true };
+    c.observed_generation != np.metadata.generation
+        || nodeclass.is_some_and(|nc| status.and_then(|s| s.node_class_observed_generation) != nc.metadata.generation)
 }
 
 /// The status `np` should have, given the cluster's NodeClaims, its NodeClass and what the
@@ -93,9 +114,10 @@ pub fn status(
         None => (true, "PolicyHealthy", ""),
     };
     set_condition(&mut conds, condition::POLICY_HEALTHY, policy_ok, policy_reason, policy_message, generation);
-    if let Some((ok, message)) = &observed.registration {
-        let reason = if *ok { "NodeRegistrationHealthy" } else { "RegistrationFailed" };
-        set_condition(&mut conds, condition::NODE_REGISTRATION_HEALTHY, *ok, reason, message, generation);
+    if registration_stale(np, nodeclass) {
+        set_unknown(&mut conds, condition::NODE_REGISTRATION_HEALTHY, generation);
+    } else if let Some(v) = &observed.registration {
+        set_condition(&mut conds, condition::NODE_REGISTRATION_HEALTHY, v.healthy, &v.reason, &v.message, generation);
     }
     let ready = valid && class_ok;
     let why: Vec<String> = conds
@@ -123,6 +145,14 @@ pub fn status(
     }
 }
 
+/// Condition `t` Unknown, as Karpenter resets it.
+fn set_unknown(conds: &mut Vec<tenon_api::common::Condition>, t: &str, generation: Option<i64>) {
+    set_condition(conds, t, false, "AwaitingReconciliation", "object is awaiting reconciliation", generation);
+    if let Some(c) = conds.iter_mut().find(|c| c.type_ == t) {
+        c.status = "Unknown".into();
+    }
+}
+
 impl Controller {
     /// NodePool status: resources, nodes and conditions; a validation failure is also an
     /// Event. Written only when it changes.
@@ -138,9 +168,16 @@ impl Controller {
                 .node_class_ref
                 .as_ref()
                 .and_then(|r| classes.iter().find(|c| c.metadata.name.as_deref() == Some(r.name.as_str())));
+            let uid = np.metadata.uid.clone().unwrap_or_default();
+            if registration_stale(np, class.map(|c| &**c)) {
+                self.registration.reset(&uid);
+                self.registration_verdicts.remove(&uid);
+            } else {
+                self.registration.hydrate(&uid, registration_condition(np));
+            }
             let observed = Observed {
                 policy: self.policies.unhealthy(&name),
-                registration: self.registration.get(&name).cloned(),
+                registration: self.registration_verdicts.get(&uid).cloned(),
             };
             let status = status(np, &objects.nodeclaims, class.map(|c| &**c), &observed);
             let failed =
@@ -234,18 +271,59 @@ mod tests {
     fn unhealthy_policies_are_a_condition_but_the_pool_stays_ready() {
         let observed = Observed {
             policy: Some(("PolicyUnavailable", "policy nope not found".to_string())),
-            registration: Some((false, "lab-1 did not register within 15m".into())),
+            registration: Some(Verdict {
+                healthy: false,
+                reason: "RegistrationFailed".into(),
+                message: "Failed to register node".into(),
+            }),
         };
-        let s = status(&pool(""), &[], Some(&nodeclass("True")), &observed);
+        let tracked = with_registration_tracked(pool(""), 3);
+        let s = status(&tracked, &[], Some(&nodeclass("True")), &observed);
         let r = cond(&s, "NodeRegistrationHealthy");
         assert_eq!((r.status.as_str(), r.reason.as_str()), ("False", "RegistrationFailed"));
-        assert!(r.message.contains("lab-1"));
+        assert_eq!(r.message, "Failed to register node");
         let p = cond(&s, "PolicyHealthy");
         assert_eq!((p.status.as_str(), p.reason.as_str()), ("False", "PolicyUnavailable"));
         assert_eq!(p.message, "policy nope not found");
         assert_eq!(cond(&s, "Ready").status, "True", "defaults keep provisioning");
         let s = status(&pool(""), &[], Some(&nodeclass("True")), &Observed::default());
         assert_eq!(cond(&s, "PolicyHealthy").status, "True");
-        assert!(!s.conditions.iter().any(|c| c.type_ == "NodeRegistrationHealthy"), "unknown until a NodeClaim tells");
+        assert_eq!(cond(&s, "NodeRegistrationHealthy").status, "Unknown", "unknown until a NodeClaim tells");
+    }
+
+    /// `np` as the status pass left it with NodeRegistrationHealthy observed at its generation
+    /// and NodeClass generation `class_generation`.
+    fn with_registration_tracked(mut np: NodePool, class_generation: i64) -> NodePool {
+        let s = status(&np, &[], Some(&nodeclass("True")), &Observed::default());
+        np.status = Some(NodePoolStatus { node_class_observed_generation: Some(class_generation), ..s });
+        np
+    }
+
+    #[test]
+    fn a_changed_nodepool_or_nodeclass_voids_the_registration_record() {
+        let np = with_registration_tracked(pool(""), 3);
+        assert!(!registration_stale(&np, Some(&nodeclass("True"))));
+        let mut bumped = np.clone();
+        bumped.metadata.generation = Some(3);
+        assert!(registration_stale(&bumped, Some(&nodeclass("True"))), "the NodePool changed");
+        let mut class = nodeclass("True");
+        class.metadata.generation = Some(4);
+        assert!(registration_stale(&np, Some(&class)), "its NodeClass changed");
+        let verdict = Observed {
+            registration: Some(Verdict {
+                healthy: true,
+                reason: "NodeRegistrationHealthy".into(),
+                message: String::new(),
+            }),
+            ..Observed::default()
+        };
+        assert_eq!(
+            cond(&status(&bumped, &[], Some(&nodeclass("True")), &verdict), "NodeRegistrationHealthy").status,
+            "Unknown"
+        );
+        assert_eq!(
+            cond(&status(&np, &[], Some(&nodeclass("True")), &verdict), "NodeRegistrationHealthy").status,
+            "True"
+        );
     }
 }

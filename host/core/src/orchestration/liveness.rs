@@ -1,7 +1,8 @@
-//! Karpenter's NodeClaim liveness: a NodeClaim that is not Launched within
-//! [`LAUNCH_TIMEOUT_MS`] of its creation, or whose launched instance has not registered a
-//! Node within [`REGISTRATION_TIMEOUT_MS`] of it, is deleted (its instance, if any, is
-//! terminated) and its pods get a new decision.
+//! Karpenter's NodeClaim liveness: a NodeClaim not Launched within [`LAUNCH_TIMEOUT_MS`], or
+//! not Registered within [`REGISTRATION_TIMEOUT_MS`], is deleted (its instance, if any, is
+//! terminated) and its pods get a new decision. Both clocks run from the last transition of
+//! the condition in question (Unknown from the NodeClaim's first reconcile), so a launch retry
+//! does not restart them and a long launch eats into the registration window, as in Karpenter.
 
 pub const LAUNCH_TIMEOUT_MS: i64 = 5 * 60_000;
 pub const REGISTRATION_TIMEOUT_MS: i64 = 15 * 60_000;
@@ -9,33 +10,41 @@ pub const REGISTRATION_TIMEOUT_MS: i64 = 15 * 60_000;
 /// A NodeClaim's progress as far as liveness goes (times in ms).
 #[derive(Clone, Copy, Debug)]
 pub struct Progress {
-    pub created: i64,
-    /// When it was Launched, if it was.
-    pub launched: Option<i64>,
+    pub launched: bool,
+    /// The Launched condition's last transition (its creation without one).
+    pub launched_since: i64,
     pub registered: bool,
+    /// The Registered condition's last transition (its creation without one).
+    pub registered_since: i64,
+}
+
+impl Progress {
+    /// A NodeClaim created at `created` that has no conditions yet.
+    pub fn new(created: i64) -> Progress {
+        Progress { launched: false, launched_since: created, registered: false, registered_since: created }
+    }
 }
 
 /// Why the NodeClaim is to be deleted now, if it is: Karpenter's metric reason
 /// (`launch_timeout`, `registration_timeout`) and a message for its Event.
 pub fn expired(p: Progress, now: i64) -> Option<(&'static str, String)> {
-    match p.launched {
-        None if now - p.created >= LAUNCH_TIMEOUT_MS => {
-            Some(("launch_timeout", format!("not launched within {}m of creation", LAUNCH_TIMEOUT_MS / 60_000)))
-        }
-        Some(at) if !p.registered && now - at >= REGISTRATION_TIMEOUT_MS => Some((
-            "registration_timeout",
-            format!("no Node registered within {}m of launch", REGISTRATION_TIMEOUT_MS / 60_000),
-        )),
-        _ => None,
+    if p.registered {
+        return None;
     }
+    if !p.launched {
+        return (now - p.launched_since >= LAUNCH_TIMEOUT_MS)
+            .then(|| ("launch_timeout", format!("not launched within {}m", LAUNCH_TIMEOUT_MS / 60_000)));
+    }
+    (now - p.registered_since >= REGISTRATION_TIMEOUT_MS)
+        .then(|| ("registration_timeout", format!("no Node registered within {}m", REGISTRATION_TIMEOUT_MS / 60_000)))
 }
 
 /// When [`expired`] would next change its answer (ms), for a shell that sleeps until then.
 pub fn due(p: Progress) -> Option<i64> {
-    match p.launched {
-        None => Some(p.created + LAUNCH_TIMEOUT_MS),
-        Some(at) if !p.registered => Some(at + REGISTRATION_TIMEOUT_MS),
-        Some(_) => None,
+    match (p.launched, p.registered) {
+        (_, true) => None,
+        (false, _) => Some(p.launched_since + LAUNCH_TIMEOUT_MS),
+        (true, false) => Some(p.registered_since + REGISTRATION_TIMEOUT_MS),
     }
 }
 
@@ -43,21 +52,47 @@ pub fn due(p: Progress) -> Option<i64> {
 mod tests {
     use super::*;
 
+    const MIN: i64 = 60_000;
+
+    /// karpenter:pkg/controllers/nodeclaim/lifecycle/liveness_test.go:130
+    /// karpenter:pkg/controllers/nodeclaim/lifecycle/liveness_test.go:159
     #[test]
     fn a_nodeclaim_not_launched_in_five_minutes_is_given_up() {
-        let p = Progress { created: 0, launched: None, registered: false };
-        assert_eq!(expired(p, 299_999), None);
-        assert_eq!(expired(p, 300_000).map(|e| e.0), Some("launch_timeout"));
-        assert_eq!(due(p), Some(300_000));
+        let p = Progress::new(0);
+        assert_eq!(expired(p, 5 * MIN - 1), None);
+        assert_eq!(expired(p, MIN), None);
+        assert_eq!(expired(p, 5 * MIN).map(|e| e.0), Some("launch_timeout"));
+        assert_eq!(due(p), Some(5 * MIN));
     }
 
+    /// karpenter:pkg/controllers/nodeclaim/lifecycle/liveness_test.go:97
+    /// karpenter:pkg/controllers/nodeclaim/lifecycle/liveness_test.go:100
     #[test]
     fn a_launched_nodeclaim_gets_fifteen_minutes_to_register() {
-        let p = Progress { created: 0, launched: Some(10_000), registered: false };
-        assert_eq!(expired(p, 909_999), None);
-        assert_eq!(expired(p, 910_000).map(|e| e.0), Some("registration_timeout"));
+        let p = Progress { launched: true, launched_since: 10_000, ..Progress::new(0) };
+        assert_eq!(expired(p, 15 * MIN - 1), None);
+        assert_eq!(expired(p, 15 * MIN).map(|e| e.0), Some("registration_timeout"));
         let joined = Progress { registered: true, ..p };
         assert_eq!(expired(joined, 10_000_000), None);
         assert_eq!(due(joined), None);
+    }
+
+    /// karpenter:pkg/controllers/nodeclaim/lifecycle/liveness_test.go:224
+    #[test]
+    fn the_launch_clock_is_the_launched_conditions_transition_not_creation() {
+        // Created at 0, Launched (Unknown) since 10 m: at 12 m it has had 2 of its 5 minutes.
+        let p = Progress { launched_since: 10 * MIN, ..Progress::new(0) };
+        assert_eq!(expired(p, 12 * MIN), None);
+        assert_eq!(due(p), Some(15 * MIN));
+        assert_eq!(expired(p, 15 * MIN).map(|e| e.0), Some("launch_timeout"));
+    }
+
+    /// karpenter:pkg/controllers/nodeclaim/lifecycle/liveness_test.go:264
+    #[test]
+    fn the_registration_clock_is_the_registered_conditions_transition_not_creation() {
+        let p = Progress { launched: true, launched_since: 10 * MIN, registered: false, registered_since: 10 * MIN };
+        assert_eq!(expired(p, 16 * MIN), None);
+        assert_eq!(due(p), Some(25 * MIN));
+        assert_eq!(expired(p, 25 * MIN).map(|e| e.0), Some("registration_timeout"));
     }
 }

@@ -10,3 +10,4 @@ pub mod command;
 pub mod ice;
 pub mod launch;
 pub mod liveness;
+pub mod registration_health;
