@@ -2,15 +2,17 @@
 //! and moto, with the parts of a cluster Tenon does not provide played by stand-ins:
 //!
 //! - a kubelet ([`kubelet`]): a Node appears [`JOIN_DELAY`] after moto reports an instance of
-//!   the cluster running (providerID, kubelet labels, capacity of the real instance type,
-//!   `karpenter.sh/unregistered` taint) and turns Ready [`READY_DELAY`] later;
+//!   the cluster running (providerID, kubelet labels, capacity of the real instance type, and
+//!   the labels and taints its user data registers) and turns Ready [`READY_DELAY`] later;
 //! - a scheduler ([`scheduler`]): binds pending pods to Ready nodes they fit and tolerate, and
 //!   marks the rest `PodScheduled=False/Unschedulable`, which is what Tenon watches for;
-//! - a Deployment controller ([`deployments`]): keeps `spec.replicas` pods of each Deployment.
+//! - a Deployment controller ([`deployments`]): keeps `spec.replicas` pods of each Deployment;
+//! - a CSI attacher ([`attacher`]): VolumeAttachments for the volumes pods on a node use.
 //!
 //! Each test starts its own emulator, moto and controller, all on 127.0.0.1, and stops them
 //! when the [`Cluster`] is dropped (printing the controller's log when the test failed).
 
+pub mod attacher;
 pub mod deployments;
 pub mod differential;
 pub mod kubelet;
@@ -208,6 +210,7 @@ impl Cluster {
         c.standins.push(tokio::spawn(kubelet::run(c.client.clone(), c.aws.clone(), catalog)));
         c.standins.push(tokio::spawn(scheduler::run(c.client.clone())));
         c.standins.push(tokio::spawn(deployments::run(c.client.clone())));
+        c.standins.push(tokio::spawn(attacher::run(c.client.clone())));
         c
     }
 

@@ -149,6 +149,13 @@ async fn a_pod_follows_its_volume_to_its_zone_and_consolidation_keeps_it_there()
     let zone =
         eventually(Duration::from_secs(60), "the volume's pod bound", || async { zone_of(&c, "vol").await }).await;
     assert_eq!(zone, "us-east-1a", "the pod's volume lives in us-east-1a");
+    // Its volume is attached to its node (the attacher stand-in), as a CSI driver would.
+    let vas = Api::<k8s_openapi::api::storage::v1::VolumeAttachment>::all(c.client.clone());
+    eventually(Duration::from_secs(10), "the volume attached", || async {
+        let list = vas.list(&Default::default()).await.ok()?;
+        list.items.iter().any(|va| va.spec.source.persistent_volume_name.as_deref() == Some("data-1a")).then_some(())
+    })
+    .await;
     let unbound: Vec<Pod> = c.pods(INFLATE_NS).await;
     let orphan = unbound.iter().find(|p| p.metadata.name.as_deref() == Some("orphan")).expect("the orphan pod");
     assert!(orphan.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none(), "the orphan pod has no place");
