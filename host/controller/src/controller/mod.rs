@@ -9,6 +9,7 @@
 pub mod conditions;
 pub mod disruption;
 pub mod events;
+pub mod eviction_backoff;
 pub mod garbage;
 pub mod health;
 pub mod interruption;
@@ -69,6 +70,8 @@ use tenon_core::orchestration::budget_events::BudgetEvents;
 
 struct Controller {
     client: Client,
+    /// The same API server without the client's own retries (evictions).
+    evictions: Client,
     settings: Settings,
     stores: Stores,
     provider: Arc<AwsProvider>,
@@ -79,6 +82,7 @@ struct Controller {
     batcher: Batcher,
     /// NodeClaims with a launch under way (a launch is one task; never two per NodeClaim).
     launching: Arc<Mutex<BTreeSet<String>>>,
+    eviction_backoff: eviction_backoff::EvictionBackoff,
     /// EC2NodeClass name → (generation, when) of its last resolution.
     resolved: BTreeMap<String, (Option<i64>, Instant)>,
     /// NodeClaims this process created that its cache has not shown yet, with when. A
@@ -126,9 +130,13 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         service_cidr: None,
     };
     let namespace = settings.system_namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
-    let client = kube::client::ClientBuilder::try_from(config)?
-        .with_layer(&ratelimit::RateLimitLayer { qps: settings.kube_client_qps, burst: settings.kube_client_burst })
-        .build();
+    let limit = ratelimit::RateLimitLayer { qps: settings.kube_client_qps, burst: settings.kube_client_burst };
+    // Evictions a PDB refuses (429) are the drain's to back off per pod and re-plan, not the
+    // client's to retry in place (kube-rs retries 429s by default, blocking the pass).
+    let mut once = config.clone();
+    once.default_retry = false;
+    let evictions = kube::client::ClientBuilder::try_from(once)?.with_layer(&limit).build();
+    let client = kube::client::ClientBuilder::try_from(config)?.with_layer(&limit).build();
     log_feature_gates(&settings.feature_gates)?;
     let k8s_version = match &settings.kubernetes_version {
         Some(v) => v.clone(),
@@ -198,6 +206,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     }
     let mut c = Controller {
         client,
+        evictions,
         settings,
         stores,
         provider: Arc::new(provider),
@@ -206,6 +215,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         started: Instant::now(),
         batcher: Batcher::default(),
         launching: Arc::default(),
+        eviction_backoff: Default::default(),
         resolved: BTreeMap::new(),
         unobserved: BTreeMap::new(),
         decision_due: false,

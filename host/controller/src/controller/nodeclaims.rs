@@ -220,9 +220,11 @@ impl Controller {
         let (snap, _) = snapshot(objects, &Catalogs::new());
         let ctx = termination::Ctx {
             client: &self.client,
+            evictions: &self.evictions,
             cloud: self.provider.as_ref(),
             recorder: &self.recorder,
             metrics: &self.metrics,
+            backoff: &self.eviction_backoff,
             now: unix_now_ms() / 1000,
         };
         // One pass spends each PDB's allowance across all the nodes it drains.

@@ -199,9 +199,12 @@ impl<P: CloudProvider> Instances for P {
 /// What a termination step needs from the controller.
 pub struct Ctx<'a> {
     pub client: &'a Client,
+    /// For evictions: no retries inside the client (a refusal is backed off per pod).
+    pub evictions: &'a Client,
     pub cloud: &'a dyn Instances,
     pub recorder: &'a Recorder,
     pub metrics: &'a Metrics,
+    pub backoff: &'a super::eviction_backoff::EvictionBackoff,
     /// Seconds since the epoch.
     pub now: i64,
 }
@@ -348,22 +351,26 @@ pub async fn finalize_node(
         for (p, action) in &plan.steps {
             let pod = &snap.pods[*p];
             let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace);
+            let evictions: Api<Pod> = Api::namespaced(ctx.evictions.clone(), &pod.namespace);
             let involved = Involved::pod(pod);
             match action {
+                DrainAction::Evict if !ctx.backoff.ready(&pod.uid, ctx.now) => {}
                 DrainAction::Evict => {
-                    let answer = pods.evict(&pod.name, &evict_params(pod)).await.map(|_| ());
+                    let answer = evictions.evict(&pod.name, &evict_params(pod)).await.map(|_| ());
                     ctx.metrics.add(
                         &format!("karpenter_pods_eviction_requests_total{{code=\"{}\"}}", answer_code(&answer)),
                         1.0,
                     );
                     match eviction_outcome(&answer) {
                         Eviction::Evicted => {
+                            ctx.backoff.done(&pod.uid);
                             let message = format!("Evicted pod: {reason}");
                             ctx.recorder.publish(ctx.client, &involved, "Normal", "Evicted", &message).await;
                             ctx.metrics.add(&format!("karpenter_pods_drained_total{{reason=\"{reason}\"}}"), 1.0);
                         }
-                        Eviction::Gone => {}
+                        Eviction::Gone => ctx.backoff.done(&pod.uid),
                         Eviction::Refused(why) => {
+                            ctx.backoff.refused(&pod.uid, ctx.now);
                             refused = Some(format!("Failed to drain node, {why}: Pod {}/{}", pod.namespace, pod.name))
                         }
                         Eviction::Failed => {

@@ -65,11 +65,14 @@ impl Instances for FakeEc2 {
 }
 
 struct World {
-    _emulator: Emulator,
+    emulator: Emulator,
     client: Client,
+    /// As the controller's: no retries of its own.
+    evictions: Client,
     ec2: FakeEc2,
     recorder: Recorder,
     metrics: Metrics,
+    backoff: super::eviction_backoff::EvictionBackoff,
 }
 
 fn now() -> i64 {
@@ -80,23 +83,37 @@ impl World {
     async fn new() -> World {
         // Pods take their own grace period to go, as on a kubelet.
         let emulator = Emulator::start_with(Options { pod_grace_cap: Duration::from_secs(600) }).unwrap();
-        let client = Client::try_from(kube::Config::new(emulator.url.parse().unwrap())).unwrap();
+        let config = kube::Config::new(emulator.url.parse().unwrap());
+        let client = Client::try_from(config.clone()).unwrap();
+        let mut once = config.clone();
+        once.default_retry = false;
+        let evictions = Client::try_from(once).unwrap();
         let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
         for doc in tenon_api::crds::crds_yaml().unwrap().split("\n---\n") {
             let crd: CustomResourceDefinition = serde_yaml::from_str(doc).unwrap();
             crds.create(&PostParams::default(), &crd).await.unwrap();
         }
         World {
-            _emulator: emulator,
+            emulator,
             client,
+            evictions,
             ec2: FakeEc2::default(),
             recorder: Recorder::default(),
             metrics: Metrics::default(),
+            backoff: Default::default(),
         }
     }
 
     fn ctx(&self, now: i64) -> Ctx<'_> {
-        Ctx { client: &self.client, cloud: &self.ec2, recorder: &self.recorder, metrics: &self.metrics, now }
+        Ctx {
+            client: &self.client,
+            evictions: &self.evictions,
+            cloud: &self.ec2,
+            recorder: &self.recorder,
+            metrics: &self.metrics,
+            backoff: &self.backoff,
+            now,
+        }
     }
 
     fn nodes(&self) -> Api<Node> {
@@ -736,4 +753,25 @@ fn a_nodeclaim_without_a_provider_id_has_no_nodes() {
     let nodes: Vec<Node> =
         (0..10).map(|i| serde_json::from_value(json!({"metadata": {"name": format!("n-{i}")}})).unwrap()).collect();
     assert!(super::nodes_of(&nc, &nodes).is_empty(), "nodes without a providerID are not its nodes");
+}
+
+/// A refused eviction is asked for again after a backoff, not on every pass.
+#[tokio::test]
+async fn a_refused_eviction_waits_its_backoff_and_says_why_on_the_node() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", None).await;
+    w.pod("web", &node_name("i-1"), 1, json!({})).await;
+    w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
+    w.emulator.fail_next("create", "pods/eviction", 429, 1);
+    let t0 = now();
+    let step = w.node_step("i-1", t0).await;
+    let NodeProgress::Draining(Some(message)) = step else { panic!("refused: {step:?}") };
+    assert!(message.contains("evicting pod violates a PDB") && message.contains("default/web"), "{message}");
+    let pods: Api<Pod> = Api::namespaced(w.client.clone(), "default");
+    // The same second: not asked again (it would succeed now).
+    w.node_step("i-1", t0).await;
+    assert!(pods.get("web").await.unwrap().metadata.deletion_timestamp.is_none(), "backing off");
+    w.node_step("i-1", t0 + 1).await;
+    assert!(pods.get_opt("web").await.unwrap().is_none_or(|p| p.metadata.deletion_timestamp.is_some()), "evicted");
+    assert!(w.metrics.render().contains("karpenter_pods_eviction_requests_total{code=\"429\"} 1"));
 }
