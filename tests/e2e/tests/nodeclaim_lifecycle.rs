@@ -195,12 +195,23 @@ async fn two_replicas_one_leads_and_the_other_takes_over_when_it_dies() {
     );
 }
 
-/// Leads on replica `i`'s log line, or fails after 60 s.
-async fn leads(c: &Cluster, i: usize) {
-    eventually(Duration::from_secs(60), &format!("replica {i} to lead"), || async {
-        c.replica_log(i).contains("acquired leadership").then_some(())
+/// Waits until replica `i`'s log (kept across its restarts) says `line` the `n`th time, or
+/// fails after 60 s.
+async fn logged(c: &Cluster, i: usize, line: &str, n: usize) {
+    eventually(Duration::from_secs(60), &format!("replica {i} to log {line:?} {n} time(s)"), || async {
+        (c.replica_log(i).matches(line).count() >= n).then_some(())
     })
     .await;
+}
+
+async fn leads(c: &Cluster, i: usize, n: usize) {
+    logged(c, i, "acquired leadership", n).await;
+}
+
+/// A replica ready and waiting for the Lease (what a rollout waits for before stopping the
+/// old one).
+async fn follows(c: &Cluster, i: usize, n: usize) {
+    logged(c, i, "another replica leads; waiting", n).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -209,9 +220,10 @@ async fn sigterm_mid_launch_and_mid_drain_hands_over_within_seconds_and_leaks_no
     c.leader_election = true;
     apply_lab_general(&c);
     c.start_replica(0);
-    leads(&c, 0).await;
+    leads(&c, 0, 1).await;
     c.start_replica(1);
     nodeclass_ready(&c, "lab-general").await;
+    follows(&c, 1, 1).await;
     // Mid-launch: the leader goes the moment its NodeClaim exists.
     scale_inflate(&c, 4);
     eventually(Duration::from_secs(30), "a NodeClaim", || async { (!c.nodeclaims().await.is_empty()).then_some(()) })
@@ -220,7 +232,7 @@ async fn sigterm_mid_launch_and_mid_drain_hands_over_within_seconds_and_leaks_no
     let termed = Instant::now();
     assert!(status.success(), "SIGTERM is a clean exit: {status}");
     assert!(c.replica_log(0).contains("leadership released"), "the lease was given up");
-    leads(&c, 1).await;
+    leads(&c, 1, 1).await;
     let handover = termed.elapsed();
     all_bound(&c, INFLATE_NS, 4, Duration::from_secs(90)).await;
     let claims = c.nodeclaims().await;
@@ -228,13 +240,14 @@ async fn sigterm_mid_launch_and_mid_drain_hands_over_within_seconds_and_leaks_no
     assert_eq!(instances.len(), claims.len(), "one instance per NodeClaim after the handover: {instances:#?}");
     // Mid-drain: the new leader drains a node and goes; the first comes back and finishes.
     c.start_replica(0);
+    follows(&c, 0, 1).await;
     scale_inflate(&c, 0);
     let name = claims[0].metadata.name.clone().unwrap();
     c.kubectl(&["delete", "nodeclaim", &name, "--wait=false"]);
     tokio::time::sleep(Duration::from_millis(500)).await;
     tokio::task::block_in_place(|| c.terminate_replica(1)).expect("replica 1 was running");
     let termed = Instant::now();
-    leads(&c, 0).await;
+    leads(&c, 0, 2).await;
     let second = termed.elapsed();
     eventually(Duration::from_secs(60), "the NodeClaim released and its instance gone", || async {
         let gone = !c.nodeclaims().await.iter().any(|nc| nc.metadata.name.as_deref() == Some(name.as_str()));
