@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod lab;
+
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
