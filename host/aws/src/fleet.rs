@@ -5,7 +5,7 @@
 //! whether or not another one launched.
 
 use crate::error::api;
-use crate::launch_template::{self, LaunchTemplateSpec};
+use crate::launch_template::{self, IpFamily, LaunchTemplateSpec};
 use crate::nodeclass::ami_serves;
 use crate::userdata::{self, NodeBootstrap};
 use crate::{AwsProvider, instances};
@@ -162,15 +162,23 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
         if templates.contains_key(&ami) {
             continue;
         }
+        let groups: Vec<String> = status.security_groups.iter().map(|g| g.id.clone()).collect();
         let spec = LaunchTemplateSpec {
             image_id: ami.clone(),
             user_data: user_data.clone(),
-            security_group_ids: status.security_groups.iter().map(|g| g.id.clone()).collect(),
             instance_profile: profile.clone(),
             block_devices: block_devices.clone(),
-            metadata: launch_template::metadata(&req.nodeclass),
+            metadata: launch_template::metadata(&req.nodeclass, &p.settings.region),
             detailed_monitoring: req.nodeclass.spec.detailed_monitoring.unwrap_or(false),
-            associate_public_ip: req.nodeclass.spec.associate_public_ip_address,
+            network_interfaces: launch_template::network_interfaces(
+                &req.nodeclass,
+                &groups,
+                IpFamily::of(p.launch.cluster_dns),
+            ),
+            enclave: false,
+            capacity_type: capacity_type.clone(),
+            capacity_reservation_preference: p.launch.reserved_capacity.then(|| "none".to_string()),
+            tenancy: "default".into(),
             tags: lt_tags.clone(),
         };
         templates.insert(ami, launch_template::ensure(&p.clients.ec2, &spec).await?);
@@ -193,12 +201,6 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
         configs.push(cfg.build());
     }
     let tags = instance_tags(p, req);
-    let tag_spec = |rt: ResourceType| {
-        TagSpecification::builder()
-            .resource_type(rt)
-            .set_tags(Some(tags.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect()))
-            .build()
-    };
     let spot = capacity_type == wk::CAPACITY_TYPE_SPOT;
     let mut fleet = p
         .clients
@@ -216,10 +218,7 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
                 })
                 .build(),
         )
-        // The fleet is tagged too: the policy's request-tag condition covers fleet/*.
-        .tag_specifications(tag_spec(ResourceType::Fleet))
-        .tag_specifications(tag_spec(ResourceType::Instance))
-        .tag_specifications(tag_spec(ResourceType::Volume))
+        .set_tag_specifications(Some(tag_specifications(&tags)))
         .client_token(client_token(&p.settings.cluster.name, req, &placements));
     fleet = if spot {
         fleet.spot_options(
@@ -325,11 +324,26 @@ pub(crate) fn instance_tags(p: &AwsProvider, req: &LaunchRequest) -> BTreeMap<St
         (wk::LABEL_NODEPOOL.to_string(), req.nodepool.clone()),
         (wk::TAG_NODECLAIM.to_string(), req.nodeclaim.clone()),
         (crate::TAG_NODECLASS.to_string(), req.nodeclass.metadata.name.clone().unwrap_or_default()),
-        ("Name".to_string(), format!("{}/{}", req.nodepool, req.nodeclaim)),
     ] {
         tags.insert(k, v);
     }
+    // A name the NodeClass gives its instances wins over Tenon's.
+    tags.entry("Name".to_string()).or_insert_with(|| format!("{}/{}", req.nodepool, req.nodeclaim));
     tags
+}
+
+/// CreateFleet's tag specifications: the fleet (the policy's request-tag condition covers
+/// fleet/*), its instances and their volumes, all with `tags`.
+pub fn tag_specifications(tags: &BTreeMap<String, String>) -> Vec<TagSpecification> {
+    [ResourceType::Fleet, ResourceType::Instance, ResourceType::Volume]
+        .into_iter()
+        .map(|rt| {
+            TagSpecification::builder()
+                .resource_type(rt)
+                .set_tags(Some(tags.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect()))
+                .build()
+        })
+        .collect()
 }
 
 /// The same request retried (same NodeClaim, same overrides) carries the same token, so EC2

@@ -63,9 +63,28 @@ impl Default for CapacitySettings {
     }
 }
 
+/// Launch settings the controller learns from the cluster or its feature gates, set after
+/// [`AwsProvider::new`]; the defaults are Karpenter's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchSettings {
+    /// The ClusterIP of the cluster's DNS Service (`kube-system/kube-dns`): the kubelet's
+    /// `clusterDNS` when the NodeClass sets none, and the cluster's IP family.
+    pub cluster_dns: Option<std::net::IpAddr>,
+    /// Karpenter's `ReservedCapacity` feature gate (on by default): on-demand and spot
+    /// launches stay out of open capacity reservations.
+    pub reserved_capacity: bool,
+}
+
+impl Default for LaunchSettings {
+    fn default() -> Self {
+        LaunchSettings { cluster_dns: None, reserved_capacity: true }
+    }
+}
+
 pub struct AwsProvider {
     pub clients: Clients,
     pub settings: Settings,
+    pub launch: LaunchSettings,
     pub unavailable: UnavailableOfferings,
     catalog: tokio::sync::Mutex<Option<(Instant, Arc<RawCatalog>)>>,
 }
@@ -80,6 +99,7 @@ impl AwsProvider {
         AwsProvider {
             clients,
             settings,
+            launch: LaunchSettings::default(),
             unavailable: UnavailableOfferings::default(),
             catalog: tokio::sync::Mutex::new(None),
         }
