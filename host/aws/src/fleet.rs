@@ -5,10 +5,9 @@
 //! whether or not another one launched.
 
 use crate::error::api;
-use crate::launch_template::{self, IpFamily, LaunchTemplateSpec};
+use crate::launch_template;
 use crate::nodeclass::ami_serves;
-use crate::userdata::{self, NodeBootstrap};
-use crate::{AwsProvider, instances};
+use crate::{AwsProvider, instances, templates};
 use aws_sdk_ec2::types::{
     DefaultTargetCapacityType, Filter, FleetLaunchTemplateConfigRequest, FleetLaunchTemplateOverridesRequest,
     FleetLaunchTemplateSpecificationRequest, FleetOnDemandAllocationStrategy, FleetType, InstanceType,
@@ -45,19 +44,6 @@ struct Placement<'a> {
     ami: String,
 }
 
-/// `taints` plus `karpenter.sh/unregistered:NoExecute`: nothing schedules on the node until
-/// registration has synced the NodeClaim onto it (and removed this taint).
-fn with_unregistered(mut taints: Vec<tenon_core::taints::Taint>) -> Vec<tenon_core::taints::Taint> {
-    if !taints.iter().any(|t| t.key == wk::TAINT_UNREGISTERED && t.effect == tenon_core::taints::Effect::NoExecute) {
-        taints.push(tenon_core::taints::Taint {
-            key: wk::TAINT_UNREGISTERED.into(),
-            value: String::new(),
-            effect: tenon_core::taints::Effect::NoExecute,
-        });
-    }
-    taints
-}
-
 pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Instance, CloudError> {
     if let Some(existing) = p.find_by_nodeclaim(&req.nodeclaim).await? {
         tracing::info!(nodeclaim = %req.nodeclaim, instance = %existing.id, "instance already launched; not launching another");
@@ -77,12 +63,12 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
     if status.amis.is_empty() {
         return Err(not_ready(req, "no AMIs resolved (condition AMIsReady): check spec.amiSelectorTerms"));
     }
-    let Some(profile) = status.instance_profile.clone() else {
+    if status.instance_profile.is_none() {
         return Err(not_ready(
             req,
             "no instance profile (condition InstanceProfileReady): set spec.role or spec.instanceProfile",
         ));
-    };
+    }
     if req.options.is_empty() {
         return Err(CloudError::InvalidRequest(format!("NodeClaim {} has no instance type options", req.nodeclaim)));
     }
@@ -137,17 +123,6 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
         ));
     }
 
-    let family = req.nodeclass.ami_family();
-    let mut node_labels = req.labels.clone();
-    node_labels.insert(wk::LABEL_NODEPOOL.into(), req.nodepool.clone());
-    let bootstrap = NodeBootstrap {
-        labels: node_labels,
-        taints: with_unregistered(req.taints.iter().chain(&req.startup_taints).cloned().collect()),
-        kubelet: req.nodeclass.spec.kubelet.clone().unwrap_or_default(),
-    };
-    let user_data = userdata::render(&family, &p.settings.cluster, &bootstrap, req.nodeclass.spec.user_data.as_deref())
-        .map_err(|e| not_ready(req, e.to_string()))?;
-    let block_devices = launch_template::block_devices(&req.nodeclass, &family)?;
     let ncname = req.nodeclass.metadata.name.clone().unwrap_or_default();
     // The controller policy lets CreateLaunchTemplate through only with the cluster, EKS
     // cluster-name and NodePool request tags, and DeleteLaunchTemplate only on templates
@@ -156,40 +131,28 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
     lt_tags.remove(wk::TAG_NODECLAIM);
     lt_tags.remove("Name");
     lt_tags.insert(crate::TAG_CLUSTER.into(), p.settings.cluster.name.clone());
-    lt_tags.insert(crate::TAG_NODECLASS.into(), ncname.clone());
-    let mut templates: BTreeMap<String, String> = BTreeMap::new();
-    for ami in placements.iter().map(|pl| pl.ami.clone()) {
-        if templates.contains_key(&ami) {
-            continue;
-        }
-        let groups: Vec<String> = status.security_groups.iter().map(|g| g.id.clone()).collect();
-        let spec = LaunchTemplateSpec {
-            image_id: ami.clone(),
-            user_data: user_data.clone(),
-            instance_profile: profile.clone(),
-            block_devices: block_devices.clone(),
-            metadata: launch_template::metadata(&req.nodeclass, &p.settings.region),
-            detailed_monitoring: req.nodeclass.spec.detailed_monitoring.unwrap_or(false),
-            network_interfaces: launch_template::network_interfaces(
-                &req.nodeclass,
-                &groups,
-                IpFamily::of(p.launch.cluster_dns),
-            ),
-            enclave: false,
-            capacity_type: capacity_type.clone(),
-            capacity_reservation_preference: p.launch.reserved_capacity.then(|| "none".to_string()),
-            tenancy: "default".into(),
-            tags: lt_tags.clone(),
-        };
-        templates.insert(ami, launch_template::ensure(&p.clients.ec2, &spec).await?);
-    }
-
+    lt_tags.insert(crate::TAG_NODECLASS.into(), ncname);
+    let launch = templates::Launch {
+        nodeclass: &req.nodeclass,
+        cluster: &p.settings.cluster,
+        settings: &p.launch,
+        region: &p.settings.region,
+        nodepool: &req.nodepool,
+        labels: &req.labels,
+        taints: req.taints.iter().chain(&req.startup_taints).cloned().collect(),
+        capacity_type: &capacity_type,
+        tags: &lt_tags,
+    };
+    let choices: Vec<templates::Choice> =
+        placements.iter().map(|pl| templates::Choice { ami: pl.ami.clone() }).collect();
     let mut configs = Vec::new();
-    for (ami, lt) in &templates {
+    for (spec, served) in templates::resolve(&launch, &choices)? {
+        let lt = launch_template::ensure(&p.clients.ec2, &spec).await?;
         let mut cfg = FleetLaunchTemplateConfigRequest::builder().launch_template_specification(
             FleetLaunchTemplateSpecificationRequest::builder().launch_template_name(lt).version("$Latest").build(),
         );
-        for (rank, pl) in placements.iter().enumerate().filter(|(_, pl)| &pl.ami == ami) {
+        for rank in served {
+            let pl = &placements[rank];
             cfg = cfg.overrides(
                 FleetLaunchTemplateOverridesRequest::builder()
                     .instance_type(InstanceType::from(pl.option.instance_type.as_str()))

@@ -16,6 +16,7 @@ pub mod interruption;
 pub mod launch_template;
 pub mod nodeclass;
 pub mod profile;
+pub mod templates;
 pub mod unavailable;
 pub mod userdata;
 

@@ -19,6 +19,7 @@ use tenon_api::EC2NodeClass;
 use tenon_api::wellknown as wk;
 use tenon_aws::AwsProvider;
 use tenon_core::cloud::CloudProvider;
+use tenon_core::taints::{Effect, Taint};
 
 /// The templates one on-demand m5.large launch from `nc` makes.
 async fn launch(p: &AwsProvider, nc: &EC2NodeClass, nodeclaim: &str) -> Vec<ResponseLaunchTemplateData> {
@@ -202,4 +203,350 @@ async fn without_the_reserved_capacity_gate_templates_leave_reservations_alone()
         "{:?}",
         made[0].capacity_reservation_specification()
     );
+}
+
+// ----- User data -----
+
+/// The user data of a template, decoded.
+fn user_data(d: &ResponseLaunchTemplateData) -> String {
+    use base64::Engine;
+    let raw = base64::engine::general_purpose::STANDARD.decode(d.user_data().expect("user data")).unwrap();
+    String::from_utf8(raw).unwrap()
+}
+
+/// A MIME multipart document's parts as (content type, body), read as a MIME reader would:
+/// the boundary from the header, each part's headers up to the first blank line.
+fn mime_parts(doc: &str) -> Vec<(String, String)> {
+    let (head, body) = doc.split_once("\n\n").expect("MIME headers");
+    let ct = head.lines().find(|l| l.to_ascii_lowercase().starts_with("content-type:")).expect("Content-Type");
+    let boundary = ct.split("boundary=").nth(1).expect("a boundary").trim_matches('"');
+    let delimiter = format!("--{boundary}");
+    let mut parts = Vec::new();
+    for chunk in body.split(&delimiter).skip(1) {
+        if chunk.starts_with("--") {
+            break;
+        }
+        let (headers, content) = chunk.trim_start_matches('\n').split_once("\n\n").expect("part headers");
+        let ct = headers
+            .lines()
+            .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("content-type")))
+            .map(|(_, v)| v.trim().to_string())
+            .expect("a part's Content-Type");
+        parts.push((ct, content.trim_end_matches('\n').to_string()));
+    }
+    parts
+}
+
+const NODE_CONFIG: &str = "application/node.eks.aws";
+
+/// The NodeConfig parts of AL2023 user data, parsed.
+fn node_configs(ud: &str) -> Vec<serde_yaml::Value> {
+    mime_parts(ud)
+        .into_iter()
+        .filter(|(ct, _)| ct == NODE_CONFIG)
+        .map(|(_, body)| serde_yaml::from_str(&body).unwrap())
+        .collect()
+}
+
+/// The one NodeConfig Tenon generates, when the NodeClass brings no user data.
+fn generated_config(ud: &str) -> serde_yaml::Value {
+    let configs = node_configs(ud);
+    assert_eq!(configs.len(), 1, "{ud}");
+    configs.into_iter().next().unwrap()
+}
+
+fn yaml(s: &str) -> serde_yaml::Value {
+    serde_yaml::from_str(s).unwrap()
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2146
+#[tokio::test]
+async fn al2023_nodes_register_their_taints_through_the_kubelet_config() {
+    let moto = Moto::start();
+    let p = moto.provider("rwt").await;
+    lab(&p, "rwt").await;
+    let nc = resolved(&p, lab_nodeclass("rwt")).await;
+    let mut req = request("rwt-a", &nc, vec![option("m5.large", "us-east-1a", "amd64")]);
+    req.taints = vec![
+        Taint { key: "test-taint-1".into(), value: String::new(), effect: Effect::NoSchedule },
+        Taint { key: "test-taint-2".into(), value: String::new(), effect: Effect::NoExecute },
+    ];
+    let made = templates_made_by(&p, async {
+        p.create(&req).await.unwrap();
+    })
+    .await;
+    assert!(!made.is_empty());
+    for d in &made {
+        let ud = user_data(d);
+        let config = generated_config(&ud);
+        let taints = &config["spec"]["kubelet"]["config"]["registerWithTaints"];
+        assert_eq!(
+            taints,
+            &yaml(
+                "[{key: test-taint-1, effect: NoSchedule}, {key: test-taint-2, effect: NoExecute}, {key: karpenter.sh/unregistered, effect: NoExecute}]"
+            ),
+            "{ud}"
+        );
+        let flags = config["spec"]["kubelet"]["flags"].as_sequence().unwrap();
+        assert!(flags.iter().all(|f| !f.as_str().unwrap().starts_with("--register-with-taints")), "{flags:?}");
+    }
+}
+
+/// The NodeConfig Tenon writes for the lab's `cluster` with maxPods 110 and the kube-dns
+/// address 10.0.100.10, launched on demand for NodePool lab-general from NodeClass `nc`,
+/// whose template labels `testing/cluster=unspecified`.
+fn expected_node_config(cluster: &str, nc: &str) -> serde_yaml::Value {
+    yaml(&format!(
+        r#"
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  cluster:
+    name: {cluster}
+    apiServerEndpoint: https://ABCDEF.gr7.us-east-1.eks.amazonaws.com
+    certificateAuthority: Q0E=
+    cidr: 10.100.0.0/16
+  kubelet:
+    config:
+      clusterDNS: [10.0.100.10]
+      maxPods: 110
+      registerWithTaints: [{{key: karpenter.sh/unregistered, effect: NoExecute}}]
+    flags:
+      - --node-labels=karpenter.k8s.aws/ec2nodeclass={nc},karpenter.sh/capacity-type=on-demand,karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=lab-general,testing/cluster=unspecified
+"#
+    ))
+}
+
+const USER_NODE_CONFIG: &str = "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      maxPods: 42\n      shutdownGracePeriod: 30s";
+const USER_SCRIPT: &str = "#!/bin/bash\necho \"joined by Tenon\" > /etc/motd";
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2407
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2408
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2409
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2410
+#[tokio::test]
+async fn al2023_user_data_is_the_users_parts_then_tenons_node_config() {
+    let moto = Moto::start();
+    let mut p = moto.provider("merge").await;
+    p.launch.cluster_dns = Some("10.0.100.10".parse().unwrap());
+    lab(&p, "merge").await;
+    let mime = format!(
+        "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"USERPARTS\"\n\n--USERPARTS\nContent-Type: {NODE_CONFIG}\n\n{USER_NODE_CONFIG}\n--USERPARTS\nContent-Type: text/x-shellscript; charset=\"us-ascii\"\n\n{USER_SCRIPT}\n--USERPARTS--\n"
+    );
+    let shell = "text/x-shellscript; charset=\"us-ascii\"";
+    // (NodeClass, its user data, the parts Tenon keeps from it)
+    type Case<'a> = (&'a str, Option<String>, Vec<(&'a str, &'a str)>);
+    let cases: Vec<Case> = vec![
+        ("mime", Some(mime), vec![(NODE_CONFIG, USER_NODE_CONFIG), (shell, USER_SCRIPT)]),
+        ("yaml", Some(USER_NODE_CONFIG.into()), vec![(NODE_CONFIG, USER_NODE_CONFIG)]),
+        ("shell", Some(USER_SCRIPT.into()), vec![(shell, USER_SCRIPT)]),
+        // Not a YAML map, not MIME: a script, shebang or not.
+        ("bare", Some("yum install -y htop".into()), vec![(shell, "yum install -y htop")]),
+        ("empty", None, vec![]),
+    ];
+    for (name, custom, user_parts) in cases {
+        let nc = lab_with(&p, "merge", name, |nc| {
+            nc.spec.user_data = custom;
+            nc.spec.kubelet =
+                Some(tenon_api::ec2nodeclass::KubeletConfiguration { max_pods: Some(110), ..Default::default() });
+        })
+        .await;
+        let mut req = request(&format!("{name}-a"), &nc, vec![option("m5.large", "us-east-1a", "amd64")]);
+        req.labels = BTreeMap::from([("testing/cluster".to_string(), "unspecified".to_string())]);
+        req.taints = vec![];
+        let made = templates_made_by(&p, async {
+            p.create(&req).await.unwrap();
+        })
+        .await;
+        assert_eq!(made.len(), 1, "{name}");
+        let ud = user_data(&made[0]);
+        let parts = mime_parts(&ud);
+        assert_eq!(parts.len(), user_parts.len() + 1, "{name}: {ud}");
+        for ((ct, body), (want_ct, want_body)) in parts.iter().zip(&user_parts) {
+            assert_eq!((ct.as_str(), body.as_str()), (*want_ct, *want_body), "{name}: {ud}");
+        }
+        let (ct, generated) = parts.last().unwrap();
+        assert_eq!(ct, NODE_CONFIG, "{name}: Tenon's NodeConfig comes last, so its cluster settings win");
+        assert_eq!(yaml(generated), expected_node_config("merge", name), "{name}: {ud}");
+    }
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1401
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1389
+#[tokio::test]
+async fn the_kubelet_defaults_to_the_clusters_dns_address() {
+    let moto = Moto::start();
+    let mut p = moto.provider("dns").await;
+    lab(&p, "dns").await;
+    for (i, address) in ["10.0.100.10", "fd4b:121b:812b::a"].into_iter().enumerate() {
+        p.launch.cluster_dns = Some(address.parse().unwrap());
+        let nc = lab_with(&p, "dns", &format!("dns-{i}"), |_| {}).await;
+        let made = launch(&p, &nc, &format!("dns-{i}-a")).await;
+        assert!(!made.is_empty());
+        for d in &made {
+            let config = generated_config(&user_data(d));
+            assert_eq!(config["spec"]["kubelet"]["config"]["clusterDNS"], yaml(&format!("[\"{address}\"]")));
+        }
+    }
+    // A NodeClass that sets clusterDNS keeps its own.
+    let nc = lab_with(&p, "dns", "own-dns", |nc| {
+        nc.spec.kubelet = Some(tenon_api::ec2nodeclass::KubeletConfiguration {
+            cluster_dns: vec!["10.0.0.53".into()],
+            ..Default::default()
+        })
+    })
+    .await;
+    let made = launch(&p, &nc, "own-dns-a").await;
+    assert_eq!(generated_config(&user_data(&made[0]))["spec"]["kubelet"]["config"]["clusterDNS"], yaml("[10.0.0.53]"));
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2412
+#[tokio::test]
+async fn no_al2023_template_without_the_service_cidr() {
+    let moto = Moto::start();
+    let mut p = moto.provider("cidr").await;
+    p.settings.cluster.service_cidr = String::new();
+    lab(&p, "cidr").await;
+    let nc = resolved(&p, lab_nodeclass("cidr")).await;
+    let made = templates_made_by(&p, async {
+        let err = p.create(&request("cidr-a", &nc, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap_err();
+        assert!(
+            matches!(&err, tenon_core::cloud::CloudError::NodeClassNotReady { message, .. } if message.contains("CIDR")),
+            "{err}"
+        );
+    })
+    .await;
+    assert!(made.is_empty(), "{made:?}");
+    assert!(p.list().await.unwrap().is_empty(), "nothing launched");
+}
+
+fn toml(s: &str) -> toml::Table {
+    s.parse().unwrap_or_else(|e| panic!("{e}: {s}"))
+}
+
+/// A Bottlerocket NodeClass over the lab's AMIs with maxPods 110 (Karpenter's suite's).
+async fn bottlerocket(p: &AwsProvider, cluster: &str, name: &str, custom: Option<&str>) -> EC2NodeClass {
+    lab_with(p, cluster, name, |nc| {
+        nc.spec.ami_family = Some("Bottlerocket".into());
+        nc.spec.user_data = custom.map(str::to_string);
+        nc.spec.kubelet =
+            Some(tenon_api::ec2nodeclass::KubeletConfiguration { max_pods: Some(110), ..Default::default() });
+    })
+    .await
+}
+
+/// A request labelled `testing/cluster=unspecified`, tainted foo=bar:NoExecute with the startup
+/// taint baz=bin:NoExecute (Karpenter's Bottlerocket merge case).
+fn tainted_request(nodeclaim: &str, nc: &EC2NodeClass) -> tenon_core::cloud::LaunchRequest {
+    let mut req = request(nodeclaim, nc, vec![option("m5.large", "us-east-1a", "amd64")]);
+    req.labels = BTreeMap::from([("testing/cluster".to_string(), "unspecified".to_string())]);
+    req.taints = vec![Taint { key: "foo".into(), value: "bar".into(), effect: Effect::NoExecute }];
+    req.startup_taints = vec![Taint { key: "baz".into(), value: "bin".into(), effect: Effect::NoExecute }];
+    req
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1587
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1603
+#[tokio::test]
+async fn bottlerocket_settings_merge_tenons_over_the_users() {
+    let moto = Moto::start();
+    let mut p = moto.provider("brm").await;
+    p.launch.cluster_dns = Some("10.0.100.10".parse().unwrap());
+    lab(&p, "brm").await;
+    let custom = r#"
+[settings.kubernetes]
+"not-a-kubelet-setting" = "dropped"
+api-server = "https://elsewhere"
+cloud-provider = "external"
+cluster-name = "elsewhere"
+max-pods = 12345
+[settings.kubernetes.eviction-hard]
+"memory.available" = "12%"
+[settings.kubernetes.labels]
+"also" = "dropped"
+[settings.kubernetes.node-labels]
+"team" = "data"
+"karpenter.sh/nodepool" = "overridden"
+[settings.kubernetes.node-taints]
+"replaced" = ["x:NoSchedule"]
+[settings.ntp]
+time-servers = ["169.254.169.123"]
+[settings.host-containers.admin]
+enabled = true
+"#;
+    let generated = |nc: &str, labels: &str| {
+        format!(
+            r#"
+api-server = "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com"
+cluster-certificate = "Q0E="
+cluster-name = "brm"
+cluster-dns-ip = "10.0.100.10"
+max-pods = 110
+[node-labels]
+{labels}"karpenter.k8s.aws/ec2nodeclass" = "{nc}"
+"karpenter.sh/capacity-type" = "on-demand"
+"karpenter.sh/do-not-sync-taints" = "true"
+"karpenter.sh/nodepool" = "lab-general"
+"testing/cluster" = "unspecified"
+[node-taints]
+baz = ["bin:NoExecute"]
+foo = ["bar:NoExecute"]
+"karpenter.sh/unregistered" = [":NoExecute"]
+"#
+        )
+    };
+    for (name, custom) in [("merged", Some(custom)), ("unmerged", None)] {
+        let nc = bottlerocket(&p, "brm", name, custom).await;
+        let req = tainted_request(&format!("{name}-a"), &nc);
+        let made = templates_made_by(&p, async {
+            p.create(&req).await.unwrap();
+        })
+        .await;
+        assert_eq!(made.len(), 1, "{name}");
+        let got = toml(&user_data(&made[0]));
+        let mut want = toml::Table::new();
+        let mut kubernetes = toml(&generated(name, if custom.is_some() { "\"team\" = \"data\"\n" } else { "" }));
+        if custom.is_some() {
+            // The user's known settings stay unless Tenon sets them; unknown ones go, and the
+            // NodePool's taints replace the user's.
+            kubernetes.insert("cloud-provider".into(), "external".into());
+            kubernetes.insert("eviction-hard".into(), toml("\"memory.available\" = \"12%\"").into());
+        }
+        let mut settings = toml::Table::new();
+        settings.insert("kubernetes".into(), kubernetes.into());
+        if custom.is_some() {
+            settings.insert("ntp".into(), toml("time-servers = [\"169.254.169.123\"]").into());
+            settings.insert("host-containers".into(), toml("[admin]\nenabled = true").into());
+        }
+        want.insert("settings".into(), settings.into());
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1705
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2007
+#[tokio::test]
+async fn bottlerocket_kubernetes_settings_carry_the_cluster_dns_address() {
+    let moto = Moto::start();
+    let mut p = moto.provider("brd").await;
+    p.launch.cluster_dns = Some("10.0.100.10".parse().unwrap());
+    lab(&p, "brd").await;
+    let nc = lab_with(&p, "brd", "grace", |nc| {
+        nc.spec.ami_family = Some("Bottlerocket".into());
+        nc.spec.kubelet = Some(tenon_api::ec2nodeclass::KubeletConfiguration {
+            max_pods: Some(35),
+            eviction_max_pod_grace_period: Some(10),
+            ..Default::default()
+        });
+    })
+    .await;
+    let made = launch(&p, &nc, "grace-a").await;
+    assert_eq!(made.len(), 1);
+    let k = &toml(&user_data(&made[0]))["settings"]["kubernetes"];
+    assert_eq!(k["api-server"].as_str(), Some("https://ABCDEF.gr7.us-east-1.eks.amazonaws.com"));
+    assert_eq!(k["cluster-certificate"].as_str(), Some("Q0E="));
+    assert_eq!(k["cluster-name"].as_str(), Some("brd"));
+    assert_eq!(k["cluster-dns-ip"].as_str(), Some("10.0.100.10"));
+    assert_eq!(k["max-pods"].as_integer(), Some(35));
+    assert_eq!(k["eviction-max-pod-grace-period"].as_integer(), Some(10));
 }

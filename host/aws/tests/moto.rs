@@ -235,7 +235,9 @@ async fn create_fleet_launches_the_top_ranked_option_with_tags_and_reuses_templa
     // The node registers tainted karpenter.sh/unregistered until the controller has synced
     // the NodeClaim's labels and taints onto it.
     assert!(
-        ud.contains("--register-with-taints=dedicated=batch:NoSchedule,karpenter.sh/unregistered:NoExecute"),
+        ud.contains(
+            r#""registerWithTaints":[{"effect":"NoSchedule","key":"dedicated","value":"batch"},{"effect":"NoExecute","key":"karpenter.sh/unregistered"}]"#
+        ),
         "{ud}"
     );
 

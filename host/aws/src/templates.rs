@@ -1,0 +1,111 @@
+//! Which launch templates a launch needs and what each holds, as Karpenter resolves them: the
+//! NodeClaim's options are grouped by what differs between templates (the AMI), and each
+//! group gets one template whose user data bootstraps the node with the NodeClaim's labels
+//! and taints. Pure: the caller creates the templates.
+
+use crate::launch_template::{self, IpFamily, LaunchTemplateSpec};
+use crate::userdata::{self, ClusterInfo, NodeBootstrap};
+use crate::{LaunchSettings, TAG_NODECLASS};
+use std::collections::BTreeMap;
+use tenon_api::EC2NodeClass;
+use tenon_api::wellknown as wk;
+use tenon_core::cloud::CloudError;
+use tenon_core::taints::{Effect, Taint};
+
+/// Everything about one NodeClaim's launch that shapes its templates.
+#[derive(Clone, Debug)]
+pub struct Launch<'a> {
+    /// The EC2NodeClass with its resolved status.
+    pub nodeclass: &'a EC2NodeClass,
+    pub cluster: &'a ClusterInfo,
+    pub settings: &'a LaunchSettings,
+    pub region: &'a str,
+    pub nodepool: &'a str,
+    /// The NodeClaim's labels.
+    pub labels: &'a BTreeMap<String, String>,
+    /// The NodeClaim's taints, then its startup taints.
+    pub taints: Vec<Taint>,
+    pub capacity_type: &'a str,
+    /// Tags for the templates, and the interfaces and spot requests launched from them.
+    pub tags: &'a BTreeMap<String, String>,
+}
+
+/// What one option of the NodeClaim needs from its template.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Choice {
+    /// The AMI that serves the option's instance type.
+    pub ami: String,
+}
+
+fn not_ready(nc: &EC2NodeClass, message: impl Into<String>) -> CloudError {
+    CloudError::NodeClassNotReady { nodeclass: nc.metadata.name.clone().unwrap_or_default(), message: message.into() }
+}
+
+/// `taints` plus `karpenter.sh/unregistered:NoExecute`: nothing schedules on the node until
+/// registration has synced the NodeClaim onto it (and removed this taint).
+fn with_unregistered(mut taints: Vec<Taint>) -> Vec<Taint> {
+    if !taints.iter().any(|t| t.key == wk::TAINT_UNREGISTERED && t.effect == Effect::NoExecute) {
+        taints.push(Taint { key: wk::TAINT_UNREGISTERED.into(), value: String::new(), effect: Effect::NoExecute });
+    }
+    taints
+}
+
+/// The labels the node bootstraps with: the NodeClaim's, its NodePool, the launch's capacity
+/// type and the NodeClass (with the family's own, [`userdata::bootstrap_labels`]).
+pub fn node_labels(l: &Launch, family: &str) -> BTreeMap<String, String> {
+    let mut labels = l.labels.clone();
+    labels.insert(wk::LABEL_NODEPOOL.into(), l.nodepool.to_string());
+    labels.insert(wk::LABEL_CAPACITY_TYPE.into(), l.capacity_type.to_string());
+    labels.insert(TAG_NODECLASS.into(), l.nodeclass.metadata.name.clone().unwrap_or_default());
+    userdata::bootstrap_labels(family, &labels)
+}
+
+/// The templates for `choices`, each with the indices of the choices it serves.
+pub fn resolve(l: &Launch, choices: &[Choice]) -> Result<Vec<(LaunchTemplateSpec, Vec<usize>)>, CloudError> {
+    let nc = l.nodeclass;
+    let status = nc.status.as_ref().ok_or_else(|| not_ready(nc, "its status is not resolved yet"))?;
+    let profile = status.instance_profile.clone().ok_or_else(|| {
+        not_ready(nc, "no instance profile (condition InstanceProfileReady): set spec.role or spec.instanceProfile")
+    })?;
+    let family = nc.ami_family();
+    let mut kubelet = nc.spec.kubelet.clone().unwrap_or_default();
+    if kubelet.cluster_dns.is_empty()
+        && let Some(dns) = l.settings.cluster_dns
+    {
+        kubelet.cluster_dns = vec![dns.to_string()];
+    }
+    let bootstrap =
+        NodeBootstrap { labels: node_labels(l, &family), taints: with_unregistered(l.taints.clone()), kubelet };
+    let user_data = userdata::render(&family, l.cluster, &bootstrap, nc.spec.user_data.as_deref())
+        .map_err(|e| not_ready(nc, e.to_string()))?;
+    let block_devices = launch_template::block_devices(nc, &family)?;
+    let groups: Vec<String> = status.security_groups.iter().map(|g| g.id.clone()).collect();
+    let mut groups_of: BTreeMap<&Choice, Vec<usize>> = BTreeMap::new();
+    for (i, c) in choices.iter().enumerate() {
+        groups_of.entry(c).or_default().push(i);
+    }
+    Ok(groups_of
+        .into_iter()
+        .map(|(choice, served)| {
+            let spec = LaunchTemplateSpec {
+                image_id: choice.ami.clone(),
+                user_data: user_data.clone(),
+                instance_profile: profile.clone(),
+                block_devices: block_devices.clone(),
+                metadata: launch_template::metadata(nc, l.region),
+                detailed_monitoring: nc.spec.detailed_monitoring.unwrap_or(false),
+                network_interfaces: launch_template::network_interfaces(
+                    nc,
+                    &groups,
+                    IpFamily::of(l.settings.cluster_dns),
+                ),
+                enclave: false,
+                capacity_type: l.capacity_type.to_string(),
+                capacity_reservation_preference: l.settings.reserved_capacity.then(|| "none".to_string()),
+                tenancy: "default".into(),
+                tags: l.tags.clone(),
+            };
+            (spec, served)
+        })
+        .collect())
+}
