@@ -162,7 +162,7 @@ impl AwsProvider {
             security_groups,
             amis,
             instance_profile,
-            checks: vec![subnet_check, sg_check, ami_check, profile_check],
+            checks: vec![subnet_check, sg_check, ami_check, profile_check, nodeclass::family_check(nc)],
         })
     }
 
