@@ -199,6 +199,7 @@ pub fn info_json(t: &InstanceTypeInfo) -> Value {
                 "DefaultNetworkCardIndex": n.default_network_card_index(),
                 "Ipv4AddressesPerInterface": n.ipv4_addresses_per_interface(),
                 "EncryptionInTransitSupported": n.encryption_in_transit_supported(),
+                "EfaInfo": {"MaximumEfaInterfaces": n.efa_info().and_then(|e| e.maximum_efa_interfaces())},
                 "NetworkCards": n.network_cards().iter().map(|c| json!({
                     "NetworkCardIndex": c.network_card_index(),
                     "MaximumNetworkInterfaces": c.maximum_network_interfaces(),
