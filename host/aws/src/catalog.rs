@@ -34,8 +34,26 @@ pub struct RawCatalog {
 impl RawCatalog {
     /// Instance types offered in `zones` (all zones when empty).
     pub fn instance_types(&self, zones: &[String], opts: &AwsCatalogOptions) -> Vec<InstanceType> {
+        self.shape(self.types.iter(), zones, opts)
+    }
+
+    /// The named instance types, in every zone offering them.
+    pub fn instance_types_named(
+        &self,
+        names: &std::collections::BTreeSet<&str>,
+        opts: &AwsCatalogOptions,
+    ) -> Vec<InstanceType> {
+        self.shape(self.types.iter().filter(|(n, _)| names.contains(n.as_str())), &[], opts)
+    }
+
+    fn shape<'a>(
+        &self,
+        types: impl Iterator<Item = (&'a String, &'a Value)>,
+        zones: &[String],
+        opts: &AwsCatalogOptions,
+    ) -> Vec<InstanceType> {
         let mut out = Vec::new();
-        for (name, info) in &self.types {
+        for (name, info) in types {
             let Some(price) = self.on_demand.get(name) else { continue };
             let zs: Vec<&str> = self
                 .zones

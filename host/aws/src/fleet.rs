@@ -44,7 +44,11 @@ struct Placement<'a> {
     ami: String,
 }
 
-pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Instance, CloudError> {
+pub(crate) async fn create(
+    p: &AwsProvider,
+    req: &LaunchRequest,
+    requested: &std::collections::BTreeSet<String>,
+) -> Result<Instance, CloudError> {
     if let Some(existing) = p.find_by_nodeclaim(&req.nodeclaim).await? {
         tracing::info!(nodeclaim = %req.nodeclaim, instance = %existing.id, "instance already launched; not launching another");
         return Ok(existing);
@@ -141,10 +145,22 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
         labels: &req.labels,
         taints: req.taints.iter().chain(&req.startup_taints).cloned().collect(),
         capacity_type: &capacity_type,
+        requested,
         tags: &lt_tags,
     };
-    let choices: Vec<templates::Choice> =
-        placements.iter().map(|pl| templates::Choice { ami: pl.ami.clone() }).collect();
+    let names = placements.iter().map(|pl| pl.option.instance_type.as_str()).collect();
+    let capacity = p.capacities(&req.nodeclass, &names).await?;
+    let choices: Vec<templates::Choice> = placements
+        .iter()
+        .map(|pl| {
+            let cap = capacity.get(&pl.option.instance_type);
+            templates::Choice {
+                ami: pl.ami.clone(),
+                pods: cap.map(|c| c.pods),
+                efa: cap.map_or(0, |c| c.get(wk::RESOURCE_EFA)),
+            }
+        })
+        .collect();
     let mut configs = Vec::new();
     for (spec, served) in templates::resolve(&launch, &choices)? {
         let lt = launch_template::ensure(&p.clients.ec2, &spec).await?;

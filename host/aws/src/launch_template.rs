@@ -205,21 +205,30 @@ pub fn metadata(nc: &EC2NodeClass, region: &str) -> Metadata {
     }
 }
 
-/// The template's network interfaces: the primary one, carrying the security groups, the
-/// prefix delegation count and the public-IP choice.
-pub fn network_interfaces(nc: &EC2NodeClass, groups: &[String], family: IpFamily) -> Vec<NetworkInterface> {
+/// The template's network interfaces (Karpenter's): with `efa` EFA interfaces, one EFA
+/// interface per network card (the first the primary one); else the primary interface. Each
+/// carries the security groups, the prefix delegation count (IPv4 or IPv6 by the cluster's
+/// family) and the public-IP choice; in an IPv6 cluster, a primary IPv6 address.
+pub fn network_interfaces(nc: &EC2NodeClass, groups: &[String], family: IpFamily, efa: i64) -> Vec<NetworkInterface> {
     let ipv6 = family == IpFamily::Ipv6;
     let prefixes = nc.spec.ip_prefix_count;
-    vec![NetworkInterface {
-        device_index: 0,
+    let interface = |card: Option<i32>, device: i32, kind: Option<&str>| NetworkInterface {
+        network_card_index: card,
+        device_index: device,
+        interface_type: kind.map(str::to_string),
         groups: groups.to_vec(),
         associate_public_ip: nc.spec.associate_public_ip_address,
         ipv4_prefix_count: if ipv6 { None } else { prefixes },
         ipv6_prefix_count: if ipv6 { prefixes } else { None },
         primary_ipv6: ipv6.then_some(true),
         ipv6_address_count: ipv6.then_some(1),
-        ..Default::default()
-    }]
+        connection_tracking: None,
+    };
+    if efa > 0 {
+        // Device 0 on the first card only: that one is the instance's primary interface.
+        return (0..efa as i32).map(|i| interface(Some(i), if i == 0 { 0 } else { 1 }, Some("efa"))).collect();
+    }
+    vec![interface(None, 0, None)]
 }
 
 fn tags(t: &BTreeMap<String, String>) -> Vec<Tag> {
@@ -407,7 +416,7 @@ mod tests {
             block_devices: block_devices(nc, family).unwrap(),
             metadata: metadata(nc, "us-west-2"),
             detailed_monitoring: false,
-            network_interfaces: network_interfaces(nc, &["sg-1".into()], IpFamily::Ipv4),
+            network_interfaces: network_interfaces(nc, &["sg-1".into()], IpFamily::Ipv4, 0),
             enclave: false,
             capacity_type: "on-demand".into(),
             capacity_reservation_preference: Some("none".into()),

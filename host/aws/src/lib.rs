@@ -128,16 +128,7 @@ impl AwsProvider {
         if zones.is_empty() {
             return Ok(Vec::new());
         }
-        let opts = AwsCatalogOptions {
-            region: self.settings.region.clone(),
-            root_volume_bytes: root_volume_bytes(nc),
-            spot: true,
-            kubelet: kubelet_model(nc),
-            ami_family: AmiFamilyFlags::of(&nc.ami_family()),
-            reserved_enis: self.settings.capacity.reserved_enis,
-            vm_memory_overhead: self.settings.capacity.vm_memory_overhead,
-        };
-        let mut types = raw.instance_types(&zones, &opts);
+        let mut types = raw.instance_types(&zones, &self.catalog_options(nc));
         let now = Instant::now();
         for t in &mut types {
             for o in &mut t.offerings {
@@ -147,6 +138,45 @@ impl AwsProvider {
             }
         }
         Ok(types)
+    }
+
+    /// How the capacity model shapes instance types for a NodeClass.
+    fn catalog_options(&self, nc: &EC2NodeClass) -> AwsCatalogOptions {
+        AwsCatalogOptions {
+            region: self.settings.region.clone(),
+            root_volume_bytes: root_volume_bytes(nc),
+            spot: true,
+            kubelet: kubelet_model(nc),
+            ami_family: AmiFamilyFlags::of(&nc.ami_family()),
+            reserved_enis: self.settings.capacity.reserved_enis,
+            vm_memory_overhead: self.settings.capacity.vm_memory_overhead,
+        }
+    }
+
+    /// The capacity (pods, EFA interfaces…) of the named instance types under the NodeClass,
+    /// as the catalog planned them; a type the catalog does not price is left out.
+    pub async fn capacities(
+        &self,
+        nc: &EC2NodeClass,
+        names: &std::collections::BTreeSet<&str>,
+    ) -> Result<std::collections::BTreeMap<String, tenon_core::resources::Resources>, CloudError> {
+        let raw = self.catalog().await?;
+        Ok(raw
+            .instance_types_named(names, &self.catalog_options(nc))
+            .into_iter()
+            .map(|t| (t.name, t.capacity))
+            .collect())
+    }
+
+    /// Launches a NodeClaim (as [`CloudProvider::create`]) that requests the resources named in
+    /// `requested` (its `spec.resources.requests`): a Nitro sandbox gets enclaves enabled, EFA
+    /// one EFA interface per network card the type offers.
+    pub async fn launch(
+        &self,
+        req: &LaunchRequest,
+        requested: &std::collections::BTreeSet<String>,
+    ) -> Result<Instance, CloudError> {
+        fleet::create(self, req, requested).await
     }
 
     /// Resolves the NodeClass' selectors and its instance profile. The caller writes
@@ -230,7 +260,7 @@ fn root_volume_bytes(nc: &EC2NodeClass) -> i64 {
 
 impl CloudProvider for AwsProvider {
     async fn create(&self, req: &LaunchRequest) -> Result<Instance, CloudError> {
-        fleet::create(self, req).await
+        fleet::create(self, req, &Default::default()).await
     }
 
     async fn delete(&self, ids: &[String]) -> Result<(), CloudError> {

@@ -1,12 +1,13 @@
 //! Which launch templates a launch needs and what each holds, as Karpenter resolves them: the
-//! NodeClaim's options are grouped by what differs between templates (the AMI), and each
-//! group gets one template whose user data bootstraps the node with the NodeClaim's labels
-//! and taints. Pure: the caller creates the templates.
+//! NodeClaim's options are grouped by what differs between templates (the AMI, the max pods
+//! the kubelet runs with, the EFA interfaces), and each group gets one template whose user
+//! data bootstraps the node with the NodeClaim's labels and taints. Pure: the caller creates
+//! the templates.
 
 use crate::launch_template::{self, IpFamily, LaunchTemplateSpec};
 use crate::userdata::{self, ClusterInfo, NodeBootstrap};
 use crate::{LaunchSettings, TAG_NODECLASS};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use tenon_api::EC2NodeClass;
 use tenon_api::wellknown as wk;
 use tenon_core::cloud::CloudError;
@@ -26,6 +27,8 @@ pub struct Launch<'a> {
     /// The NodeClaim's taints, then its startup taints.
     pub taints: Vec<Taint>,
     pub capacity_type: &'a str,
+    /// The resources the NodeClaim requests (`spec.resources.requests`), by name.
+    pub requested: &'a BTreeSet<String>,
     /// Tags for the templates, and the interfaces and spot requests launched from them.
     pub tags: &'a BTreeMap<String, String>,
 }
@@ -35,7 +38,15 @@ pub struct Launch<'a> {
 pub struct Choice {
     /// The AMI that serves the option's instance type.
     pub ami: String,
+    /// The pods the capacity model planned for the type (`None`: a type it does not know;
+    /// the node's bootstrap then works the count out itself).
+    pub pods: Option<i64>,
+    /// The type's EFA interfaces.
+    pub efa: i64,
 }
+
+/// Resource names a NodeClaim may request that change its template.
+pub const RESOURCE_NITRO_SANDBOX: &str = "eks.amazonaws.com/nitro-sandbox";
 
 fn not_ready(nc: &EC2NodeClass, message: impl Into<String>) -> CloudError {
     CloudError::NodeClassNotReady { nodeclass: nc.metadata.name.clone().unwrap_or_default(), message: message.into() }
@@ -74,38 +85,49 @@ pub fn resolve(l: &Launch, choices: &[Choice]) -> Result<Vec<(LaunchTemplateSpec
     {
         kubelet.cluster_dns = vec![dns.to_string()];
     }
-    let bootstrap =
-        NodeBootstrap { labels: node_labels(l, &family), taints: with_unregistered(l.taints.clone()), kubelet };
-    let user_data = userdata::render(&family, l.cluster, &bootstrap, nc.spec.user_data.as_deref())
-        .map_err(|e| not_ready(nc, e.to_string()))?;
+    let labels = node_labels(l, &family);
+    let taints = with_unregistered(l.taints.clone());
     let block_devices = launch_template::block_devices(nc, &family)?;
     let groups: Vec<String> = status.security_groups.iter().map(|g| g.id.clone()).collect();
-    let mut groups_of: BTreeMap<&Choice, Vec<usize>> = BTreeMap::new();
+    let enclave = l.requested.contains(RESOURCE_NITRO_SANDBOX);
+    let efa_requested = l.requested.contains(wk::RESOURCE_EFA);
+    // Types that differ only in what the template does not depend on share it.
+    let mut groups_of: BTreeMap<(&str, Option<i64>, i64), Vec<usize>> = BTreeMap::new();
     for (i, c) in choices.iter().enumerate() {
-        groups_of.entry(c).or_default().push(i);
+        // The kubelet runs with the pods the capacity model planned, unless the NodeClass says.
+        let pods = if kubelet.max_pods.is_some() { None } else { c.pods };
+        let efa = if efa_requested { c.efa } else { 0 };
+        groups_of.entry((c.ami.as_str(), pods, efa)).or_default().push(i);
     }
-    Ok(groups_of
-        .into_iter()
-        .map(|(choice, served)| {
-            let spec = LaunchTemplateSpec {
-                image_id: choice.ami.clone(),
-                user_data: user_data.clone(),
-                instance_profile: profile.clone(),
-                block_devices: block_devices.clone(),
-                metadata: launch_template::metadata(nc, l.region),
-                detailed_monitoring: nc.spec.detailed_monitoring.unwrap_or(false),
-                network_interfaces: launch_template::network_interfaces(
-                    nc,
-                    &groups,
-                    IpFamily::of(l.settings.cluster_dns),
-                ),
-                enclave: false,
-                capacity_type: l.capacity_type.to_string(),
-                capacity_reservation_preference: l.settings.reserved_capacity.then(|| "none".to_string()),
-                tenancy: "default".into(),
-                tags: l.tags.clone(),
-            };
-            (spec, served)
-        })
-        .collect())
+    let mut out = Vec::new();
+    for ((ami, pods, efa), served) in groups_of {
+        let mut kubelet = kubelet.clone();
+        if let Some(pods) = pods {
+            kubelet.max_pods = i32::try_from(pods).ok();
+        }
+        let bootstrap = NodeBootstrap { labels: labels.clone(), taints: taints.clone(), kubelet };
+        let user_data = userdata::render(&family, l.cluster, &bootstrap, nc.spec.user_data.as_deref())
+            .map_err(|e| not_ready(nc, e.to_string()))?;
+        let spec = LaunchTemplateSpec {
+            image_id: ami.to_string(),
+            user_data,
+            instance_profile: profile.clone(),
+            block_devices: block_devices.clone(),
+            metadata: launch_template::metadata(nc, l.region),
+            detailed_monitoring: nc.spec.detailed_monitoring.unwrap_or(false),
+            network_interfaces: launch_template::network_interfaces(
+                nc,
+                &groups,
+                IpFamily::of(l.settings.cluster_dns),
+                efa,
+            ),
+            enclave,
+            capacity_type: l.capacity_type.to_string(),
+            capacity_reservation_preference: l.settings.reserved_capacity.then(|| "none".to_string()),
+            tenancy: "default".into(),
+            tags: l.tags.clone(),
+        };
+        out.push((spec, served));
+    }
+    Ok(out)
 }

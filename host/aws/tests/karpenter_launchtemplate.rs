@@ -550,3 +550,126 @@ async fn bottlerocket_kubernetes_settings_carry_the_cluster_dns_address() {
     assert_eq!(k["max-pods"].as_integer(), Some(35));
     assert_eq!(k["eviction-max-pod-grace-period"].as_integer(), Some(10));
 }
+
+// ----- What each instance type makes of its template: max pods, EFA, enclaves -----
+
+/// The templates a launch of `options` makes, the NodeClaim requesting `requested`.
+async fn launch_requesting(
+    p: &AwsProvider,
+    nc: &EC2NodeClass,
+    nodeclaim: &str,
+    options: Vec<tenon_core::cloud::LaunchOption>,
+    requested: &[&str],
+) -> Vec<ResponseLaunchTemplateData> {
+    let requested: std::collections::BTreeSet<String> = requested.iter().map(|s| s.to_string()).collect();
+    templates_made_by(p, async {
+        p.launch(&request(nodeclaim, nc, options), &requested).await.unwrap();
+    })
+    .await
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2347
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1220
+#[tokio::test]
+async fn each_max_pods_value_gets_its_own_template() {
+    let moto = Moto::start();
+    let p = moto.provider("mxp").await;
+    lab(&p, "mxp").await;
+    // Karpenter's case sets clusterDNS so that the kubelet config is not empty.
+    let nc = lab_with(&p, "mxp", "dns", |nc| {
+        nc.spec.kubelet = Some(tenon_api::ec2nodeclass::KubeletConfiguration {
+            cluster_dns: vec!["10.0.0.10".into()],
+            ..Default::default()
+        })
+    })
+    .await;
+    let options = vec![option("m5.large", "us-east-1a", "amd64"), option("m5.xlarge", "us-east-1a", "amd64")];
+    let made = launch_requesting(&p, &nc, "mxp-a", options, &[]).await;
+    let mut pods: Vec<i64> = made
+        .iter()
+        .map(|d| generated_config(&user_data(d))["spec"]["kubelet"]["config"]["maxPods"].as_i64().unwrap())
+        .collect();
+    pods.sort();
+    // The ENI-limited pods of each type: m5.large 3 × (10 − 1) + 2, m5.xlarge 4 × (15 − 1) + 2.
+    assert_eq!(pods, [29, 58]);
+    // Bottlerocket too, and a NodeClass maxPods is every type's.
+    let br = lab_with(&p, "mxp", "br", |nc| nc.spec.ami_family = Some("Bottlerocket".into())).await;
+    let made = launch_requesting(&p, &br, "mxp-b", vec![option("m5.large", "us-east-1a", "amd64")], &[]).await;
+    assert_eq!(toml(&user_data(&made[0]))["settings"]["kubernetes"]["max-pods"].as_integer(), Some(29));
+    let fixed = lab_with(&p, "mxp", "fixed", |nc| {
+        nc.spec.kubelet =
+            Some(tenon_api::ec2nodeclass::KubeletConfiguration { max_pods: Some(20), ..Default::default() })
+    })
+    .await;
+    let options = vec![option("m5.large", "us-east-1a", "amd64"), option("m5.xlarge", "us-east-1a", "amd64")];
+    let made = launch_requesting(&p, &fixed, "mxp-c", options, &[]).await;
+    assert_eq!(made.len(), 1, "one maxPods, one template");
+    assert_eq!(generated_config(&user_data(&made[0]))["spec"]["kubelet"]["config"]["maxPods"].as_i64(), Some(20));
+}
+
+const NITRO_SANDBOX: &str = "eks.amazonaws.com/nitro-sandbox";
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2765
+/// karpenter-provider-aws:pkg/providers/amifamily/suite_test.go:1251
+/// karpenter-provider-aws:pkg/providers/amifamily/suite_test.go:1260
+/// karpenter-provider-aws:pkg/providers/amifamily/suite_test.go:1272
+#[tokio::test]
+async fn enclaves_are_enabled_for_nodeclaims_that_request_a_nitro_sandbox() {
+    let moto = Moto::start();
+    let p = moto.provider("encl").await;
+    lab(&p, "encl").await;
+    for (i, (requested, want)) in
+        [(vec![], false), (vec![NITRO_SANDBOX], true), (vec!["cpu", "memory"], false)].into_iter().enumerate()
+    {
+        // A NodeClass each, so that each launch makes its own template.
+        let nc = lab_with(&p, "encl", &format!("encl-{i}"), |_| {}).await;
+        let made = launch_requesting(
+            &p,
+            &nc,
+            &format!("encl-{i}"),
+            vec![option("m5.large", "us-east-1a", "amd64")],
+            &requested,
+        )
+        .await;
+        assert!(!made.is_empty(), "{requested:?}: a new template");
+        for d in &made {
+            assert_eq!(d.enclave_options().and_then(|e| e.enabled()), Some(want), "{requested:?}");
+        }
+    }
+}
+
+const EFA: &str = "vpc.amazonaws.com/efa";
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2650
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2651
+#[tokio::test]
+async fn efa_nodeclaims_get_an_efa_interface_per_network_card() {
+    let moto = Moto::start();
+    let p = moto.provider("efa").await;
+    let lab = lab(&p, "efa").await;
+    // The catalog knows how many EFA interfaces each type takes.
+    let nc = resolved(&p, lab_nodeclass("efa")).await;
+    let types = p.instance_types(&nc).await.unwrap();
+    let efa = |name: &str| types.iter().find(|t| t.name == name).unwrap().capacity.get(EFA);
+    assert_eq!((efa("c5n.18xlarge"), efa("p4d.24xlarge"), efa("m5.large")), (1, 4, 0));
+    for public in [true, false] {
+        let nc =
+            lab_with(&p, "efa", &format!("public-{public}"), |nc| nc.spec.associate_public_ip_address = Some(public))
+                .await;
+        let options =
+            vec![option("c5n.18xlarge", "us-east-1a", "amd64"), option("p4d.24xlarge", "us-east-1a", "amd64")];
+        let made = launch_requesting(&p, &nc, &format!("efa-{public}"), options, &[EFA]).await;
+        let mut cards: Vec<usize> = made.iter().map(|d| d.network_interfaces().len()).collect();
+        cards.sort();
+        assert_eq!(cards, [1, 4], "one template per EFA count");
+        for d in &made {
+            for (i, ni) in d.network_interfaces().iter().enumerate() {
+                assert_eq!(ni.network_card_index(), Some(i as i32));
+                assert_eq!(ni.device_index(), Some(if i == 0 { 0 } else { 1 }));
+                assert_eq!(ni.interface_type(), Some("efa"));
+                assert_eq!(ni.associate_public_ip_address(), Some(public));
+                assert_eq!(ni.groups(), std::slice::from_ref(&lab.security_group));
+            }
+        }
+    }
+}
