@@ -234,7 +234,6 @@ pub(crate) fn now_secs() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
-/// The kubelet root volume's size: the mapping marked `rootVolume`, else the default.
 /// The EC2NodeClass' kubelet settings that shape capacity and overhead.
 fn kubelet_model(nc: &EC2NodeClass) -> KubeletModel {
     let Some(k) = nc.spec.kubelet.as_ref() else { return KubeletModel::default() };
@@ -248,14 +247,31 @@ fn kubelet_model(nc: &EC2NodeClass) -> KubeletModel {
     }
 }
 
+/// The size of the volume the kubelet keeps pods' ephemeral storage on, as Karpenter works it
+/// out: the mapping marked `rootVolume`; for a Custom family (whose AMI Tenon does not know)
+/// the last mapping; else the mapping of the family's own data device; else the family's
+/// default volume.
 fn root_volume_bytes(nc: &EC2NodeClass) -> i64 {
-    nc.spec
-        .block_device_mappings
-        .iter()
-        .find(|m| m.root_volume)
-        .and_then(|m| m.ebs.as_ref()?.volume_size.as_ref())
-        .and_then(|q| tenon_api::quantity::parse_units(&q.0).ok())
-        .map_or(tenon_core::catalog::DEFAULT_ROOT_VOLUME_BYTES, |b| b as i64)
+    let size = |m: &tenon_api::ec2nodeclass::BlockDeviceMapping| {
+        m.ebs.as_ref()?.volume_size.as_ref().and_then(|q| tenon_api::quantity::parse_units(&q.0).ok()).map(|b| b as i64)
+    };
+    let family = nc.ami_family();
+    let device = match family.as_str() {
+        "Bottlerocket" => Some("/dev/xvdb"),
+        "Custom" => None,
+        f if f.starts_with("Windows") => Some("/dev/sda1"),
+        _ => Some("/dev/xvda"),
+    };
+    let default = if family.starts_with("Windows") { 50 << 30 } else { tenon_core::catalog::DEFAULT_ROOT_VOLUME_BYTES };
+    let mappings = &nc.spec.block_device_mappings;
+    if let Some(bytes) = mappings.iter().find(|m| m.root_volume).and_then(size) {
+        return bytes;
+    }
+    let chosen = match device {
+        None => mappings.last(),
+        Some(d) => mappings.iter().find(|m| m.device_name.as_deref() == Some(d)),
+    };
+    chosen.and_then(size).unwrap_or(default)
 }
 
 impl CloudProvider for AwsProvider {

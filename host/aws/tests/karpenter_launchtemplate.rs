@@ -673,3 +673,155 @@ async fn efa_nodeclaims_get_an_efa_interface_per_network_card() {
         }
     }
 }
+
+// ----- Scheduling with the provider's instance types -----
+
+use support::scheduling::Cluster;
+
+const MIB: i64 = 1 << 20;
+
+/// Karpenter's suite NodePool over the instance types the provider offers `nc`.
+async fn cluster_for(p: &AwsProvider, nc: &EC2NodeClass, requirements: &[&str]) -> Cluster {
+    let types = p.instance_types(nc).await.unwrap();
+    assert!(!types.is_empty());
+    Cluster::new(types, nc.metadata.name.as_deref().unwrap(), requirements)
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:832
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:845
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:854
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:863
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:885
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:908
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:928
+#[tokio::test]
+async fn ephemeral_storage_requests_fit_the_20gi_root_volume_less_its_overhead() {
+    let moto = Moto::start();
+    let p = moto.provider("eph").await;
+    lab(&p, "eph").await;
+    let nc = resolved(&p, lab_nodeclass("eph")).await;
+    let base = cluster_for(&p, &nc, &[]).await;
+    let decide = |f: &dyn Fn(&mut Cluster)| {
+        let mut c = Cluster::new(base_catalog(&base), "lab-general", &[]);
+        f(&mut c);
+        c.decide()
+    };
+    // A DaemonSet's ephemeral storage is overhead the pod still fits beside.
+    let d = decide(&|c| {
+        c.daemonset("ds", "{cpu: \"1\", memory: 1Gi, ephemeral-storage: 1Gi}").pending("p", "{}");
+    });
+    assert!(d.scheduled("p"));
+    for (request, fits) in [("1G", true), ("10Gi", true), ("19Gi", false), ("150Gi", false)] {
+        let d = decide(&|c| {
+            c.pending("p", &format!("{{ephemeral-storage: {request}}}"));
+        });
+        // 20Gi less 1Gi kube-reserved and the 2Gi (10%) eviction threshold: 17Gi.
+        assert_eq!(d.scheduled("p"), fits, "{request}");
+    }
+    // Two 10Gi pods need two nodes; a 150Gi one none, while a 10Gi one still schedules.
+    let d = decide(&|c| {
+        c.pending("a", "{ephemeral-storage: 10Gi}").pending("b", "{ephemeral-storage: 10Gi}");
+    });
+    assert!(d.scheduled("a") && d.scheduled("b"));
+    assert_eq!(d.plan.nodeclaims.len(), 2);
+    let d = decide(&|c| {
+        c.pending("small", "{ephemeral-storage: 10Gi}").pending("big", "{ephemeral-storage: 150Gi}");
+    });
+    assert!(d.scheduled("small") && !d.scheduled("big"));
+}
+
+/// The instance types a cluster was made with.
+fn base_catalog(c: &Cluster) -> Vec<tenon_core::instancetype::InstanceType> {
+    c.catalog()
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:939
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:966
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:996
+#[tokio::test]
+async fn the_root_volume_is_the_familys_device_the_last_custom_mapping_or_the_marked_one() {
+    let moto = Moto::start();
+    let p = moto.provider("root").await;
+    lab(&p, "root").await;
+    let mapping = |device: &str, size: &str, root: bool| tenon_api::ec2nodeclass::BlockDeviceMapping {
+        device_name: Some(device.into()),
+        ebs: Some(tenon_api::ec2nodeclass::BlockDevice {
+            volume_size: Some(k8s_openapi::apimachinery::pkg::api::resource::Quantity(size.into())),
+            ..Default::default()
+        }),
+        root_volume: root,
+    };
+    let cases = [
+        // AL2023 keeps the pods on /dev/xvda.
+        ("al2023", "AL2023", vec![mapping("/dev/xvda", "50G", false), mapping("/dev/xvdb", "20G", false)]),
+        // A Custom AMI's root is unknown: the last mapping is taken.
+        ("custom", "Custom", vec![mapping("/dev/xvda", "20G", false), mapping("/dev/xvdb", "40G", false)]),
+        // Unless a mapping says it is the root.
+        (
+            "marked",
+            "Custom",
+            vec![
+                mapping("/dev/xvda", "20G", false),
+                mapping("/dev/xvdb", "40G", true),
+                mapping("/dev/xvdc", "20G", false),
+            ],
+        ),
+    ];
+    for (name, family, mappings) in cases {
+        let nc = lab_with(&p, "root", name, |nc| {
+            nc.spec.ami_family = Some(family.into());
+            nc.spec.block_device_mappings = mappings;
+            if family == "Custom" {
+                nc.spec.user_data = Some("#!/bin/sh\n".into());
+            }
+        })
+        .await;
+        let mut c = cluster_for(&p, &nc, &[]).await;
+        // Fits only if the larger volume holds the pods.
+        let d = c.pending("p", "{ephemeral-storage: 25Gi}").decide();
+        assert!(d.scheduled("p"), "{name}");
+    }
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1059
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1113
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1142
+#[tokio::test]
+async fn memory_overhead_follows_the_pods_each_family_counts() {
+    let moto = Moto::start();
+    let mut p = moto.provider("ovh").await;
+    p.settings.capacity.vm_memory_overhead = 0.0;
+    lab(&p, "ovh").await;
+    for (name, family, max_pods, want_mib) in [
+        // kube-reserved 11Mi × 58 ENI-limited pods + 255Mi, and the 100Mi eviction threshold.
+        ("al2", "AL2", None, 993),
+        ("br", "Bottlerocket", None, 993),
+        ("br110", "Bottlerocket", Some(110), 11 * 110 + 255 + 100),
+    ] {
+        let nc = lab_with(&p, "ovh", name, |nc| {
+            nc.spec.ami_family = Some(family.into());
+            nc.spec.kubelet = Some(tenon_api::ec2nodeclass::KubeletConfiguration { max_pods, ..Default::default() });
+        })
+        .await;
+        let types = p.instance_types(&nc).await.unwrap();
+        let m5 = types.iter().find(|t| t.name == "m5.xlarge").unwrap();
+        assert_eq!(m5.overhead.memory, want_mib * MIB, "{name}");
+    }
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:569
+#[tokio::test]
+async fn nodes_get_their_os_architecture_and_instance_type() {
+    let moto = Moto::start();
+    let p = moto.provider("lbl").await;
+    lab(&p, "lbl").await;
+    let nc = resolved(&p, lab_nodeclass("lbl")).await;
+    let mut c = cluster_for(&p, &nc, &[]).await;
+    let d = c.pending("p", "{}").decide();
+    for t in d.options("p") {
+        let labels = t.labels();
+        for key in ["kubernetes.io/os", "kubernetes.io/arch", "node.kubernetes.io/instance-type"] {
+            assert!(labels.contains_key(key), "{}: {key}", t.name);
+        }
+    }
+}

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod lab;
+pub mod scheduling;
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
