@@ -16,6 +16,25 @@ use tenon_core::catalog::{AwsCatalogOptions, SPOT_PRICE_MODEL_FACTOR, instance_t
 use tenon_core::cloud::CloudError;
 use tenon_core::instancetype::InstanceType;
 
+/// What a NodeClass does with an instance type's local NVMe disks (`spec.instanceStorePolicy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InstanceStore {
+    /// Left alone: pods' ephemeral storage is on the root volume.
+    #[default]
+    Unused,
+    /// Striped into one RAID0 array that holds the pods' ephemeral storage.
+    Raid0,
+}
+
+impl InstanceStore {
+    pub fn of(nc: &tenon_api::EC2NodeClass) -> InstanceStore {
+        match nc.spec.instance_store_policy.as_deref() {
+            Some("RAID0") => InstanceStore::Raid0,
+            _ => InstanceStore::Unused,
+        }
+    }
+}
+
 /// What the APIs said, before it is shaped into instance types.
 #[derive(Clone, Debug, Default)]
 pub struct RawCatalog {
@@ -34,7 +53,17 @@ pub struct RawCatalog {
 impl RawCatalog {
     /// Instance types offered in `zones` (all zones when empty).
     pub fn instance_types(&self, zones: &[String], opts: &AwsCatalogOptions) -> Vec<InstanceType> {
-        self.shape(self.types.iter(), zones, opts)
+        self.shape(self.types.iter(), zones, opts, InstanceStore::Unused)
+    }
+
+    /// As [`RawCatalog::instance_types`], with the NodeClass' use of instance storage.
+    pub fn instance_types_with(
+        &self,
+        zones: &[String],
+        opts: &AwsCatalogOptions,
+        store: InstanceStore,
+    ) -> Vec<InstanceType> {
+        self.shape(self.types.iter(), zones, opts, store)
     }
 
     /// The named instance types, in every zone offering them.
@@ -42,8 +71,9 @@ impl RawCatalog {
         &self,
         names: &std::collections::BTreeSet<&str>,
         opts: &AwsCatalogOptions,
+        store: InstanceStore,
     ) -> Vec<InstanceType> {
-        self.shape(self.types.iter().filter(|(n, _)| names.contains(n.as_str())), &[], opts)
+        self.shape(self.types.iter().filter(|(n, _)| names.contains(n.as_str())), &[], opts, store)
     }
 
     fn shape<'a>(
@@ -51,9 +81,17 @@ impl RawCatalog {
         types: impl Iterator<Item = (&'a String, &'a Value)>,
         zones: &[String],
         opts: &AwsCatalogOptions,
+        store: InstanceStore,
     ) -> Vec<InstanceType> {
         let mut out = Vec::new();
         for (name, info) in types {
+            // Striped instance storage holds the pods' ephemeral storage: its size, in the GB
+            // (10^9 bytes) EC2 states it in, replaces the root volume's.
+            let raid0 = info["InstanceStorageInfo"]["TotalSizeInGB"].as_i64().filter(|_| store == InstanceStore::Raid0);
+            let opts = &match raid0 {
+                Some(gb) => AwsCatalogOptions { root_volume_bytes: gb * 1_000_000_000, ..opts.clone() },
+                None => opts.clone(),
+            };
             let Some(price) = self.on_demand.get(name) else { continue };
             let zs: Vec<&str> = self
                 .zones

@@ -128,7 +128,7 @@ impl AwsProvider {
         if zones.is_empty() {
             return Ok(Vec::new());
         }
-        let mut types = raw.instance_types(&zones, &self.catalog_options(nc));
+        let mut types = raw.instance_types_with(&zones, &self.catalog_options(nc), catalog::InstanceStore::of(nc));
         let now = Instant::now();
         for t in &mut types {
             for o in &mut t.offerings {
@@ -161,11 +161,8 @@ impl AwsProvider {
         names: &std::collections::BTreeSet<&str>,
     ) -> Result<std::collections::BTreeMap<String, tenon_core::resources::Resources>, CloudError> {
         let raw = self.catalog().await?;
-        Ok(raw
-            .instance_types_named(names, &self.catalog_options(nc))
-            .into_iter()
-            .map(|t| (t.name, t.capacity))
-            .collect())
+        let types = raw.instance_types_named(names, &self.catalog_options(nc), catalog::InstanceStore::of(nc));
+        Ok(types.into_iter().map(|t| (t.name, t.capacity)).collect())
     }
 
     /// Launches a NodeClaim (as [`CloudProvider::create`]) that requests the resources named in

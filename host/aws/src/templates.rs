@@ -4,6 +4,7 @@
 //! data bootstraps the node with the NodeClaim's labels and taints. Pure: the caller creates
 //! the templates.
 
+use crate::catalog::InstanceStore;
 use crate::launch_template::{self, IpFamily, LaunchTemplateSpec};
 use crate::userdata::{self, ClusterInfo, NodeBootstrap};
 use crate::{LaunchSettings, TAG_NODECLASS};
@@ -105,7 +106,13 @@ pub fn resolve(l: &Launch, choices: &[Choice]) -> Result<Vec<(LaunchTemplateSpec
         if let Some(pods) = pods {
             kubelet.max_pods = i32::try_from(pods).ok();
         }
-        let bootstrap = NodeBootstrap { labels: labels.clone(), taints: taints.clone(), kubelet };
+        let bootstrap = NodeBootstrap {
+            labels: labels.clone(),
+            taints: taints.clone(),
+            kubelet,
+            raid0: InstanceStore::of(nc) == InstanceStore::Raid0,
+            bottlerocket_bind_dirs: !bottlerocket_binds_by_default(bottlerocket_version(nc).as_deref()),
+        };
         let user_data = userdata::render(&family, l.cluster, &bootstrap, nc.spec.user_data.as_deref())
             .map_err(|e| not_ready(nc, e.to_string()))?;
         let spec = LaunchTemplateSpec {
@@ -130,4 +137,41 @@ pub fn resolve(l: &Launch, choices: &[Choice]) -> Result<Vec<(LaunchTemplateSpec
         out.push((spec, served));
     }
     Ok(out)
+}
+
+/// The Bottlerocket version a NodeClass launches, as Karpenter reads it: its alias' version,
+/// else the `v<x.y.z>` part of a name term, else of the name of a resolved Bottlerocket AMI
+/// (one an id term selects first).
+pub fn bottlerocket_version(nc: &EC2NodeClass) -> Option<String> {
+    let from_name = |name: &str| name.split('-').find(|p| p.starts_with('v') && p.contains('.')).map(str::to_string);
+    if let Some(alias) = nc.alias() {
+        return Some(alias.version);
+    }
+    let terms = &nc.spec.ami_selector_terms;
+    if let Some(v) = terms.iter().filter_map(|t| t.name.as_deref()).find_map(from_name) {
+        return Some(v);
+    }
+    let amis = nc.status.as_ref().map(|s| s.amis.as_slice()).unwrap_or_default();
+    let bottlerocket = |id: Option<&str>| {
+        amis.iter()
+            .filter(|a| id.is_none_or(|id| a.id == id))
+            .filter_map(|a| a.name.as_deref().filter(|n| n.contains("bottlerocket")))
+            .find_map(from_name)
+    };
+    terms.iter().filter_map(|t| t.id.as_deref()).find_map(|id| bottlerocket(Some(id))).or_else(|| bottlerocket(None))
+}
+
+/// Whether Bottlerocket `version` binds the kubelet's directories onto the instance-storage
+/// array by itself (from 1.46.0; `latest` is taken as the newest). An unknown version is not
+/// assumed to.
+pub fn bottlerocket_binds_by_default(version: Option<&str>) -> bool {
+    let Some(v) = version else { return false };
+    if v == "latest" {
+        return true;
+    }
+    let mut parts = v.trim_start_matches('v').split('.').map(|p| p.parse::<u32>());
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(Ok(major)), Some(Ok(minor)), Some(_)) => major > 1 || (major == 1 && minor >= 46),
+        _ => false,
+    }
 }

@@ -41,6 +41,12 @@ pub struct NodeBootstrap {
     /// The EC2NodeClass' `spec.kubelet` with Tenon's defaults filled in: the capacity model
     /// plans with these values, so the kubelet must run with them.
     pub kubelet: KubeletConfiguration,
+    /// Stripe the instance's NVMe disks into one RAID0 array for pods' ephemeral storage
+    /// (`spec.instanceStorePolicy: RAID0`).
+    pub raid0: bool,
+    /// Bottlerocket before 1.46.0 binds no directories onto the array unless told which
+    /// (the kubelet's, containerd's and pod logs').
+    pub bottlerocket_bind_dirs: bool,
 }
 
 #[derive(Debug, Error, PartialEq)]
@@ -128,6 +134,9 @@ fn node_config(cluster: &ClusterInfo, node: &NodeBootstrap) -> Result<String, Us
     s.push_str(&format!("    apiServerEndpoint: {}\n", yaml_str(&cluster.endpoint)));
     s.push_str(&format!("    certificateAuthority: {}\n", yaml_str(&cluster.ca_bundle)));
     s.push_str(&format!("    cidr: {}\n", yaml_str(&cluster.service_cidr)));
+    if node.raid0 {
+        s.push_str("  instance:\n    localStorage:\n      strategy: RAID0\n");
+    }
     // The kubelet block as KubeletConfiguration JSON (a YAML flow mapping), with the taints
     // the node registers with.
     let mut config = match serde_json::to_value(&node.kubelet) {
@@ -293,6 +302,25 @@ fn bottlerocket(cluster: &ClusterInfo, node: &NodeBootstrap, custom: Option<&str
         }
     }
     k8s.insert("node-taints".into(), Value::Table(taints));
+    if node.raid0 {
+        let commands = settings.entry("bootstrap-commands").or_insert_with(|| Value::Table(Table::new()));
+        let Value::Table(commands) = commands else {
+            return Err(UserDataError::BottlerocketToml("`settings.bootstrap-commands` must be a table".into()));
+        };
+        let words = |w: &[&str]| Value::Array(w.iter().map(|s| Value::String(s.to_string())).collect());
+        let mut bind = vec!["apiclient", "ephemeral-storage", "bind"];
+        if node.bottlerocket_bind_dirs {
+            bind.extend(["--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"]);
+        }
+        let mut mount = Table::new();
+        mount.insert(
+            "commands".into(),
+            Value::Array(vec![words(&["apiclient", "ephemeral-storage", "init"]), words(&bind)]),
+        );
+        mount.insert("mode".into(), Value::String("always".into()));
+        mount.insert("essential".into(), Value::Boolean(true));
+        commands.insert("000-mount-instance-storage".into(), Value::Table(mount));
+    }
     Ok(root.to_string())
 }
 
@@ -358,6 +386,7 @@ mod tests {
             ]),
             taints: vec![Taint { key: "dedicated".into(), value: "batch".into(), effect: Effect::NoSchedule }],
             kubelet: KubeletConfiguration { max_pods: Some(58), ..Default::default() },
+            ..Default::default()
         }
     }
 

@@ -825,3 +825,130 @@ async fn nodes_get_their_os_architecture_and_instance_type() {
         }
     }
 }
+const GB: i64 = 1_000_000_000;
+const GIB: i64 = 1 << 30;
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:872
+#[tokio::test]
+async fn with_raid0_instance_storage_is_the_ephemeral_storage() {
+    let moto = Moto::start();
+    let p = moto.provider("raid").await;
+    lab(&p, "raid").await;
+    let nc = lab_with(&p, "raid", "raid0", |nc| nc.spec.instance_store_policy = Some("RAID0".into())).await;
+    let types = p.instance_types(&nc).await.unwrap();
+    let m6idn = types.iter().find(|t| t.name == "m6idn.32xlarge").unwrap();
+    assert_eq!(m6idn.capacity.ephemeral_storage, 7600 * GB, "its four 1900 GB NVMe disks");
+    let m5 = types.iter().find(|t| t.name == "m5.large").unwrap();
+    assert_eq!(m5.capacity.ephemeral_storage, 20 * GIB, "no instance storage: the root volume");
+    let mut c = Cluster::new(types.clone(), "raid0", &[]);
+    let d = c.pending("p", "{ephemeral-storage: 5000Gi}").decide();
+    assert!(d.scheduled("p"));
+    let raw = p.catalog().await.unwrap();
+    for t in d.options("p") {
+        let disks = raw.types[&t.name]["InstanceStorageInfo"]["TotalSizeInGB"].as_i64().unwrap();
+        assert_eq!(t.capacity.ephemeral_storage, disks * GB, "{}", t.name);
+        assert!(t.capacity.ephemeral_storage > 5000 * GIB, "{}", t.name);
+    }
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2377
+#[tokio::test]
+async fn al2023_raid0_nodes_stripe_their_instance_storage() {
+    let moto = Moto::start();
+    let p = moto.provider("raid23").await;
+    lab(&p, "raid23").await;
+    let nc = lab_with(&p, "raid23", "raid0", |nc| nc.spec.instance_store_policy = Some("RAID0".into())).await;
+    let made = launch(&p, &nc, "raid0-a").await;
+    assert!(!made.is_empty());
+    for d in &made {
+        assert_eq!(generated_config(&user_data(d))["spec"]["instance"]["localStorage"]["strategy"], yaml("RAID0"));
+    }
+    let plain = launch(&p, &resolved(&p, lab_nodeclass("raid23")).await, "plain-a").await;
+    assert!(generated_config(&user_data(&plain[0]))["spec"].get("instance").is_none(), "only when asked for");
+}
+
+/// A Bottlerocket NodeClass choosing its AMI by `terms` (flow YAML), with the lab's AMIs in its
+/// status (moto serves no Bottlerocket parameters or images), and `custom` user data.
+async fn bottlerocket_with(
+    p: &AwsProvider,
+    cluster: &str,
+    name: &str,
+    terms: &str,
+    custom: Option<&str>,
+) -> EC2NodeClass {
+    let lab_amis = resolved(p, lab_nodeclass(cluster)).await.status.unwrap().amis;
+    let mut nc = lab_with(p, cluster, name, |nc| {
+        nc.spec.ami_family = Some("Bottlerocket".into());
+        nc.spec.ami_selector_terms = serde_yaml::from_str(terms).unwrap();
+        nc.spec.instance_store_policy = Some("RAID0".into());
+        nc.spec.user_data = custom.map(str::to_string);
+    })
+    .await;
+    nc.status.as_mut().unwrap().amis = lab_amis;
+    nc
+}
+
+/// The bootstrap command that mounts instance storage, as Bottlerocket takes it, binding the
+/// given directories (none: Bottlerocket's default ones).
+fn mount_command(dirs: &[&str]) -> toml::Table {
+    let bind: Vec<String> = ["'apiclient'", "'ephemeral-storage'", "'bind'"]
+        .into_iter()
+        .map(str::to_string)
+        .chain((!dirs.is_empty()).then(|| "'--dirs'".to_string()))
+        .chain(dirs.iter().map(|d| format!("'{d}'")))
+        .collect();
+    toml(&format!(
+        "commands = [['apiclient', 'ephemeral-storage', 'init'], [{}]]\nmode = 'always'\nessential = true",
+        bind.join(", ")
+    ))
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1506
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1550
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1566
+#[tokio::test]
+async fn bottlerocket_raid0_nodes_mount_instance_storage_at_boot() {
+    let moto = Moto::start();
+    let p = moto.provider("raidbr").await;
+    lab(&p, "raidbr").await;
+    let explicit = ["/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"];
+    for (name, terms, dirs) in [
+        // Bottlerocket binds the kubelet's directories itself from 1.46.0.
+        ("latest", "[{alias: bottlerocket@latest}]", &[][..]),
+        ("v1-46-0", "[{alias: bottlerocket@v1.46.0}]", &[][..]),
+        ("v1-45-0", "[{alias: bottlerocket@v1.45.0}]", &explicit[..]),
+        // A name term's version counts too; no version known: name the directories.
+        ("named", "[{name: bottlerocket-aws-k8s-1.33-x86_64-v1.47.1-*}]", &[][..]),
+        ("unknown", "[{tags: {karpenter.sh/discovery: raidbr}}]", &explicit[..]),
+    ] {
+        let nc = bottlerocket_with(&p, "raidbr", name, terms, None).await;
+        let made = launch(&p, &nc, &format!("{name}-a")).await;
+        assert!(!made.is_empty(), "{name}");
+        for d in &made {
+            let settings = toml(&user_data(d))["settings"].as_table().unwrap().clone();
+            assert_eq!(
+                settings["bootstrap-commands"]["000-mount-instance-storage"].as_table(),
+                Some(&mount_command(dirs)),
+                "{name}"
+            );
+        }
+    }
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1522
+#[tokio::test]
+async fn bottlerocket_raid0_mounting_runs_beside_the_users_bootstrap_commands() {
+    let moto = Moto::start();
+    let p = moto.provider("raidmix").await;
+    lab(&p, "raidmix").await;
+    let custom = "[settings.bootstrap-commands.111-say-hello]\ncommands = [['echo', 'hello']]\nmode = 'always'\nessential = true\n";
+    let nc = bottlerocket_with(&p, "raidmix", "mixed", "[{alias: bottlerocket@latest}]", Some(custom)).await;
+    let made = launch(&p, &nc, "mixed-a").await;
+    assert!(!made.is_empty());
+    for d in &made {
+        let commands = toml(&user_data(d))["settings"]["bootstrap-commands"].as_table().unwrap().clone();
+        let mut want = toml(custom)["settings"]["bootstrap-commands"].as_table().unwrap().clone();
+        want.insert("000-mount-instance-storage".into(), mount_command(&[]).into());
+        assert_eq!(commands, want);
+    }
+}
