@@ -952,3 +952,57 @@ async fn bottlerocket_raid0_mounting_runs_beside_the_users_bootstrap_commands() 
         assert_eq!(commands, want);
     }
 }
+
+// ----- IPv6 clusters -----
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2844
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2845
+#[test]
+fn the_cluster_ip_family_is_its_dns_addresss() {
+    use tenon_aws::launch_template::IpFamily;
+    assert_eq!(IpFamily::of(Some("10.0.100.10".parse().unwrap())), IpFamily::Ipv4);
+    assert_eq!(IpFamily::of(Some("fd01:99f0:d47b::a".parse().unwrap())), IpFamily::Ipv6);
+    assert_eq!(IpFamily::of(None), IpFamily::Ipv4, "unknown: IPv4, EKS's default");
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2684
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2685
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2686
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2687
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2879
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2880
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2881
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2882
+#[tokio::test]
+async fn ipv6_clusters_give_nodes_a_primary_ipv6_address_and_ipv6_prefixes() {
+    let moto = Moto::start();
+    let mut p = moto.provider("ipv6").await;
+    p.launch.cluster_dns = Some("fd4b:121b:812b::a".parse().unwrap());
+    lab(&p, "ipv6").await;
+    for count in [0, 1, 10, 100] {
+        let nc = lab_with(&p, "ipv6", &format!("prefix-{count}"), |nc| nc.spec.ip_prefix_count = Some(count)).await;
+        let made = launch(&p, &nc, &format!("prefix-{count}-a")).await;
+        let ni = &made[0].network_interfaces()[0];
+        assert_eq!((ni.ipv6_prefix_count(), ni.ipv4_prefix_count()), (Some(count), None), "ipPrefixCount {count}");
+    }
+    // (public IP set, its value, EFA requested)
+    for (set, public, efa) in [(false, true, false), (false, false, true), (true, true, true), (true, false, false)] {
+        let name = format!("v6-{set}-{public}-{efa}");
+        let nc = lab_with(&p, "ipv6", &name, |nc| {
+            if set {
+                nc.spec.associate_public_ip_address = Some(public);
+            }
+        })
+        .await;
+        let requested: &[&str] = if efa { &[EFA] } else { &[] };
+        let made =
+            launch_requesting(&p, &nc, &name, vec![option("c5n.18xlarge", "us-east-1a", "amd64")], requested).await;
+        assert_eq!(made.len(), 1, "{name}");
+        let ni = &made[0].network_interfaces()[0];
+        if efa {
+            assert_eq!(ni.interface_type(), Some("efa"), "{name}");
+        }
+        assert_eq!(ni.associate_public_ip_address(), set.then_some(public), "{name}");
+        assert_eq!((ni.ipv6_address_count(), ni.primary_ipv6()), (Some(1), Some(true)), "{name}");
+    }
+}
