@@ -164,6 +164,7 @@ pub(crate) async fn create(
     let mut configs = Vec::new();
     for (spec, served) in templates::resolve(&launch, &choices)? {
         let lt = launch_template::ensure(&p.clients.ec2, &spec).await?;
+        p.metrics.set_userdata_bytes(req.nodeclass.metadata.name.as_deref().unwrap_or_default(), spec.user_data.len());
         let mut cfg = FleetLaunchTemplateConfigRequest::builder().launch_template_specification(
             FleetLaunchTemplateSpecificationRequest::builder().launch_template_name(lt).version("$Latest").build(),
         );

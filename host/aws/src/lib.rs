@@ -14,6 +14,7 @@ pub mod fleet;
 pub mod instances;
 pub mod interruption;
 pub mod launch_template;
+pub mod metrics;
 pub mod nodeclass;
 pub mod profile;
 pub mod templates;
@@ -87,6 +88,8 @@ pub struct AwsProvider {
     pub settings: Settings,
     pub launch: LaunchSettings,
     pub unavailable: UnavailableOfferings,
+    /// The provider's series, for the controller's `/metrics`.
+    pub metrics: metrics::Metrics,
     catalog: tokio::sync::Mutex<Option<(Instant, Arc<RawCatalog>)>>,
 }
 
@@ -102,6 +105,7 @@ impl AwsProvider {
             settings,
             launch: LaunchSettings::default(),
             unavailable: UnavailableOfferings::default(),
+            metrics: metrics::Metrics::default(),
             catalog: tokio::sync::Mutex::new(None),
         }
     }
@@ -198,6 +202,7 @@ impl AwsProvider {
     pub async fn finalize_nodeclass(&self, nc: &EC2NodeClass) -> Result<(), CloudError> {
         let name = nc.metadata.name.clone().unwrap_or_default();
         launch_template::delete_for(&self.clients.ec2, &self.settings.cluster.name, &name).await?;
+        self.metrics.forget_nodeclass(&name);
         profile::delete(&self.clients.iam, &self.settings.cluster.name, &self.settings.region, nc).await
     }
 
@@ -210,6 +215,7 @@ impl AwsProvider {
         for name in launch_template::nodeclasses_with_templates(&self.clients.ec2, cluster).await? {
             if !nodeclasses.contains(&name) {
                 n += launch_template::delete_for(&self.clients.ec2, cluster, &name).await?;
+                self.metrics.forget_nodeclass(&name);
             }
         }
         n += profile::delete_unless(&self.clients.iam, cluster, &self.settings.region, nodeclasses).await?;

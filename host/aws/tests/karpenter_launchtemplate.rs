@@ -1006,3 +1006,25 @@ async fn ipv6_clusters_give_nodes_a_primary_ipv6_address_and_ipv6_prefixes() {
         assert_eq!((ni.ipv6_address_count(), ni.primary_ipv6()), (Some(1), Some(true)), "{name}");
     }
 }
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1172
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1189
+#[tokio::test]
+async fn the_user_data_size_is_a_gauge_per_nodeclass_until_its_templates_go() {
+    let moto = Moto::start();
+    let p = moto.provider("udb").await;
+    lab(&p, "udb").await;
+    let nc = resolved(&p, lab_nodeclass("udb")).await;
+    let made = launch(&p, &nc, "udb-a").await;
+    // The size EC2 limits: the decoded bytes, of one of the NodeClass' templates.
+    let sizes: Vec<f64> = made.iter().map(|d| user_data(d).len() as f64).collect();
+    let gauge = p.metrics.userdata_bytes("lab-general").expect("a series for the NodeClass");
+    assert!(sizes.contains(&gauge), "{gauge} not among {sizes:?}");
+    assert!(gauge < 16384.0);
+    let series = format!("karpenter_ec2nodeclasses_userdata_bytes{{nodeclass=\"lab-general\"}} {gauge}");
+    assert!(p.metrics.render().contains(&series), "{}", p.metrics.render());
+    // Deleting the NodeClass' templates removes the series rather than zeroing it.
+    p.finalize_nodeclass(&nc).await.unwrap();
+    assert_eq!(p.metrics.userdata_bytes("lab-general"), None);
+    assert!(!p.metrics.render().contains("nodeclass=\"lab-general\""), "{}", p.metrics.render());
+}
