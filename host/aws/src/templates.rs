@@ -175,3 +175,195 @@ pub fn bottlerocket_binds_by_default(version: Option<&str>) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tenon_api::ec2nodeclass::KubeletConfiguration;
+
+    fn nodeclass() -> EC2NodeClass {
+        serde_yaml::from_str(
+            r#"
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: test}
+spec:
+  role: r
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {a: b}}]
+  securityGroupSelectorTerms: [{tags: {a: b}}]
+status:
+  subnets: [{id: subnet-a, zone: us-east-1a}]
+  securityGroups: [{id: sg-1}]
+  amis: [{id: ami-1, requirements: []}]
+  instanceProfile: profile
+"#,
+        )
+        .unwrap()
+    }
+
+    fn cluster() -> ClusterInfo {
+        ClusterInfo {
+            name: "test".into(),
+            endpoint: "https://test".into(),
+            ca_bundle: "Q0E=".into(),
+            service_cidr: "10.100.0.0/16".into(),
+        }
+    }
+
+    /// What varies from the base launch, each change on its own.
+    #[derive(Clone, Default)]
+    struct Inputs {
+        nc: Option<EC2NodeClass>,
+        cluster: Option<ClusterInfo>,
+        settings: Option<LaunchSettings>,
+        labels: BTreeMap<String, String>,
+        taints: Vec<Taint>,
+        capacity_type: Option<String>,
+        requested: BTreeSet<String>,
+        tags: BTreeMap<String, String>,
+        choice: Option<Choice>,
+    }
+
+    fn choice() -> Choice {
+        Choice { ami: "ami-1".into(), pods: Some(29), efa: 0 }
+    }
+
+    /// The templates' names for `inputs`.
+    fn names(i: &Inputs, choices: &[Choice]) -> Vec<String> {
+        let nc = i.nc.clone().unwrap_or_else(nodeclass);
+        let cluster = i.cluster.clone().unwrap_or_else(cluster);
+        let settings = i.settings.clone().unwrap_or_default();
+        let capacity_type = i.capacity_type.clone().unwrap_or_else(|| "on-demand".into());
+        let l = Launch {
+            nodeclass: &nc,
+            cluster: &cluster,
+            settings: &settings,
+            region: "us-east-1",
+            nodepool: "default",
+            labels: &i.labels,
+            taints: i.taints.clone(),
+            capacity_type: &capacity_type,
+            requested: &i.requested,
+            tags: &i.tags,
+        };
+        resolve(&l, choices).unwrap().into_iter().map(|(spec, _)| spec.name()).collect()
+    }
+
+    fn name(i: &Inputs) -> String {
+        let names = names(i, &[i.choice.clone().unwrap_or_else(choice)]);
+        assert_eq!(names.len(), 1);
+        names.into_iter().next().unwrap()
+    }
+
+    fn all_distinct(variants: &[Inputs]) {
+        let names: Vec<String> = variants.iter().map(name).collect();
+        let unique: BTreeSet<&String> = names.iter().collect();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+    }
+
+    fn with_nc(f: impl FnOnce(&mut EC2NodeClass)) -> Inputs {
+        let mut nc = nodeclass();
+        f(&mut nc);
+        Inputs { nc: Some(nc), ..Default::default() }
+    }
+
+    fn with_cluster(f: impl FnOnce(&mut ClusterInfo)) -> Inputs {
+        let mut c = cluster();
+        f(&mut c);
+        Inputs { cluster: Some(c), ..Default::default() }
+    }
+
+    fn with_kubelet(k: KubeletConfiguration) -> Inputs {
+        with_nc(|nc| nc.spec.kubelet = Some(k))
+    }
+
+    fn map(k: &str, v: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([(k.to_string(), v.to_string())])
+    }
+
+    /// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:449
+    #[test]
+    fn each_launch_option_names_its_own_template() {
+        all_distinct(&[
+            Inputs::default(),
+            with_cluster(|c| c.name = "test-name".into()),
+            with_cluster(|c| c.endpoint = "test-endpoint".into()),
+            with_cluster(|c| c.service_cidr = "10.200.0.0/16".into()),
+            with_nc(|nc| nc.status.as_mut().unwrap().instance_profile = Some("test-profile".into())),
+            with_nc(|nc| nc.spec.instance_store_policy = Some("RAID0".into())),
+            with_nc(|nc| nc.status.as_mut().unwrap().security_groups[0].id = "sg-test".into()),
+            Inputs { tags: map("test-key", "test-value"), ..Default::default() },
+            Inputs {
+                settings: Some(LaunchSettings {
+                    cluster_dns: Some("192.0.0.2".parse().unwrap()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            with_nc(|nc| nc.spec.associate_public_ip_address = Some(true)),
+            with_nc(|nc| nc.metadata.name = Some("test-name".into())),
+        ]);
+    }
+
+    /// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:485
+    #[test]
+    fn each_kubelet_setting_names_its_own_template() {
+        all_distinct(&[
+            Inputs::default(),
+            with_kubelet(KubeletConfiguration { kube_reserved: map("cpu", "20"), ..Default::default() }),
+            with_kubelet(KubeletConfiguration { system_reserved: map("memory", "10Gi"), ..Default::default() }),
+            with_kubelet(KubeletConfiguration { eviction_hard: map("memory.available", "52%"), ..Default::default() }),
+            with_kubelet(KubeletConfiguration { eviction_soft: map("nodefs.available", "132%"), ..Default::default() }),
+            with_kubelet(KubeletConfiguration { max_pods: Some(20), ..Default::default() }),
+        ]);
+    }
+
+    /// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:518
+    #[test]
+    fn each_bootstrap_option_names_its_own_template() {
+        all_distinct(&[
+            Inputs::default(),
+            with_cluster(|c| c.name = "test-name".into()),
+            with_cluster(|c| c.endpoint = "test-endpoint".into()),
+            with_cluster(|c| c.service_cidr = "test-cidr".into()),
+            Inputs {
+                taints: vec![Taint { key: "test-key".into(), value: "test-value".into(), effect: Effect::NoSchedule }],
+                ..Default::default()
+            },
+            Inputs { labels: map("test-key", "test-value"), ..Default::default() },
+            with_cluster(|c| c.ca_bundle = "dGVzdC1idW5kbGU=".into()),
+            with_nc(|nc| nc.spec.user_data = Some("test-cidr".into())),
+        ]);
+    }
+
+    /// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:538
+    #[test]
+    fn each_template_setting_names_its_own_template() {
+        let mapping = tenon_api::ec2nodeclass::BlockDeviceMapping {
+            device_name: Some("test-block".into()),
+            ..Default::default()
+        };
+        all_distinct(&[
+            Inputs::default(),
+            with_nc(|nc| nc.spec.block_device_mappings = vec![mapping]),
+            Inputs { choice: Some(Choice { ami: "test-ami".into(), ..choice() }), ..Default::default() },
+            with_nc(|nc| nc.spec.detailed_monitoring = Some(true)),
+            Inputs {
+                choice: Some(Choice { efa: 12, ..choice() }),
+                requested: BTreeSet::from([wk::RESOURCE_EFA.to_string()]),
+                ..Default::default()
+            },
+            Inputs { capacity_type: Some("spot".into()), ..Default::default() },
+            Inputs { requested: BTreeSet::from([RESOURCE_NITRO_SANDBOX.to_string()]), ..Default::default() },
+        ]);
+    }
+
+    /// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:555
+    #[test]
+    fn instance_types_alike_share_a_template() {
+        // Two types with the same AMI and max pods (the choice is all a template sees of them).
+        let both = names(&Inputs::default(), &[choice(), choice()]);
+        assert_eq!(both, [name(&Inputs::default())]);
+    }
+}

@@ -586,3 +586,25 @@ async fn an_ssm_failure_other_than_not_found_fails_the_resolution() {
     }
     assert!(proxy.seen.load(std::sync::atomic::Ordering::SeqCst) >= 1);
 }
+
+/// karpenter-provider-aws:pkg/providers/amifamily/suite_test.go:1240
+#[test]
+fn a_kubelet_block_that_cannot_be_read_leaves_no_nodeclass_to_launch_from() {
+    // clusterDNS is a list: a bare string cannot be read, and no defaults stand in for it.
+    let doc = serde_json::json!({
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "test"},
+        "spec": {
+            "role": "r",
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [{"tags": {"a": "b"}}],
+            "securityGroupSelectorTerms": [{"tags": {"a": "b"}}],
+            "kubelet": {"clusterDNS": "10.0.0.10"},
+        },
+    });
+    let decoded = tenon_api::decode::decode_and_validate(doc.clone());
+    assert!(decoded.object.is_none(), "a NodeClass was read from it");
+    assert!(decoded.problems.iter().any(|p| p.path.starts_with("spec.kubelet")), "{:?}", decoded.problems);
+    assert!(serde_json::from_value::<EC2NodeClass>(doc).is_err(), "the controller cannot read it either");
+}

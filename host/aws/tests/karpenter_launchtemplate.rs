@@ -1028,3 +1028,394 @@ async fn the_user_data_size_is_a_gauge_per_nodeclass_until_its_templates_go() {
     assert_eq!(p.metrics.userdata_bytes("lab-general"), None);
     assert!(!p.metrics.render().contains("nodeclass=\"lab-general\""), "{}", p.metrics.render());
 }
+
+// ----- The kubelet settings in the user data -----
+
+fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1233
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1255
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1277
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1297
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1322
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1347
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1360
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1373
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1412
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1425
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1438
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2258
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2265
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2272
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2279
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2291
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2303
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2306
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2309
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2312
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2315
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2318
+#[tokio::test]
+async fn al2023_node_configs_carry_the_nodeclass_kubelet_settings() {
+    use tenon_api::ec2nodeclass::KubeletConfiguration;
+    let moto = Moto::start();
+    let p = moto.provider("kub").await;
+    lab(&p, "kub").await;
+    let reserved = map(&[("cpu", "500m"), ("memory", "1Gi"), ("ephemeral-storage", "2Gi")]);
+    let thresholds = map(&[("memory.available", "10%"), ("nodefs.available", "15%"), ("nodefs.inodesFree", "5%")]);
+    let grace = map(&[("memory.available", "1m0s"), ("nodefs.available", "3m0s"), ("nodefs.inodesFree", "5m0s")]);
+    let all = KubeletConfiguration {
+        system_reserved: reserved.clone(),
+        kube_reserved: reserved.clone(),
+        eviction_hard: thresholds.clone(),
+        eviction_soft: thresholds.clone(),
+        eviction_soft_grace_period: grace.clone(),
+        eviction_max_pod_grace_period: Some(300),
+        pods_per_core: Some(2),
+        max_pods: Some(100),
+        cluster_dns: vec!["10.0.100.0".into()],
+        image_gc_high_threshold_percent: Some(50),
+        cpu_cfs_quota: Some(false),
+        ..Default::default()
+    };
+    let low = KubeletConfiguration { image_gc_low_threshold_percent: Some(50), ..Default::default() };
+    for (name, kubelet) in [("all", all), ("gc-low", low)] {
+        let nc = lab_with(&p, "kub", name, |nc| nc.spec.kubelet = Some(kubelet.clone())).await;
+        let made = launch(&p, &nc, &format!("{name}-a")).await;
+        assert!(!made.is_empty());
+        // Every field the NodeClass sets is in the inline config as the NodeClass wrote it.
+        let want = serde_json::to_value(&kubelet).unwrap();
+        for d in &made {
+            let config = generated_config(&user_data(d))["spec"]["kubelet"]["config"].clone();
+            let config: serde_json::Value = serde_json::to_value(config).unwrap();
+            for (field, value) in want.as_object().unwrap() {
+                assert_eq!(&config[field], value, "{name}: {field}");
+            }
+        }
+    }
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1637
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1661
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1685
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1725
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1749
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1967
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1987
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2022
+#[tokio::test]
+async fn bottlerocket_settings_carry_the_nodeclass_kubelet_settings() {
+    use tenon_api::ec2nodeclass::KubeletConfiguration;
+    let moto = Moto::start();
+    let p = moto.provider("brk").await;
+    lab(&p, "brk").await;
+    let reserved = map(&[("cpu", "2"), ("memory", "3Gi"), ("ephemeral-storage", "10Gi")]);
+    let thresholds = map(&[("memory.available", "10%"), ("nodefs.available", "15%"), ("nodefs.inodesFree", "5%")]);
+    let high = KubeletConfiguration {
+        system_reserved: reserved.clone(),
+        kube_reserved: reserved.clone(),
+        eviction_hard: thresholds.clone(),
+        eviction_soft: map(&[("memory.available", "10%")]),
+        eviction_soft_grace_period: map(&[("memory.available", "1m0s")]),
+        max_pods: Some(10),
+        image_gc_high_threshold_percent: Some(50),
+        cpu_cfs_quota: Some(false),
+        ..Default::default()
+    };
+    let low = KubeletConfiguration { image_gc_low_threshold_percent: Some(50), ..Default::default() };
+    let table = |m: &BTreeMap<String, String>| {
+        toml::Value::Table(m.iter().map(|(k, v)| (k.clone(), toml::Value::String(v.clone()))).collect())
+    };
+    for (name, kubelet) in [("high", high.clone()), ("low", low)] {
+        let nc = lab_with(&p, "brk", name, |nc| {
+            nc.spec.ami_family = Some("Bottlerocket".into());
+            nc.spec.kubelet = Some(kubelet.clone());
+        })
+        .await;
+        let made = launch(&p, &nc, &format!("{name}-a")).await;
+        assert!(!made.is_empty());
+        for d in &made {
+            let k = toml(&user_data(d))["settings"]["kubernetes"].as_table().unwrap().clone();
+            if name == "high" {
+                assert_eq!(k["system-reserved"], table(&high.system_reserved));
+                assert_eq!(k["kube-reserved"], table(&high.kube_reserved));
+                assert_eq!(k["eviction-hard"], table(&high.eviction_hard));
+                assert_eq!(k["eviction-soft"], table(&high.eviction_soft));
+                assert_eq!(k["eviction-soft-grace-period"], table(&high.eviction_soft_grace_period));
+                assert_eq!(k["max-pods"].as_integer(), Some(10));
+                assert_eq!(k["image-gc-high-threshold-percent"].as_str(), Some("50"));
+                assert_eq!(k["cpu-cfs-quota-enforced"].as_bool(), Some(false));
+            } else {
+                assert_eq!(k["image-gc-low-threshold-percent"].as_str(), Some("50"));
+            }
+        }
+    }
+}
+
+/// The node labels a launch's user data bootstraps with: AL2023's `--node-labels` flag, or
+/// Bottlerocket's `node-labels` table.
+fn bootstrapped_labels(ud: &str) -> BTreeMap<String, String> {
+    if let Ok(t) = ud.parse::<toml::Table>() {
+        let labels = t["settings"]["kubernetes"]["node-labels"].as_table().unwrap();
+        return labels.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string())).collect();
+    }
+    let config = generated_config(ud);
+    let flag = config["spec"]["kubelet"]["flags"][0].as_str().unwrap().to_string();
+    let list = flag.strip_prefix("--node-labels=").expect("the labels flag");
+    list.split(',').map(|kv| kv.split_once('=').unwrap()).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2040
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2059
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2179
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2202
+#[tokio::test]
+async fn nodepool_labels_and_single_value_requirements_reach_the_kubelet() {
+    let moto = Moto::start();
+    let p = moto.provider("lbls").await;
+    lab(&p, "lbls").await;
+    let desired = [("test-label-1", "value-1"), ("test-label-2", "value-2")];
+    let requirements: Vec<String> =
+        desired.iter().map(|(k, v)| format!("{{key: {k}, operator: In, values: [{v}]}}")).collect();
+    let requirements: Vec<&str> = requirements.iter().map(String::as_str).collect();
+    for family in ["AL2023", "Bottlerocket"] {
+        for how in ["template labels", "requirements"] {
+            // A NodeClass each, so that each launch makes its own template.
+            let name = format!("{}-{}", family.to_lowercase(), how.len());
+            let nc = lab_with(&p, "lbls", &name, |nc| nc.spec.ami_family = Some(family.into())).await;
+            let reqs: &[&str] = if how == "requirements" { &requirements } else { &[] };
+            let mut c = cluster_for(&p, &nc, reqs).await;
+            if how == "template labels" {
+                c.template_labels(&desired);
+            }
+            let d = c.pending("p", "{}").decide();
+            // What the controller launches the pod's NodeClaim with.
+            let mut req = request(&name, &nc, vec![option("m5.large", "us-east-1a", "amd64")]);
+            req.labels = d.labels("p");
+            let made = templates_made_by(&p, async {
+                p.create(&req).await.unwrap();
+            })
+            .await;
+            assert!(!made.is_empty(), "{family} {how}");
+            for t in &made {
+                let labels = bootstrapped_labels(&user_data(t));
+                for (k, v) in desired {
+                    assert_eq!(labels.get(k).map(String::as_str), Some(v), "{family} {how}: {labels:?}");
+                }
+            }
+        }
+    }
+}
+
+// ----- Templates, AMIs and what a launch refuses -----
+
+/// The cluster's templates by name, with their tags.
+async fn template_tags(p: &AwsProvider) -> BTreeMap<String, BTreeMap<String, String>> {
+    let out = p.clients.ec2.describe_launch_templates().send().await.unwrap();
+    out.launch_templates().iter().map(|t| (t.launch_template_name().unwrap().to_string(), tag_map(t.tags()))).collect()
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:223
+#[tokio::test]
+async fn identical_nodeclasses_get_templates_of_their_own() {
+    let moto = Moto::start();
+    let p = moto.provider("twin").await;
+    lab(&p, "twin").await;
+    let a = lab_with(&p, "twin", "twin-a", |_| {}).await;
+    let b = lab_with(&p, "twin", "twin-b", |_| {}).await;
+    let mut spot = option("m5.large", "us-east-1a", "amd64");
+    spot.capacity_type = wk::CAPACITY_TYPE_SPOT.into();
+    p.create(&request("twin-a-1", &a, vec![spot])).await.unwrap();
+    p.create(&request("twin-b-1", &b, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap();
+    let tags = template_tags(&p).await;
+    assert_eq!(tags.len(), 2, "{tags:?}");
+    let mut owners: Vec<&str> = tags.values().map(|t| t["karpenter.k8s.aws/ec2nodeclass"].as_str()).collect();
+    owners.sort();
+    assert_eq!(owners, ["twin-a", "twin-b"]);
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:331
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2579
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2590
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1629
+#[tokio::test]
+async fn nothing_is_launched_without_a_profile_an_ami_that_fits_or_valid_user_data() {
+    let moto = Moto::start();
+    let p = moto.provider("refuse").await;
+    lab(&p, "refuse").await;
+    let base = resolved(&p, lab_nodeclass("refuse")).await;
+    let mut no_profile = base.clone();
+    no_profile.status.as_mut().unwrap().instance_profile = None;
+    let mut no_amis = base.clone();
+    no_amis.status.as_mut().unwrap().amis.clear();
+    let mut alien = base.clone();
+    alien.status.as_mut().unwrap().amis = vec![tenon_api::ec2nodeclass::Ami {
+        id: "ami-123".into(),
+        deprecated: false,
+        name: None,
+        requirements: vec![tenon_api::ec2nodeclass::AmiRequirement {
+            key: "kubernetes.io/arch".into(),
+            operator: "In".into(),
+            values: vec!["newnew".into()],
+        }],
+    }];
+    let mut bad_toml = lab_with(&p, "refuse", "bad-toml", |nc| {
+        nc.spec.ami_family = Some("Bottlerocket".into());
+        nc.spec.user_data = Some("#/bin/bash\n ./not-toml.sh".into());
+    })
+    .await;
+    bad_toml.metadata.name = Some("bad-toml".into());
+    for (name, nc, says) in [
+        ("no-profile", &no_profile, "instance profile"),
+        ("no-amis", &no_amis, "no AMIs"),
+        ("alien", &alien, "no AMI in status.amis serves"),
+        ("bad-toml", &bad_toml, "TOML"),
+    ] {
+        let made = templates_made_by(&p, async {
+            let err = p.create(&request(name, nc, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap_err();
+            assert!(
+                matches!(&err, tenon_core::cloud::CloudError::NodeClassNotReady { message, .. } if message.contains(says)),
+                "{name}: {err}"
+            );
+        })
+        .await;
+        assert!(made.is_empty(), "{name}: {made:?}");
+    }
+    assert!(p.list().await.unwrap().is_empty(), "nothing launched");
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:339
+#[tokio::test]
+async fn a_nodeclass_instance_profile_is_the_templates() {
+    let moto = Moto::start();
+    let p = moto.provider("iprof").await;
+    lab(&p, "iprof").await;
+    let iam = &p.clients.iam;
+    iam.create_instance_profile().instance_profile_name("overridden-profile").send().await.unwrap();
+    iam.add_role_to_instance_profile()
+        .instance_profile_name("overridden-profile")
+        .role_name("KarpenterNodeRole-iprof")
+        .send()
+        .await
+        .unwrap();
+    let nc = lab_with(&p, "iprof", "own-profile", |nc| {
+        nc.spec.role = None;
+        nc.spec.instance_profile = Some("overridden-profile".into());
+    })
+    .await;
+    let made = launch(&p, &nc, "own-profile-a").await;
+    assert!(!made.is_empty());
+    for d in &made {
+        assert_eq!(d.iam_instance_profile().and_then(|i| i.name()), Some("overridden-profile"));
+    }
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:353
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:422
+#[tokio::test]
+async fn equal_nodeclaims_share_a_template_which_comes_back_if_deleted() {
+    let moto = Moto::start();
+    let p = moto.provider("reuse").await;
+    lab(&p, "reuse").await;
+    let nc = resolved(&p, lab_nodeclass("reuse")).await;
+    let first = launch(&p, &nc, "reuse-a").await;
+    assert_eq!(first.len(), 1);
+    assert!(launch(&p, &nc, "reuse-b").await.is_empty(), "the second NodeClaim reuses the first's template");
+    let names: Vec<String> = template_tags(&p).await.into_keys().collect();
+    // Deleted behind Tenon's back: the next launch makes it again, under the same name.
+    p.clients.ec2.delete_launch_template().launch_template_name(&names[0]).send().await.unwrap();
+    assert!(template_tags(&p).await.is_empty());
+    p.create(&request("reuse-c", &nc, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap();
+    assert_eq!(template_tags(&p).await.into_keys().collect::<Vec<_>>(), names);
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2422
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2609
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2442
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2501
+#[tokio::test]
+async fn templates_boot_the_status_amis_that_serve_their_types() {
+    let moto = Moto::start();
+    let p = moto.provider("amis").await;
+    let lab = lab(&p, "amis").await;
+    let resolved_amis = resolved(&p, lab_nodeclass("amis")).await.status.unwrap().amis;
+    let only = |id: &str| resolved_amis.iter().filter(|a| a.id == id).cloned().collect::<Vec<_>>();
+    // A Custom family launches the status' AMI with the user's data untouched.
+    let mut custom = lab_with(&p, "amis", "custom", |nc| {
+        nc.spec.ami_family = Some("Custom".into());
+        nc.spec.user_data = Some("special user data".into());
+    })
+    .await;
+    custom.status.as_mut().unwrap().amis = only(&lab.ami_amd64);
+    let made = launch(&p, &custom, "custom-a").await;
+    assert_eq!(made.len(), 1);
+    assert_eq!(made[0].image_id(), Some(lab.ami_amd64.as_str()));
+    assert_eq!(user_data(&made[0]), "special user data");
+    // AMIs of different requirements: a template each, each with its AMI.
+    let nc = resolved(&p, lab_nodeclass("amis")).await;
+    let made = templates_made_by(&p, async {
+        let options = vec![option("m5.large", "us-east-1a", "amd64"), option("m6g.large", "us-east-1a", "arm64")];
+        p.create(&request("both-a", &nc, options)).await.unwrap();
+    })
+    .await;
+    let mut images: Vec<&str> = made.iter().filter_map(|d| d.image_id()).collect();
+    images.sort();
+    let mut want = vec![lab.ami_amd64.as_str(), lab.ami_arm64.as_str()];
+    want.sort();
+    assert_eq!(images, want);
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2530
+#[tokio::test]
+async fn the_newest_ami_that_serves_the_type_is_launched() {
+    use tenon_aws::nodeclass::{Image, ImageQuery, select_amis};
+    let moto = Moto::start();
+    let p = moto.provider("newest").await;
+    lab(&p, "newest").await;
+    let image = |id: &str, arch: &str, created: &str| Image {
+        id: id.into(),
+        name: Some(id.into()),
+        architecture: arch.into(),
+        creation_date: Some(created.into()),
+        deprecation_time: None,
+    };
+    // What a tag term's DescribeImages found.
+    let found = vec![
+        (0, image("ami-123", "x86_64", "2020-01-01T12:00:00Z")),
+        (0, image("ami-456", "x86_64", "2021-01-01T12:00:00Z")),
+        (0, image("ami-789", "arm64", "2022-01-01T12:00:00Z")),
+    ];
+    let amis = select_amis(&[ImageQuery::default()], &found, 1_795_996_800);
+    let mut nc = lab_with(&p, "newest", "custom", |nc| nc.spec.ami_family = Some("Custom".into())).await;
+    nc.status.as_mut().unwrap().amis = amis;
+    // An amd64 NodeClaim: the newer amd64 image, not the newest image.
+    let made = launch(&p, &nc, "newest-a").await;
+    assert_eq!(made.iter().map(|d| d.image_id().unwrap()).collect::<Vec<_>>(), ["ami-456"]);
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2648
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2649
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2732
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2742
+#[tokio::test]
+async fn public_ips_and_detailed_monitoring_follow_the_nodeclass() {
+    let moto = Moto::start();
+    let p = moto.provider("pubmon").await;
+    lab(&p, "pubmon").await;
+    let monitored = |d: &ResponseLaunchTemplateData| d.monitoring().and_then(|m| m.enabled());
+    let made = launch(&p, &resolved(&p, lab_nodeclass("pubmon")).await, "default-a").await;
+    assert_eq!(monitored(&made[0]), Some(false), "off unless asked for");
+    for (public, monitor) in [(true, true), (false, false)] {
+        let nc = lab_with(&p, "pubmon", &format!("public-{public}"), |nc| {
+            nc.spec.associate_public_ip_address = Some(public);
+            nc.spec.detailed_monitoring = Some(monitor);
+        })
+        .await;
+        let made = launch(&p, &nc, &format!("public-{public}-a")).await;
+        assert_eq!(made.len(), 1);
+        assert_eq!(made[0].network_interfaces()[0].associate_public_ip_address(), Some(public));
+        assert_eq!(monitored(&made[0]), Some(monitor));
+    }
+}

@@ -451,6 +451,7 @@ async fn throttled_calls_are_retried_with_backoff() {
 
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2582
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2595
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2799
 #[tokio::test]
 async fn launch_templates_carry_the_nodeclass_metadata_options() {
     use aws_sdk_ec2::types::{

@@ -64,6 +64,13 @@ impl Cluster {
         self
     }
 
+    /// Labels on the NodePool's template, beside `testing/cluster`.
+    pub fn template_labels(&mut self, labels: &[(&str, &str)]) -> &mut Self {
+        let l = &mut self.objects.nodepools[0].spec.template.metadata.labels;
+        l.extend(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        self
+    }
+
     /// The instance types the NodePool launches from.
     pub fn catalog(&self) -> Vec<InstanceType> {
         self.catalog.as_ref().clone()
