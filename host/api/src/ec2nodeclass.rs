@@ -140,9 +140,11 @@ pub struct AMISelectorTerm {
     pub ssm_parameter: Option<String>,
 }
 
-/// The subset of kubelet settings Karpenter passes through.
+/// Kubelet settings: those Karpenter interprets (typed below), and any other kubelet
+/// configuration field, which an AL2023 node's kubelet takes as written.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
 pub struct KubeletConfiguration {
     #[serde(default, rename = "clusterDNS", skip_serializing_if = "Vec::is_empty")]
     pub cluster_dns: Vec<String>,
@@ -172,6 +174,11 @@ pub struct KubeletConfiguration {
     pub image_gc_low_threshold_percent: Option<i32>,
     #[serde(default, rename = "cpuCFSQuota", skip_serializing_if = "Option::is_none")]
     pub cpu_cfs_quota: Option<bool>,
+    /// Every other field, by its kubelet configuration name (Karpenter's open map): passed to
+    /// AL2023's nodeadm as written; other AMI families refuse them (validation).
+    #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(skip)]
+    pub extra: BTreeMap<String, serde_json::Value>,
 }
 
 /// Instance Metadata Service exposure.

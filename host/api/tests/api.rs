@@ -141,3 +141,44 @@ fn crds_carry_karpenter_names_columns_and_status() {
     assert_eq!(spec["disruption"]["default"]["budgets"][0]["nodes"], "10%");
     assert_eq!(spec["template"]["properties"]["spec"]["properties"]["expireAfter"]["default"], "720h");
 }
+
+/// An EC2NodeClass of `family` whose kubelet block is `kubelet`.
+fn nodeclass_with_kubelet(family: &str, kubelet: serde_json::Value) -> serde_json::Value {
+    json!({
+        "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "t"},
+        "spec": {
+            "role": "r", "amiFamily": family, "amiSelectorTerms": [{"tags": {"a": "b"}}],
+            "subnetSelectorTerms": [{"tags": {"a": "b"}}], "securityGroupSelectorTerms": [{"tags": {"a": "b"}}],
+            "kubelet": kubelet,
+        }
+    })
+}
+
+#[test]
+fn kubelet_fields_karpenter_does_not_map_pass_to_al2023_only() {
+    let kubelet = json!({"maxPods": 20, "topologyManagerPolicy": "best-effort", "serializeImagePulls": false});
+    let d = decode_and_validate(nodeclass_with_kubelet("AL2023", kubelet.clone()));
+    assert!(d.problems.is_empty(), "{:?}", d.problems);
+    let Some(tenon_api::decode::Object::EC2NodeClass(nc)) = d.object else { panic!("an EC2NodeClass") };
+    let k = nc.spec.kubelet.as_ref().unwrap();
+    assert_eq!(k.max_pods, Some(20), "mapped fields stay typed");
+    assert_eq!(k.extra.get("topologyManagerPolicy"), Some(&json!("best-effort")));
+    // Written back as read.
+    assert_eq!(serde_json::to_value(k).unwrap(), kubelet);
+    // Bottlerocket maps only Karpenter's fields: the others are refused, by name.
+    let d = decode_and_validate(nodeclass_with_kubelet("Bottlerocket", kubelet));
+    let mut paths: Vec<&str> = d.problems.iter().map(|p| p.path.as_str()).collect();
+    paths.sort();
+    assert_eq!(paths, ["spec.kubelet.serializeImagePulls", "spec.kubelet.topologyManagerPolicy"]);
+    assert!(d.problems[0].hint.contains("spec.userData"), "{}", d.problems[0]);
+    // A mapped field of the wrong type is still an error naming it.
+    let d = decode_and_validate(nodeclass_with_kubelet("AL2023", json!({"maxPods": "min(110, 20 * 2)"})));
+    assert!(d.object.is_none());
+    assert_eq!(d.problems[0].path, "spec.kubelet.maxPods");
+    // The CRD keeps the fields it does not type.
+    let crds = tenon_api::crds::crds();
+    let schema = serde_json::to_value(&crds[2].spec.versions[0].schema).unwrap();
+    let kubelet = &schema["openAPIV3Schema"]["properties"]["spec"]["properties"]["kubelet"];
+    assert_eq!(kubelet["x-kubernetes-preserve-unknown-fields"], true, "{kubelet}");
+    assert!(kubelet["properties"]["maxPods"].is_object());
+}

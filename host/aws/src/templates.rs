@@ -319,6 +319,18 @@ status:
         ]);
     }
 
+    /// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:502
+    #[test]
+    fn kubelet_fields_passed_through_name_their_own_template() {
+        let kubelet = |v: serde_json::Value| with_kubelet(serde_json::from_value(v).unwrap());
+        all_distinct(&[
+            kubelet(serde_json::json!({"maxPods": 12})),
+            kubelet(serde_json::json!({"maxPods": 21})),
+            kubelet(serde_json::json!({"registryPullQPS": 5})),
+            kubelet(serde_json::json!({"registryPullQPS": 6})),
+        ]);
+    }
+
     /// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:518
     #[test]
     fn each_bootstrap_option_names_its_own_template() {

@@ -406,6 +406,7 @@ mod tests {
             image_gc_high_threshold_percent: Some(85),
             image_gc_low_threshold_percent: Some(80),
             cpu_cfs_quota: Some(false),
+            extra: BTreeMap::new(),
         }
     }
 

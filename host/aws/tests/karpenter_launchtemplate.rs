@@ -1419,3 +1419,29 @@ async fn public_ips_and_detailed_monitoring_follow_the_nodeclass() {
         assert_eq!(monitored(&made[0]), Some(monitor));
     }
 }
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2343
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2344
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2345
+#[tokio::test]
+async fn kubelet_fields_tenon_does_not_interpret_reach_al2023_nodes_as_written() {
+    let moto = Moto::start();
+    let p = moto.provider("pass").await;
+    lab(&p, "pass").await;
+    for (field, value) in [
+        ("topologyManagerPolicy", serde_json::json!("best-effort")),
+        ("serializeImagePulls", serde_json::json!(false)),
+        ("containerLogMaxSize", serde_json::json!("50Mi")),
+    ] {
+        let kubelet: tenon_api::ec2nodeclass::KubeletConfiguration =
+            serde_json::from_value(serde_json::json!({ field: value.clone() })).unwrap();
+        let nc = lab_with(&p, "pass", &field.to_lowercase(), |nc| nc.spec.kubelet = Some(kubelet)).await;
+        let made = launch(&p, &nc, &format!("{}-a", field.to_lowercase())).await;
+        assert!(!made.is_empty());
+        for d in &made {
+            let config = generated_config(&user_data(d))["spec"]["kubelet"]["config"].clone();
+            let config: serde_json::Value = serde_json::to_value(config).unwrap();
+            assert_eq!(config[field], value, "{field}: {config}");
+        }
+    }
+}

@@ -152,6 +152,22 @@ pub fn validate_ec2nodeclass(nc: &EC2NodeClass) -> Vec<Problem> {
 
     if let Some(k) = &s.kubelet {
         check_kubelet(&mut r, &spec.field("kubelet"), k);
+        // Only nodeadm (AL2023) takes arbitrary kubelet configuration; elsewhere a field
+        // Karpenter does not map would be silently dropped, so it is refused, as Karpenter does.
+        let family = nc.ami_family();
+        if family != "AL2023" {
+            for key in k.extra.keys() {
+                r.error(
+                    &spec.field("kubelet").field(key),
+                    format!("{key} is not a kubelet setting Karpenter maps, and only AL2023 passes other fields to the kubelet (this NodeClass is {family})"),
+                    if family == "Bottlerocket" {
+                        "remove it, or set its Bottlerocket setting in spec.userData under [settings.kubernetes]"
+                    } else {
+                        "remove it, or check the spelling against the kubelet settings Karpenter maps"
+                    },
+                );
+            }
+        }
     }
     check_block_devices(&mut r, &spec.field("blockDeviceMappings"), &s.block_device_mappings);
     if let Some(policy) = &s.instance_store_policy
