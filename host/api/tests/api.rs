@@ -182,3 +182,60 @@ fn kubelet_fields_karpenter_does_not_map_pass_to_al2023_only() {
     assert_eq!(kubelet["x-kubernetes-preserve-unknown-fields"], true, "{kubelet}");
     assert!(kubelet["properties"]["maxPods"].is_object());
 }
+
+fn nodeclass_with(spec: serde_json::Value) -> serde_json::Value {
+    let mut nc = nodeclass_with_kubelet("AL2023", json!({}));
+    for (k, v) in spec.as_object().unwrap() {
+        nc["spec"][k] = v.clone();
+    }
+    nc
+}
+
+fn problem_paths(doc: serde_json::Value) -> Vec<String> {
+    let mut paths: Vec<String> = decode_and_validate(doc).problems.into_iter().map(|p| p.path).collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn network_interfaces_need_a_primary_and_unique_slots() {
+    let ni = |card: i32, device: i32, kind: &str| json!({"networkCardIndex": card, "deviceIndex": device, "interfaceType": kind});
+    let ok = json!([ni(0, 0, "interface"), ni(0, 1, "efa-only"), ni(1, 0, "efa-only")]);
+    assert_eq!(problem_paths(nodeclass_with(json!({"networkInterfaces": ok}))), Vec::<String>::new());
+    // No primary ENA interface on card 0, device 0.
+    let no_primary = json!([ni(0, 0, "efa-only"), ni(1, 0, "interface")]);
+    assert_eq!(problem_paths(nodeclass_with(json!({"networkInterfaces": no_primary}))), ["spec.networkInterfaces"]);
+    // The same slot twice; two EFA-only interfaces on one card; an unknown type.
+    let bad = json!([
+        ni(0, 0, "interface"),
+        ni(0, 0, "interface"),
+        ni(1, 0, "efa-only"),
+        ni(1, 1, "efa-only"),
+        ni(2, 0, "efa")
+    ]);
+    assert_eq!(
+        problem_paths(nodeclass_with(json!({"networkInterfaces": bad}))),
+        [
+            "spec.networkInterfaces[0]",
+            "spec.networkInterfaces[1]",
+            "spec.networkInterfaces[2]",
+            "spec.networkInterfaces[3]",
+            "spec.networkInterfaces[4].interfaceType"
+        ]
+    );
+}
+
+#[test]
+fn connection_tracking_timeouts_are_within_ec2s_bounds() {
+    let ct = json!({"tcpEstablishedTimeout": 432000, "udpStreamTimeout": 180, "udpTimeout": 30});
+    assert_eq!(problem_paths(nodeclass_with(json!({"connectionTracking": ct}))), Vec::<String>::new());
+    let ct = json!({"tcpEstablishedTimeout": 59, "udpStreamTimeout": 181, "udpTimeout": 61});
+    assert_eq!(
+        problem_paths(nodeclass_with(json!({"connectionTracking": ct}))),
+        [
+            "spec.connectionTracking.tcpEstablishedTimeout",
+            "spec.connectionTracking.udpStreamTimeout",
+            "spec.connectionTracking.udpTimeout"
+        ]
+    );
+}

@@ -205,25 +205,46 @@ pub fn metadata(nc: &EC2NodeClass, region: &str) -> Metadata {
     }
 }
 
-/// The template's network interfaces (Karpenter's): with `efa` EFA interfaces, one EFA
-/// interface per network card (the first the primary one); else the primary interface. Each
-/// carries the security groups, the prefix delegation count (IPv4 or IPv6 by the cluster's
-/// family) and the public-IP choice; in an IPv6 cluster, a primary IPv6 address.
+/// The template's network interfaces (Karpenter's): the NodeClass' own when it names any;
+/// else, with `efa` EFA interfaces, one EFA interface per network card (the first the
+/// primary one); else the primary interface. Each carries the security groups, the prefix
+/// delegation count (IPv4 or IPv6 by the cluster's family), the public-IP choice, the
+/// connection tracking timeouts and, in an IPv6 cluster, a primary IPv6 address; an
+/// EFA-only interface carries only the groups (EC2 refuses addresses on it).
 pub fn network_interfaces(nc: &EC2NodeClass, groups: &[String], family: IpFamily, efa: i64) -> Vec<NetworkInterface> {
     let ipv6 = family == IpFamily::Ipv6;
     let prefixes = nc.spec.ip_prefix_count;
-    let interface = |card: Option<i32>, device: i32, kind: Option<&str>| NetworkInterface {
-        network_card_index: card,
-        device_index: device,
-        interface_type: kind.map(str::to_string),
-        groups: groups.to_vec(),
-        associate_public_ip: nc.spec.associate_public_ip_address,
-        ipv4_prefix_count: if ipv6 { None } else { prefixes },
-        ipv6_prefix_count: if ipv6 { prefixes } else { None },
-        primary_ipv6: ipv6.then_some(true),
-        ipv6_address_count: ipv6.then_some(1),
-        connection_tracking: None,
+    let tracking =
+        nc.spec.connection_tracking.as_ref().filter(|c| {
+            c.tcp_established_timeout.is_some() || c.udp_stream_timeout.is_some() || c.udp_timeout.is_some()
+        });
+    let interface = |card: Option<i32>, device: i32, kind: Option<&str>| {
+        let addressed = kind != Some("efa-only");
+        NetworkInterface {
+            network_card_index: card,
+            device_index: device,
+            interface_type: kind.map(str::to_string),
+            groups: groups.to_vec(),
+            associate_public_ip: nc.spec.associate_public_ip_address.filter(|_| addressed),
+            ipv4_prefix_count: prefixes.filter(|_| addressed && !ipv6),
+            ipv6_prefix_count: prefixes.filter(|_| addressed && ipv6),
+            primary_ipv6: (addressed && ipv6).then_some(true),
+            ipv6_address_count: (addressed && ipv6).then_some(1),
+            connection_tracking: tracking.filter(|_| addressed).map(|c| ConnectionTracking {
+                tcp_established_timeout: c.tcp_established_timeout,
+                udp_stream_timeout: c.udp_stream_timeout,
+                udp_timeout: c.udp_timeout,
+            }),
+        }
     };
+    if !nc.spec.network_interfaces.is_empty() {
+        return nc
+            .spec
+            .network_interfaces
+            .iter()
+            .map(|ni| interface(Some(ni.network_card_index), ni.device_index, Some(&ni.interface_type)))
+            .collect();
+    }
     if efa > 0 {
         // Device 0 on the first card only: that one is the instance's primary interface.
         return (0..efa as i32).map(|i| interface(Some(i), if i == 0 { 0 } else { 1 }, Some("efa"))).collect();

@@ -1445,3 +1445,146 @@ async fn kubelet_fields_tenon_does_not_interpret_reach_al2023_nodes_as_written()
         }
     }
 }
+
+// ----- Connection tracking and the NodeClass' own interfaces -----
+
+/// The lab's NodeClass named `name` with `spec` fields (JSON) added, resolved.
+async fn lab_with_spec(p: &AwsProvider, cluster: &str, name: &str, spec: serde_json::Value) -> EC2NodeClass {
+    let mut v = serde_json::to_value(lab_nodeclass(cluster)).unwrap();
+    v["metadata"]["name"] = name.into();
+    for (k, f) in spec.as_object().unwrap() {
+        v["spec"][k] = f.clone();
+    }
+    let problems = tenon_api::validation::validate_ec2nodeclass(&serde_json::from_value(v.clone()).unwrap());
+    assert!(problems.iter().all(|p| p.severity != tenon_api::validation::Severity::Error), "{problems:?}");
+    resolved(p, serde_json::from_value(v).unwrap()).await
+}
+
+/// An interface's connection tracking timeouts (TCP established, UDP stream, UDP).
+fn tracking(
+    ni: &aws_sdk_ec2::types::LaunchTemplateInstanceNetworkInterfaceSpecification,
+) -> Option<(Option<i32>, Option<i32>, Option<i32>)> {
+    ni.connection_tracking_specification()
+        .map(|c| (c.tcp_established_timeout(), c.udp_stream_timeout(), c.udp_timeout()))
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2898
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2910
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2933
+#[tokio::test]
+async fn connection_tracking_timeouts_go_on_every_interface() {
+    let moto = Moto::start();
+    let p = moto.provider("ctrk").await;
+    lab(&p, "ctrk").await;
+    for (name, ct, want) in [
+        (
+            "aws-defaults",
+            serde_json::json!({"tcpEstablishedTimeout": 432000, "udpStreamTimeout": 180, "udpTimeout": 30}),
+            (Some(432000), Some(180), Some(30)),
+        ),
+        ("tcp-only", serde_json::json!({"tcpEstablishedTimeout": 86400}), (Some(86400), None, None)),
+    ] {
+        let nc = lab_with_spec(&p, "ctrk", name, serde_json::json!({"connectionTracking": ct})).await;
+        let made = launch(&p, &nc, &format!("{name}-a")).await;
+        assert_eq!(made.len(), 1, "{name}");
+        assert_eq!(tracking(&made[0].network_interfaces()[0]), Some(want), "{name}");
+    }
+    // Every EFA interface too.
+    let ct = serde_json::json!({"tcpEstablishedTimeout": 86400, "udpStreamTimeout": 120, "udpTimeout": 45});
+    let nc = lab_with_spec(&p, "ctrk", "efa", serde_json::json!({"connectionTracking": ct})).await;
+    let made = launch_requesting(&p, &nc, "efa-a", vec![option("p4d.24xlarge", "us-east-1a", "amd64")], &[EFA]).await;
+    let nis = made[0].network_interfaces();
+    assert!(nis.len() > 1);
+    for ni in nis {
+        assert_eq!(ni.interface_type(), Some("efa"));
+        assert_eq!(tracking(ni), Some((Some(86400), Some(120), Some(45))));
+    }
+}
+
+fn four_interfaces() -> serde_json::Value {
+    serde_json::json!([
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+        {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
+        {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+        {"networkCardIndex": 1, "deviceIndex": 1, "interfaceType": "interface"},
+    ])
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:3002
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:3003
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2950
+#[tokio::test]
+async fn the_nodeclass_interfaces_are_the_templates_efa_or_not() {
+    let moto = Moto::start();
+    let p = moto.provider("nis").await;
+    lab(&p, "nis").await;
+    let ct = serde_json::json!({"tcpEstablishedTimeout": 86400, "udpStreamTimeout": 120, "udpTimeout": 45});
+    for (i, requested) in [&[][..], &[EFA][..]].into_iter().enumerate() {
+        let nc = lab_with_spec(
+            &p,
+            "nis",
+            &format!("nis-{i}"),
+            serde_json::json!({"networkInterfaces": four_interfaces(), "connectionTracking": ct}),
+        )
+        .await;
+        let made = launch_requesting(
+            &p,
+            &nc,
+            &format!("nis-{i}"),
+            vec![option("p4d.24xlarge", "us-east-1a", "amd64")],
+            requested,
+        )
+        .await;
+        let nis = made[0].network_interfaces();
+        let got: Vec<(Option<i32>, Option<i32>, Option<&str>)> =
+            nis.iter().map(|n| (n.network_card_index(), n.device_index(), n.interface_type())).collect();
+        assert_eq!(
+            got,
+            [
+                (Some(0), Some(0), Some("interface")),
+                (Some(0), Some(1), Some("efa-only")),
+                (Some(1), Some(0), Some("efa-only")),
+                (Some(1), Some(1), Some("interface"))
+            ],
+            "{requested:?}"
+        );
+        // Connection tracking on every interface but the EFA-only ones.
+        for ni in nis {
+            let want = (ni.interface_type() != Some("efa-only")).then_some((Some(86400), Some(120), Some(45)));
+            assert_eq!(tracking(ni), want, "{ni:?}");
+        }
+    }
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:3010
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:3035
+#[tokio::test]
+async fn efa_only_interfaces_get_no_addresses() {
+    let moto = Moto::start();
+    let mut p = moto.provider("efao").await;
+    lab(&p, "efao").await;
+    let three = serde_json::json!([
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+        {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
+        {"networkCardIndex": 1, "deviceIndex": 1, "interfaceType": "interface"},
+    ]);
+    let nc = lab_with_spec(&p, "efao", "v4", serde_json::json!({"networkInterfaces": three, "ipPrefixCount": 2})).await;
+    let made = launch(&p, &nc, "v4-a").await;
+    let prefixes: Vec<(Option<&str>, Option<i32>)> =
+        made[0].network_interfaces().iter().map(|n| (n.interface_type(), n.ipv4_prefix_count())).collect();
+    assert_eq!(prefixes, [(Some("interface"), Some(2)), (Some("efa-only"), None), (Some("interface"), Some(2))]);
+    // In an IPv6 cluster, the ENA interfaces get the IPv6 address, the EFA-only one none.
+    p.launch.cluster_dns = Some("fd4b:121b:812b::a".parse().unwrap());
+    let two = serde_json::json!([
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+        {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
+    ]);
+    let nc = lab_with_spec(&p, "efao", "v6", serde_json::json!({"networkInterfaces": two})).await;
+    let made = launch(&p, &nc, "v6-a").await;
+    let v6: Vec<(Option<&str>, Option<bool>, Option<i32>)> = made[0]
+        .network_interfaces()
+        .iter()
+        .map(|n| (n.interface_type(), n.primary_ipv6(), n.ipv6_address_count()))
+        .collect();
+    assert_eq!(v6, [(Some("interface"), Some(true), Some(1)), (Some("efa-only"), None, None)]);
+}
