@@ -267,8 +267,19 @@ pub fn info_json(t: &InstanceTypeInfo) -> Value {
     if let Some(h) = t.hypervisor() {
         m.insert("Hypervisor".into(), json!(h.as_str()));
     }
-    if let Some(mbps) = t.ebs_info().and_then(|e| e.ebs_optimized_info()).and_then(|o| o.maximum_bandwidth_in_mbps()) {
-        m.insert("EbsInfo".into(), json!({"EbsOptimizedInfo": {"MaximumBandwidthInMbps": mbps}}));
+    if let Some(ebs) = t.ebs_info() {
+        m.insert(
+            "EbsInfo".into(),
+            json!({
+                "EbsOptimizedSupport": ebs.ebs_optimized_support().map(|s| s.as_str()),
+                "EbsOptimizedInfo": {
+                    "MaximumBandwidthInMbps": ebs.ebs_optimized_info().and_then(|o| o.maximum_bandwidth_in_mbps()),
+                },
+            }),
+        );
+    }
+    if let Some(n) = t.nitro_enclaves_support() {
+        m.insert("NitroEnclavesSupport".into(), json!(n.as_str()));
     }
     if let Some(s) = t.instance_storage_info() {
         m.insert(

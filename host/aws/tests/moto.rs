@@ -62,6 +62,21 @@ async fn catalog_comes_from_describe_calls_with_the_bundled_price_fallback() {
 }
 
 #[tokio::test]
+async fn catalog_labels_come_from_every_describe_instance_types_field_they_read() {
+    let moto = Moto::start();
+    let p = moto.provider("lbl").await;
+    lab(&p, "lbl").await;
+    let nc = resolved(&p, lab_nodeclass("lbl")).await;
+    let types = p.instance_types(&nc).await.unwrap();
+    let label = |t: &str, k: &str| types.iter().find(|x| x.name == t).unwrap().label(k).map(str::to_string);
+    // Nitro Enclaves: c5.2xlarge supports them, m5.large does not.
+    assert_eq!(label("c5.2xlarge", wk::LABEL_INSTANCE_NITRO_ENCLAVES).as_deref(), Some("true"));
+    assert_eq!(label("m5.large", wk::LABEL_INSTANCE_NITRO_ENCLAVES).as_deref(), Some("false"));
+    // EBS-optimized by default: the EBS bandwidth is published.
+    assert_eq!(label("m5.large", wk::LABEL_INSTANCE_EBS_BANDWIDTH).as_deref(), Some("4750"));
+}
+
+#[tokio::test]
 async fn selectors_resolve_subnets_security_groups_and_amis() {
     let moto = Moto::start();
     let p = moto.provider("sel").await;
