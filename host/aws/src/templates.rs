@@ -46,7 +46,7 @@ pub struct Choice {
     pub efa: i64,
 }
 
-/// Resource names a NodeClaim may request that change its template.
+/// The resource a NodeClaim requests to run Nitro Enclaves (its template enables them).
 pub const RESOURCE_NITRO_SANDBOX: &str = "eks.amazonaws.com/nitro-sandbox";
 
 fn not_ready(nc: &EC2NodeClass, message: impl Into<String>) -> CloudError {
@@ -134,7 +134,14 @@ pub fn resolve(l: &Launch, choices: &[Choice]) -> Result<Vec<(LaunchTemplateSpec
             tenancy: "default".into(),
             tags: l.tags.clone(),
         };
-        out.push((spec, served));
+        // A Custom family's user data ignores max pods: such groups are one template.
+        match out.iter_mut().find(|(s, _): &&mut (LaunchTemplateSpec, Vec<usize>)| *s == spec) {
+            Some((_, all)) => {
+                all.extend(served);
+                all.sort();
+            }
+            None => out.push((spec, served)),
+        }
     }
     Ok(out)
 }
@@ -377,5 +384,17 @@ status:
         // Two types with the same AMI and max pods (the choice is all a template sees of them).
         let both = names(&Inputs::default(), &[choice(), choice()]);
         assert_eq!(both, [name(&Inputs::default())]);
+    }
+
+    #[test]
+    fn max_pods_split_templates_only_where_the_user_data_says_them() {
+        let two = [choice(), Choice { pods: Some(58), ..choice() }];
+        assert_eq!(names(&Inputs::default(), &two).len(), 2, "AL2023 runs each with its max pods");
+        // A Custom family's user data is the user's: one template serves both.
+        let custom = with_nc(|nc| {
+            nc.spec.ami_family = Some("Custom".into());
+            nc.spec.user_data = Some("#!/bin/sh\n".into());
+        });
+        assert_eq!(names(&custom, &two).len(), 1);
     }
 }
