@@ -168,8 +168,7 @@ pub(crate) async fn create(
         let mut cfg = FleetLaunchTemplateConfigRequest::builder().launch_template_specification(
             FleetLaunchTemplateSpecificationRequest::builder().launch_template_name(lt).version("$Latest").build(),
         );
-        for rank in served {
-            let pl = &placements[rank];
+        for (rank, pl) in served.into_iter().filter_map(|i| placements.get(i).map(|pl| (i, pl))) {
             cfg = cfg.overrides(
                 FleetLaunchTemplateOverridesRequest::builder()
                     .instance_type(InstanceType::from(pl.option.instance_type.as_str()))
