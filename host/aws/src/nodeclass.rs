@@ -2,7 +2,9 @@
 //! resolves them, and the status conditions that say what matched and what did not.
 //!
 //! Terms are ORed; within a term every field must match (tags are ANDed, a tag value `*`
-//! means "has the key"). Each term is one Describe call with the term's filters.
+//! means "has the key"). Each subnet and security group term is one Describe call with the
+//! term's filters; AMI terms are Karpenter's DescribeImages queries ([`describe_image_queries`]),
+//! and the images they find are narrowed to one per set of instance types ([`select_amis`]).
 
 use crate::error::{api, code};
 use aws_sdk_ec2::types::Filter;
