@@ -74,10 +74,18 @@ pub struct EC2NodeClassSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = ["RAID0"]))]
     pub instance_store_policy: Option<String>,
+    /// The nodes' network interfaces, replacing the default primary (or EFA) ones; with any,
+    /// one must be the primary `interface` on network card 0, device 0.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 150))]
+    pub network_interfaces: Vec<NetworkInterface>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detailed_monitoring: Option<bool>,
     #[serde(default = "default_metadata_options", skip_serializing_if = "Option::is_none")]
     pub metadata_options: Option<MetadataOptions>,
+    /// Idle connection tracking timeouts for the nodes' interfaces (EFA-only ones excluded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_tracking: Option<ConnectionTracking>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enclave_options: Option<EnclaveOptions>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,9 +148,11 @@ pub struct AMISelectorTerm {
     pub ssm_parameter: Option<String>,
 }
 
-/// The subset of kubelet settings Karpenter passes through.
+/// Kubelet settings: those Karpenter interprets (typed below), and any other kubelet
+/// configuration field, which an AL2023 node's kubelet takes as written.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
 pub struct KubeletConfiguration {
     #[serde(default, rename = "clusterDNS", skip_serializing_if = "Vec::is_empty")]
     pub cluster_dns: Vec<String>,
@@ -172,6 +182,42 @@ pub struct KubeletConfiguration {
     pub image_gc_low_threshold_percent: Option<i32>,
     #[serde(default, rename = "cpuCFSQuota", skip_serializing_if = "Option::is_none")]
     pub cpu_cfs_quota: Option<bool>,
+    /// Every other field, by its kubelet configuration name (Karpenter's open map): passed to
+    /// AL2023's nodeadm as written; other AMI families refuse them (validation).
+    #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(skip)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// A network interface of the nodes.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkInterface {
+    #[schemars(range(min = 0))]
+    pub network_card_index: i32,
+    #[schemars(range(min = 0))]
+    pub device_index: i32,
+    /// `interface` (ENA) or `efa-only`.
+    #[schemars(extend("enum" = ["interface", "efa-only"]))]
+    pub interface_type: String,
+}
+
+/// Idle connection tracking timeouts, in seconds; EC2's defaults where unset.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionTracking {
+    /// Idle established TCP connections: 60 to 432000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 60, max = 432000))]
+    pub tcp_established_timeout: Option<i32>,
+    /// Idle UDP flows seen in both directions more than once: 60 to 180.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 60, max = 180))]
+    pub udp_stream_timeout: Option<i32>,
+    /// Other idle UDP flows: 30 to 60.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 30, max = 60))]
+    pub udp_timeout: Option<i32>,
 }
 
 /// Instance Metadata Service exposure.

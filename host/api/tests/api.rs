@@ -141,3 +141,101 @@ fn crds_carry_karpenter_names_columns_and_status() {
     assert_eq!(spec["disruption"]["default"]["budgets"][0]["nodes"], "10%");
     assert_eq!(spec["template"]["properties"]["spec"]["properties"]["expireAfter"]["default"], "720h");
 }
+
+/// An EC2NodeClass of `family` whose kubelet block is `kubelet`.
+fn nodeclass_with_kubelet(family: &str, kubelet: serde_json::Value) -> serde_json::Value {
+    json!({
+        "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "t"},
+        "spec": {
+            "role": "r", "amiFamily": family, "amiSelectorTerms": [{"tags": {"a": "b"}}],
+            "subnetSelectorTerms": [{"tags": {"a": "b"}}], "securityGroupSelectorTerms": [{"tags": {"a": "b"}}],
+            "kubelet": kubelet,
+        }
+    })
+}
+
+#[test]
+fn kubelet_fields_karpenter_does_not_map_pass_to_al2023_only() {
+    let kubelet = json!({"maxPods": 20, "topologyManagerPolicy": "best-effort", "serializeImagePulls": false});
+    let d = decode_and_validate(nodeclass_with_kubelet("AL2023", kubelet.clone()));
+    assert!(d.problems.is_empty(), "{:?}", d.problems);
+    let Some(tenon_api::decode::Object::EC2NodeClass(nc)) = d.object else { panic!("an EC2NodeClass") };
+    let k = nc.spec.kubelet.as_ref().unwrap();
+    assert_eq!(k.max_pods, Some(20), "mapped fields stay typed");
+    assert_eq!(k.extra.get("topologyManagerPolicy"), Some(&json!("best-effort")));
+    // Written back as read.
+    assert_eq!(serde_json::to_value(k).unwrap(), kubelet);
+    // Bottlerocket maps only Karpenter's fields: the others are refused, by name.
+    let d = decode_and_validate(nodeclass_with_kubelet("Bottlerocket", kubelet));
+    let mut paths: Vec<&str> = d.problems.iter().map(|p| p.path.as_str()).collect();
+    paths.sort();
+    assert_eq!(paths, ["spec.kubelet.serializeImagePulls", "spec.kubelet.topologyManagerPolicy"]);
+    assert!(d.problems[0].hint.contains("spec.userData"), "{}", d.problems[0]);
+    // A mapped field of the wrong type is still an error naming it.
+    let d = decode_and_validate(nodeclass_with_kubelet("AL2023", json!({"maxPods": "min(110, 20 * 2)"})));
+    assert!(d.object.is_none());
+    assert_eq!(d.problems[0].path, "spec.kubelet.maxPods");
+    // The CRD keeps the fields it does not type.
+    let crds = tenon_api::crds::crds();
+    let schema = serde_json::to_value(&crds[2].spec.versions[0].schema).unwrap();
+    let kubelet = &schema["openAPIV3Schema"]["properties"]["spec"]["properties"]["kubelet"];
+    assert_eq!(kubelet["x-kubernetes-preserve-unknown-fields"], true, "{kubelet}");
+    assert!(kubelet["properties"]["maxPods"].is_object());
+}
+
+fn nodeclass_with(spec: serde_json::Value) -> serde_json::Value {
+    let mut nc = nodeclass_with_kubelet("AL2023", json!({}));
+    for (k, v) in spec.as_object().unwrap() {
+        nc["spec"][k] = v.clone();
+    }
+    nc
+}
+
+fn problem_paths(doc: serde_json::Value) -> Vec<String> {
+    let mut paths: Vec<String> = decode_and_validate(doc).problems.into_iter().map(|p| p.path).collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn network_interfaces_need_a_primary_and_unique_slots() {
+    let ni = |card: i32, device: i32, kind: &str| json!({"networkCardIndex": card, "deviceIndex": device, "interfaceType": kind});
+    let ok = json!([ni(0, 0, "interface"), ni(0, 1, "efa-only"), ni(1, 0, "efa-only")]);
+    assert_eq!(problem_paths(nodeclass_with(json!({"networkInterfaces": ok}))), Vec::<String>::new());
+    // No primary ENA interface on card 0, device 0.
+    let no_primary = json!([ni(0, 0, "efa-only"), ni(1, 0, "interface")]);
+    assert_eq!(problem_paths(nodeclass_with(json!({"networkInterfaces": no_primary}))), ["spec.networkInterfaces"]);
+    // The same slot twice; two EFA-only interfaces on one card; an unknown type.
+    let bad = json!([
+        ni(0, 0, "interface"),
+        ni(0, 0, "interface"),
+        ni(1, 0, "efa-only"),
+        ni(1, 1, "efa-only"),
+        ni(2, 0, "efa")
+    ]);
+    assert_eq!(
+        problem_paths(nodeclass_with(json!({"networkInterfaces": bad}))),
+        [
+            "spec.networkInterfaces[0]",
+            "spec.networkInterfaces[1]",
+            "spec.networkInterfaces[2]",
+            "spec.networkInterfaces[3]",
+            "spec.networkInterfaces[4].interfaceType"
+        ]
+    );
+}
+
+#[test]
+fn connection_tracking_timeouts_are_within_ec2s_bounds() {
+    let ct = json!({"tcpEstablishedTimeout": 432000, "udpStreamTimeout": 180, "udpTimeout": 30});
+    assert_eq!(problem_paths(nodeclass_with(json!({"connectionTracking": ct}))), Vec::<String>::new());
+    let ct = json!({"tcpEstablishedTimeout": 59, "udpStreamTimeout": 181, "udpTimeout": 61});
+    assert_eq!(
+        problem_paths(nodeclass_with(json!({"connectionTracking": ct}))),
+        [
+            "spec.connectionTracking.tcpEstablishedTimeout",
+            "spec.connectionTracking.udpStreamTimeout",
+            "spec.connectionTracking.udpTimeout"
+        ]
+    );
+}

@@ -16,6 +16,25 @@ use tenon_core::catalog::{AwsCatalogOptions, SPOT_PRICE_MODEL_FACTOR, instance_t
 use tenon_core::cloud::CloudError;
 use tenon_core::instancetype::InstanceType;
 
+/// What a NodeClass does with an instance type's local NVMe disks (`spec.instanceStorePolicy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InstanceStore {
+    /// Left alone: pods' ephemeral storage is on the root volume.
+    #[default]
+    Unused,
+    /// Striped into one RAID0 array that holds the pods' ephemeral storage.
+    Raid0,
+}
+
+impl InstanceStore {
+    pub fn of(nc: &tenon_api::EC2NodeClass) -> InstanceStore {
+        match nc.spec.instance_store_policy.as_deref() {
+            Some("RAID0") => InstanceStore::Raid0,
+            _ => InstanceStore::Unused,
+        }
+    }
+}
+
 /// What the APIs said, before it is shaped into instance types.
 #[derive(Clone, Debug, Default)]
 pub struct RawCatalog {
@@ -34,8 +53,45 @@ pub struct RawCatalog {
 impl RawCatalog {
     /// Instance types offered in `zones` (all zones when empty).
     pub fn instance_types(&self, zones: &[String], opts: &AwsCatalogOptions) -> Vec<InstanceType> {
+        self.shape(self.types.iter(), zones, opts, InstanceStore::Unused)
+    }
+
+    /// As [`RawCatalog::instance_types`], with the NodeClass' use of instance storage.
+    pub fn instance_types_with(
+        &self,
+        zones: &[String],
+        opts: &AwsCatalogOptions,
+        store: InstanceStore,
+    ) -> Vec<InstanceType> {
+        self.shape(self.types.iter(), zones, opts, store)
+    }
+
+    /// The named instance types, in every zone offering them.
+    pub fn instance_types_named(
+        &self,
+        names: &std::collections::BTreeSet<&str>,
+        opts: &AwsCatalogOptions,
+        store: InstanceStore,
+    ) -> Vec<InstanceType> {
+        self.shape(self.types.iter().filter(|(n, _)| names.contains(n.as_str())), &[], opts, store)
+    }
+
+    fn shape<'a>(
+        &self,
+        types: impl Iterator<Item = (&'a String, &'a Value)>,
+        zones: &[String],
+        opts: &AwsCatalogOptions,
+        store: InstanceStore,
+    ) -> Vec<InstanceType> {
         let mut out = Vec::new();
-        for (name, info) in &self.types {
+        for (name, info) in types {
+            // Striped instance storage holds the pods' ephemeral storage: its size, in the GB
+            // (10^9 bytes) EC2 states it in, replaces the root volume's.
+            let raid0 = info["InstanceStorageInfo"]["TotalSizeInGB"].as_i64().filter(|_| store == InstanceStore::Raid0);
+            let opts = &match raid0 {
+                Some(gb) => AwsCatalogOptions { root_volume_bytes: gb * 1_000_000_000, ..opts.clone() },
+                None => opts.clone(),
+            };
             let Some(price) = self.on_demand.get(name) else { continue };
             let zs: Vec<&str> = self
                 .zones
@@ -199,6 +255,7 @@ pub fn info_json(t: &InstanceTypeInfo) -> Value {
                 "DefaultNetworkCardIndex": n.default_network_card_index(),
                 "Ipv4AddressesPerInterface": n.ipv4_addresses_per_interface(),
                 "EncryptionInTransitSupported": n.encryption_in_transit_supported(),
+                "EfaInfo": {"MaximumEfaInterfaces": n.efa_info().and_then(|e| e.maximum_efa_interfaces())},
                 "NetworkCards": n.network_cards().iter().map(|c| json!({
                     "NetworkCardIndex": c.network_card_index(),
                     "MaximumNetworkInterfaces": c.maximum_network_interfaces(),
@@ -210,8 +267,19 @@ pub fn info_json(t: &InstanceTypeInfo) -> Value {
     if let Some(h) = t.hypervisor() {
         m.insert("Hypervisor".into(), json!(h.as_str()));
     }
-    if let Some(mbps) = t.ebs_info().and_then(|e| e.ebs_optimized_info()).and_then(|o| o.maximum_bandwidth_in_mbps()) {
-        m.insert("EbsInfo".into(), json!({"EbsOptimizedInfo": {"MaximumBandwidthInMbps": mbps}}));
+    if let Some(ebs) = t.ebs_info() {
+        m.insert(
+            "EbsInfo".into(),
+            json!({
+                "EbsOptimizedSupport": ebs.ebs_optimized_support().map(|s| s.as_str()),
+                "EbsOptimizedInfo": {
+                    "MaximumBandwidthInMbps": ebs.ebs_optimized_info().and_then(|o| o.maximum_bandwidth_in_mbps()),
+                },
+            }),
+        );
+    }
+    if let Some(n) = t.nitro_enclaves_support() {
+        m.insert("NitroEnclavesSupport".into(), json!(n.as_str()));
     }
     if let Some(s) = t.instance_storage_info() {
         m.insert(

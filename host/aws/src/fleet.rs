@@ -5,10 +5,9 @@
 //! whether or not another one launched.
 
 use crate::error::{api, launch_error};
-use crate::launch_template::{self, LaunchTemplateSpec};
+use crate::launch_template;
 use crate::nodeclass::ami_serves;
-use crate::userdata::{self, NodeBootstrap};
-use crate::{AwsProvider, instances};
+use crate::{AwsProvider, instances, templates};
 use aws_sdk_ec2::types::{
     DefaultTargetCapacityType, Filter, FleetLaunchTemplateConfigRequest, FleetLaunchTemplateOverridesRequest,
     FleetLaunchTemplateSpecificationRequest, FleetOnDemandAllocationStrategy, FleetType, InstanceType,
@@ -45,20 +44,11 @@ struct Placement<'a> {
     ami: String,
 }
 
-/// `taints` plus `karpenter.sh/unregistered:NoExecute`: nothing schedules on the node until
-/// registration has synced the NodeClaim onto it (and removed this taint).
-fn with_unregistered(mut taints: Vec<tenon_core::taints::Taint>) -> Vec<tenon_core::taints::Taint> {
-    if !taints.iter().any(|t| t.key == wk::TAINT_UNREGISTERED && t.effect == tenon_core::taints::Effect::NoExecute) {
-        taints.push(tenon_core::taints::Taint {
-            key: wk::TAINT_UNREGISTERED.into(),
-            value: String::new(),
-            effect: tenon_core::taints::Effect::NoExecute,
-        });
-    }
-    taints
-}
-
-pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Instance, CloudError> {
+pub(crate) async fn create(
+    p: &AwsProvider,
+    req: &LaunchRequest,
+    requested: &std::collections::BTreeSet<String>,
+) -> Result<Instance, CloudError> {
     if let Some(existing) = p.find_by_nodeclaim(&req.nodeclaim).await? {
         tracing::info!(nodeclaim = %req.nodeclaim, instance = %existing.id, "instance already launched; not launching another");
         return Ok(existing);
@@ -77,12 +67,12 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
     if status.amis.is_empty() {
         return Err(not_ready(req, "no AMIs resolved (condition AMIsReady): check spec.amiSelectorTerms"));
     }
-    let Some(profile) = status.instance_profile.clone() else {
+    if status.instance_profile.is_none() {
         return Err(not_ready(
             req,
             "no instance profile (condition InstanceProfileReady): set spec.role or spec.instanceProfile",
         ));
-    };
+    }
     if req.options.is_empty() {
         return Err(CloudError::InvalidRequest(format!("NodeClaim {} has no instance type options", req.nodeclaim)));
     }
@@ -137,17 +127,6 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
         ));
     }
 
-    let family = req.nodeclass.ami_family();
-    let mut node_labels = req.labels.clone();
-    node_labels.insert(wk::LABEL_NODEPOOL.into(), req.nodepool.clone());
-    let bootstrap = NodeBootstrap {
-        labels: node_labels,
-        taints: with_unregistered(req.taints.iter().chain(&req.startup_taints).cloned().collect()),
-        kubelet: req.nodeclass.spec.kubelet.clone().unwrap_or_default(),
-    };
-    let user_data = userdata::render(&family, &p.settings.cluster, &bootstrap, req.nodeclass.spec.user_data.as_deref())
-        .map_err(|e| not_ready(req, e.to_string()))?;
-    let block_devices = launch_template::block_devices(&req.nodeclass, &family)?;
     let ncname = req.nodeclass.metadata.name.clone().unwrap_or_default();
     // The controller policy lets CreateLaunchTemplate through only with the cluster, EKS
     // cluster-name and NodePool request tags, and DeleteLaunchTemplate only on templates
@@ -156,33 +135,42 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
     lt_tags.remove(wk::TAG_NODECLAIM);
     lt_tags.remove("Name");
     lt_tags.insert(crate::TAG_CLUSTER.into(), p.settings.cluster.name.clone());
-    lt_tags.insert(crate::TAG_NODECLASS.into(), ncname.clone());
-    let mut templates: BTreeMap<String, String> = BTreeMap::new();
-    for ami in placements.iter().map(|pl| pl.ami.clone()) {
-        if templates.contains_key(&ami) {
-            continue;
-        }
-        let spec = LaunchTemplateSpec {
-            image_id: ami.clone(),
-            user_data: user_data.clone(),
-            security_group_ids: status.security_groups.iter().map(|g| g.id.clone()).collect(),
-            instance_profile: profile.clone(),
-            block_devices: block_devices.clone(),
-            metadata: launch_template::metadata(&req.nodeclass),
-            detailed_monitoring: req.nodeclass.spec.detailed_monitoring.unwrap_or(false),
-            associate_public_ip: req.nodeclass.spec.associate_public_ip_address,
-            tags: lt_tags.clone(),
-        };
-        let template = launch_template::ensure(&p.clients.ec2, &spec).await;
-        templates.insert(ami, template.map_err(|e| launch_error("Error getting launch template configs", e))?);
-    }
-
+    lt_tags.insert(crate::TAG_NODECLASS.into(), ncname);
+    let launch = templates::Launch {
+        nodeclass: &req.nodeclass,
+        cluster: &p.settings.cluster,
+        settings: &p.launch,
+        region: &p.settings.region,
+        nodepool: &req.nodepool,
+        labels: &req.labels,
+        taints: req.taints.iter().chain(&req.startup_taints).cloned().collect(),
+        capacity_type: &capacity_type,
+        requested,
+        tags: &lt_tags,
+    };
+    let names = placements.iter().map(|pl| pl.option.instance_type.as_str()).collect();
+    let capacity = p.capacities(&req.nodeclass, &names).await?;
+    let choices: Vec<templates::Choice> = placements
+        .iter()
+        .map(|pl| {
+            let cap = capacity.get(&pl.option.instance_type);
+            templates::Choice {
+                ami: pl.ami.clone(),
+                pods: cap.map(|c| c.pods),
+                efa: cap.map_or(0, |c| c.get(wk::RESOURCE_EFA)),
+            }
+        })
+        .collect();
     let mut configs = Vec::new();
-    for (ami, lt) in &templates {
+    for (spec, served) in templates::resolve(&launch, &choices)? {
+        let lt = launch_template::ensure(&p.clients.ec2, &spec)
+            .await
+            .map_err(|e| launch_error("Error getting launch template configs", e))?;
+        p.metrics.set_userdata_bytes(req.nodeclass.metadata.name.as_deref().unwrap_or_default(), spec.user_data.len());
         let mut cfg = FleetLaunchTemplateConfigRequest::builder().launch_template_specification(
             FleetLaunchTemplateSpecificationRequest::builder().launch_template_name(lt).version("$Latest").build(),
         );
-        for (rank, pl) in placements.iter().enumerate().filter(|(_, pl)| &pl.ami == ami) {
+        for (rank, pl) in served.into_iter().filter_map(|i| placements.get(i).map(|pl| (i, pl))) {
             cfg = cfg.overrides(
                 FleetLaunchTemplateOverridesRequest::builder()
                     .instance_type(InstanceType::from(pl.option.instance_type.as_str()))
@@ -194,12 +182,6 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
         configs.push(cfg.build());
     }
     let tags = instance_tags(p, req);
-    let tag_spec = |rt: ResourceType| {
-        TagSpecification::builder()
-            .resource_type(rt)
-            .set_tags(Some(tags.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect()))
-            .build()
-    };
     let spot = capacity_type == wk::CAPACITY_TYPE_SPOT;
     let mut fleet = p
         .clients
@@ -217,10 +199,7 @@ pub(crate) async fn create(p: &AwsProvider, req: &LaunchRequest) -> Result<Insta
                 })
                 .build(),
         )
-        // The fleet is tagged too: the policy's request-tag condition covers fleet/*.
-        .tag_specifications(tag_spec(ResourceType::Fleet))
-        .tag_specifications(tag_spec(ResourceType::Instance))
-        .tag_specifications(tag_spec(ResourceType::Volume))
+        .set_tag_specifications(Some(tag_specifications(&tags)))
         .client_token(client_token(&p.settings.cluster.name, req, &placements));
     fleet = if spot {
         fleet.spot_options(
@@ -326,11 +305,26 @@ pub(crate) fn instance_tags(p: &AwsProvider, req: &LaunchRequest) -> BTreeMap<St
         (wk::LABEL_NODEPOOL.to_string(), req.nodepool.clone()),
         (wk::TAG_NODECLAIM.to_string(), req.nodeclaim.clone()),
         (crate::TAG_NODECLASS.to_string(), req.nodeclass.metadata.name.clone().unwrap_or_default()),
-        ("Name".to_string(), format!("{}/{}", req.nodepool, req.nodeclaim)),
     ] {
         tags.insert(k, v);
     }
+    // A name the NodeClass gives its instances wins over Tenon's.
+    tags.entry("Name".to_string()).or_insert_with(|| format!("{}/{}", req.nodepool, req.nodeclaim));
     tags
+}
+
+/// CreateFleet's tag specifications: the fleet (the policy's request-tag condition covers
+/// fleet/*), its instances and their volumes, all with `tags`.
+pub fn tag_specifications(tags: &BTreeMap<String, String>) -> Vec<TagSpecification> {
+    [ResourceType::Fleet, ResourceType::Instance, ResourceType::Volume]
+        .into_iter()
+        .map(|rt| {
+            TagSpecification::builder()
+                .resource_type(rt)
+                .set_tags(Some(tags.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect()))
+                .build()
+        })
+        .collect()
 }
 
 /// The same attempt repeated (same NodeClaim, attempt and overrides: a crash between the

@@ -15,8 +15,10 @@ pub mod fleet;
 pub mod instances;
 pub mod interruption;
 pub mod launch_template;
+pub mod metrics;
 pub mod nodeclass;
 pub mod profile;
+pub mod templates;
 pub mod unavailable;
 pub mod userdata;
 
@@ -64,10 +66,31 @@ impl Default for CapacitySettings {
     }
 }
 
+/// Launch settings the controller learns from the cluster or its feature gates, set after
+/// [`AwsProvider::new`]; the defaults are Karpenter's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchSettings {
+    /// The ClusterIP of the cluster's DNS Service (`kube-system/kube-dns`): the kubelet's
+    /// `clusterDNS` when the NodeClass sets none, and the cluster's IP family.
+    pub cluster_dns: Option<std::net::IpAddr>,
+    /// Karpenter's `ReservedCapacity` feature gate (on by default): on-demand and spot
+    /// launches stay out of open capacity reservations.
+    pub reserved_capacity: bool,
+}
+
+impl Default for LaunchSettings {
+    fn default() -> Self {
+        LaunchSettings { cluster_dns: None, reserved_capacity: true }
+    }
+}
+
 pub struct AwsProvider {
     pub clients: Clients,
     pub settings: Settings,
+    pub launch: LaunchSettings,
     pub unavailable: UnavailableOfferings,
+    /// The provider's series, for the controller's `/metrics`.
+    pub metrics: metrics::Metrics,
     catalog: tokio::sync::Mutex<Option<(Instant, Arc<RawCatalog>)>>,
 }
 
@@ -81,7 +104,9 @@ impl AwsProvider {
         AwsProvider {
             clients,
             settings,
+            launch: LaunchSettings::default(),
             unavailable: UnavailableOfferings::default(),
+            metrics: metrics::Metrics::default(),
             catalog: tokio::sync::Mutex::new(None),
         }
     }
@@ -108,16 +133,7 @@ impl AwsProvider {
         if zones.is_empty() {
             return Ok(Vec::new());
         }
-        let opts = AwsCatalogOptions {
-            region: self.settings.region.clone(),
-            root_volume_bytes: root_volume_bytes(nc),
-            spot: true,
-            kubelet: kubelet_model(nc),
-            ami_family: AmiFamilyFlags::of(&nc.ami_family()),
-            reserved_enis: self.settings.capacity.reserved_enis,
-            vm_memory_overhead: self.settings.capacity.vm_memory_overhead,
-        };
-        let mut types = raw.instance_types(&zones, &opts);
+        let mut types = raw.instance_types_with(&zones, &self.catalog_options(nc), catalog::InstanceStore::of(nc));
         let now = Instant::now();
         for t in &mut types {
             for o in &mut t.offerings {
@@ -127,6 +143,42 @@ impl AwsProvider {
             }
         }
         Ok(types)
+    }
+
+    /// How the capacity model shapes instance types for a NodeClass.
+    fn catalog_options(&self, nc: &EC2NodeClass) -> AwsCatalogOptions {
+        AwsCatalogOptions {
+            region: self.settings.region.clone(),
+            root_volume_bytes: root_volume_bytes(nc),
+            spot: true,
+            kubelet: kubelet_model(nc),
+            ami_family: AmiFamilyFlags::of(&nc.ami_family()),
+            reserved_enis: self.settings.capacity.reserved_enis,
+            vm_memory_overhead: self.settings.capacity.vm_memory_overhead,
+        }
+    }
+
+    /// The capacity (pods, EFA interfaces…) of the named instance types under the NodeClass,
+    /// as the catalog planned them; a type the catalog does not price is left out.
+    pub async fn capacities(
+        &self,
+        nc: &EC2NodeClass,
+        names: &std::collections::BTreeSet<&str>,
+    ) -> Result<std::collections::BTreeMap<String, tenon_core::resources::Resources>, CloudError> {
+        let raw = self.catalog().await?;
+        let types = raw.instance_types_named(names, &self.catalog_options(nc), catalog::InstanceStore::of(nc));
+        Ok(types.into_iter().map(|t| (t.name, t.capacity)).collect())
+    }
+
+    /// Launches a NodeClaim (as [`CloudProvider::create`]) that requests the resources named in
+    /// `requested` (its `spec.resources.requests`): a Nitro sandbox gets enclaves enabled, EFA
+    /// one EFA interface per network card the type offers.
+    pub async fn launch(
+        &self,
+        req: &LaunchRequest,
+        requested: &std::collections::BTreeSet<String>,
+    ) -> Result<Instance, CloudError> {
+        fleet::create(self, req, requested).await
     }
 
     /// Resolves the NodeClass' selectors and its instance profile. The caller writes
@@ -142,7 +194,7 @@ impl AwsProvider {
             security_groups,
             amis,
             instance_profile,
-            checks: vec![subnet_check, sg_check, ami_check, profile_check],
+            checks: vec![subnet_check, sg_check, ami_check, profile_check, nodeclass::family_check(nc)],
         })
     }
 
@@ -151,6 +203,7 @@ impl AwsProvider {
     pub async fn finalize_nodeclass(&self, nc: &EC2NodeClass) -> Result<(), CloudError> {
         let name = nc.metadata.name.clone().unwrap_or_default();
         launch_template::delete_for(&self.clients.ec2, &self.settings.cluster.name, &name).await?;
+        self.metrics.forget_nodeclass(&name);
         profile::delete(&self.clients.iam, &self.settings.cluster.name, &self.settings.region, nc).await
     }
 
@@ -163,6 +216,7 @@ impl AwsProvider {
         for name in launch_template::nodeclasses_with_templates(&self.clients.ec2, cluster).await? {
             if !nodeclasses.contains(&name) {
                 n += launch_template::delete_for(&self.clients.ec2, cluster, &name).await?;
+                self.metrics.forget_nodeclass(&name);
             }
         }
         n += profile::delete_unless(&self.clients.iam, cluster, &self.settings.region, nodeclasses).await?;
@@ -184,7 +238,6 @@ pub(crate) fn now_secs() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
-/// The kubelet root volume's size: the mapping marked `rootVolume`, else the default.
 /// The EC2NodeClass' kubelet settings that shape capacity and overhead.
 fn kubelet_model(nc: &EC2NodeClass) -> KubeletModel {
     let Some(k) = nc.spec.kubelet.as_ref() else { return KubeletModel::default() };
@@ -198,19 +251,36 @@ fn kubelet_model(nc: &EC2NodeClass) -> KubeletModel {
     }
 }
 
+/// The size of the volume the kubelet keeps pods' ephemeral storage on, as Karpenter works it
+/// out: the mapping marked `rootVolume`; for a Custom family (whose AMI Tenon does not know)
+/// the last mapping; else the mapping of the family's own data device; else the family's
+/// default volume.
 fn root_volume_bytes(nc: &EC2NodeClass) -> i64 {
-    nc.spec
-        .block_device_mappings
-        .iter()
-        .find(|m| m.root_volume)
-        .and_then(|m| m.ebs.as_ref()?.volume_size.as_ref())
-        .and_then(|q| tenon_api::quantity::parse_units(&q.0).ok())
-        .map_or(tenon_core::catalog::DEFAULT_ROOT_VOLUME_BYTES, |b| b as i64)
+    let size = |m: &tenon_api::ec2nodeclass::BlockDeviceMapping| {
+        m.ebs.as_ref()?.volume_size.as_ref().and_then(|q| tenon_api::quantity::parse_units(&q.0).ok()).map(|b| b as i64)
+    };
+    let family = nc.ami_family();
+    let device = match family.as_str() {
+        "Bottlerocket" => Some("/dev/xvdb"),
+        "Custom" => None,
+        f if f.starts_with("Windows") => Some("/dev/sda1"),
+        _ => Some("/dev/xvda"),
+    };
+    let default = if family.starts_with("Windows") { 50 << 30 } else { tenon_core::catalog::DEFAULT_ROOT_VOLUME_BYTES };
+    let mappings = &nc.spec.block_device_mappings;
+    if let Some(bytes) = mappings.iter().find(|m| m.root_volume).and_then(size) {
+        return bytes;
+    }
+    let chosen = match device {
+        None => mappings.last(),
+        Some(d) => mappings.iter().find(|m| m.device_name.as_deref() == Some(d)),
+    };
+    chosen.and_then(size).unwrap_or(default)
 }
 
 impl CloudProvider for AwsProvider {
     async fn create(&self, req: &LaunchRequest) -> Result<Instance, CloudError> {
-        fleet::create(self, req).await
+        fleet::create(self, req, &Default::default()).await
     }
 
     async fn delete(&self, ids: &[String]) -> Result<(), CloudError> {

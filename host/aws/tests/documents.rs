@@ -109,34 +109,42 @@ fn create_fleet_capacity_errors_name_the_offerings_to_avoid() {
 
 #[test]
 fn aliases_map_to_the_published_ssm_parameters() {
-    let paths = |f: &str, v: &str| alias_paths(f, v, "1.33").unwrap().into_iter().map(|p| p.path).collect::<Vec<_>>();
+    let paths =
+        |f: &str, v: &str, k: &str| alias_paths(f, v, k).unwrap().into_iter().map(|p| p.path).collect::<Vec<_>>();
     assert_eq!(
-        paths("al2023", "latest"),
+        paths("al2023", "latest", "1.33"),
         [
             "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/recommended/image_id",
-            "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/standard/recommended/image_id",
             "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia/recommended/image_id",
+            "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/neuron/recommended/image_id",
+            "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/standard/recommended/image_id",
             "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/nvidia/recommended/image_id",
         ]
     );
     assert_eq!(
-        paths("al2023", "v20251101")[0],
+        paths("al2023", "v20251101", "1.33")[0],
         "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.33-v20251101/image_id"
     );
-    assert_eq!(paths("bottlerocket", "v1.50.0")[1], "/aws/service/bottlerocket/aws-k8s-1.33/arm64/1.50.0/image_id");
     assert_eq!(
-        paths("bottlerocket", "latest")[2],
+        paths("bottlerocket", "v1.50.0", "1.33")[1],
+        "/aws/service/bottlerocket/aws-k8s-1.33/arm64/1.50.0/image_id"
+    );
+    assert_eq!(
+        paths("bottlerocket", "latest", "1.33")[2],
         "/aws/service/bottlerocket/aws-k8s-1.33-nvidia/x86_64/latest/image_id"
     );
     assert_eq!(
-        paths("al2", "v20251101")[1],
-        "/aws/service/eks/optimized-ami/1.33/amazon-linux-2-arm64/amazon-eks-arm64-node-1.33-v20251101/image_id"
+        paths("al2", "v20251101", "1.32")[1],
+        "/aws/service/eks/optimized-ami/1.32/amazon-linux-2-arm64/amazon-eks-arm64-node-1.32-v20251101/image_id"
+    );
+    assert_eq!(
+        paths("windows2022", "latest", "1.33"),
+        ["/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.33/image_id"]
     );
     let al2023 = alias_paths("al2023", "latest", "1.33").unwrap();
-    assert_eq!(al2023[1].requirements[0].values, ["arm64"]);
-    assert_eq!(al2023[2].requirements[1].operator, "Exists", "the nvidia variant serves GPU types only");
-    let err = alias_paths("windows2022", "latest", "1.33").unwrap_err();
-    assert!(err.contains("windows2022") && err.contains("al2023"), "{err}");
+    assert_eq!(al2023[1].serves[0][0].operator, "Exists", "the nvidia variant serves GPU types only");
+    let err = alias_paths("ubuntu", "latest", "1.33").unwrap_err().to_string();
+    assert!(err.contains("ubuntu") && err.contains("al2023"), "{err}");
 }
 
 #[test]

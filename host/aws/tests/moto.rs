@@ -3,178 +3,13 @@
 
 mod support;
 
-use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
 use std::collections::BTreeMap;
 use support::Moto;
-use tenon_api::EC2NodeClass;
+use support::lab::*;
 use tenon_api::wellknown as wk;
 use tenon_aws::AwsProvider;
-use tenon_core::cloud::{CloudError, CloudProvider, LaunchOption, LaunchRequest, UnavailableOffering};
+use tenon_core::cloud::{CloudError, CloudProvider, UnavailableOffering};
 use tenon_core::orchestration::launch;
-use tenon_core::taints::{Effect, Taint};
-
-const DISCOVERY: &str = "karpenter.sh/discovery";
-
-/// What a cluster's account holds before Tenon runs: a VPC with two tagged private subnets
-/// and one untagged, a tagged node security group, two tagged AMIs and the node role.
-struct Lab {
-    subnets: Vec<(String, String)>,
-    untagged_subnet: String,
-    security_group: String,
-    ami_amd64: String,
-    ami_arm64: String,
-}
-
-fn tag(k: &str, v: &str) -> Tag {
-    Tag::builder().key(k).value(v).build()
-}
-
-async fn lab(p: &AwsProvider, cluster: &str) -> Lab {
-    let ec2 = &p.clients.ec2;
-    let vpc = ec2.create_vpc().cidr_block("10.20.0.0/16").send().await.unwrap();
-    let vpc = vpc.vpc().unwrap().vpc_id().unwrap().to_string();
-    let mut subnets = Vec::new();
-    let mut untagged_subnet = String::new();
-    for (i, zone) in ["us-east-1a", "us-east-1b", "us-east-1c"].iter().enumerate() {
-        let s = ec2
-            .create_subnet()
-            .vpc_id(&vpc)
-            .cidr_block(format!("10.20.{i}.0/24"))
-            .availability_zone(*zone)
-            .send()
-            .await
-            .unwrap();
-        let id = s.subnet().unwrap().subnet_id().unwrap().to_string();
-        if i < 2 {
-            ec2.create_tags().resources(&id).tags(tag(DISCOVERY, cluster)).send().await.unwrap();
-            subnets.push((id, zone.to_string()));
-        } else {
-            untagged_subnet = id;
-        }
-    }
-    let sg = ec2
-        .create_security_group()
-        .group_name(format!("{cluster}-nodes"))
-        .description("nodes")
-        .vpc_id(&vpc)
-        .tag_specifications(
-            TagSpecification::builder()
-                .resource_type(ResourceType::SecurityGroup)
-                .tags(tag(DISCOVERY, cluster))
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
-    let security_group = sg.group_id().unwrap().to_string();
-    // moto's RegisterImage ignores the architecture; an image made from an instance of one
-    // of moto's own AL2023 AMIs keeps it.
-    let mut amis = Vec::new();
-    for (name, arch, base_type) in [("x86_64", "x86_64", "m5.large"), ("arm64", "arm64", "m6g.large")] {
-        let base = ec2
-            .describe_images()
-            .filters(Filter::builder().name("architecture").values(arch).build())
-            .filters(Filter::builder().name("name").values("al2023-ami-2023*").build())
-            .send()
-            .await
-            .unwrap();
-        let base = base.images()[0].image_id().unwrap().to_string();
-        let run = ec2
-            .run_instances()
-            .image_id(base)
-            .instance_type(aws_sdk_ec2::types::InstanceType::from(base_type))
-            .min_count(1)
-            .max_count(1)
-            .send()
-            .await
-            .unwrap();
-        let builder = run.instances()[0].instance_id().unwrap().to_string();
-        let img = ec2
-            .create_image()
-            .instance_id(&builder)
-            .name(format!("{cluster}-al2023-{name}-v20251101"))
-            .send()
-            .await
-            .unwrap();
-        let id = img.image_id().unwrap().to_string();
-        ec2.create_tags().resources(&id).tags(tag(DISCOVERY, cluster)).send().await.unwrap();
-        ec2.terminate_instances().instance_ids(builder).send().await.unwrap();
-        amis.push(id);
-    }
-    let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
-    for role in [format!("KarpenterNodeRole-{cluster}"), format!("OtherRole-{cluster}")] {
-        p.clients.iam.create_role().role_name(role).assume_role_policy_document(trust).send().await.unwrap();
-    }
-    Lab { subnets, untagged_subnet, security_group, ami_amd64: amis[0].clone(), ami_arm64: amis[1].clone() }
-}
-
-/// A NodeClass manifest, checked as `tenon check` would: test fixtures are valid Karpenter.
-fn nodeclass(yaml: &str) -> EC2NodeClass {
-    let value: serde_json::Value = serde_yaml::from_str(yaml).unwrap();
-    let problems = tenon_api::validation::validate_ec2nodeclass(&serde_json::from_value(value.clone()).unwrap());
-    assert!(problems.iter().all(|p| p.severity != tenon_api::validation::Severity::Error), "{problems:?}");
-    serde_json::from_value(value).unwrap()
-}
-
-fn lab_nodeclass(cluster: &str) -> EC2NodeClass {
-    nodeclass(&format!(
-        r#"
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata:
-  name: lab-general
-spec:
-  role: KarpenterNodeRole-{cluster}
-  amiFamily: AL2023
-  amiSelectorTerms:
-    - tags:
-        {DISCOVERY}: {cluster}
-  subnetSelectorTerms:
-    - tags:
-        {DISCOVERY}: {cluster}
-  securityGroupSelectorTerms:
-    - tags:
-        {DISCOVERY}: {cluster}
-  tags:
-    team: platform
-"#
-    ))
-}
-
-/// The NodeClass with its status resolved, as the NodeClass controller would write it.
-async fn resolved(p: &AwsProvider, mut nc: EC2NodeClass) -> EC2NodeClass {
-    let r = p.resolve(&nc).await.unwrap();
-    let now = serde_json::from_value(serde_json::json!("2026-11-30T00:00:00Z")).unwrap();
-    nc.status = Some(r.status(None, Some(1), &now));
-    nc
-}
-
-fn option(t: &str, zone: &str, arch: &str) -> LaunchOption {
-    LaunchOption {
-        instance_type: t.into(),
-        zone: zone.into(),
-        capacity_type: wk::CAPACITY_TYPE_ON_DEMAND.into(),
-        price: 0.1,
-        labels: BTreeMap::from([(wk::LABEL_ARCH.to_string(), arch.to_string())]),
-    }
-}
-
-fn request(nodeclaim: &str, nc: &EC2NodeClass, options: Vec<LaunchOption>) -> LaunchRequest {
-    LaunchRequest {
-        nodeclaim: nodeclaim.into(),
-        nodepool: "lab-general".into(),
-        nodeclass: nc.clone(),
-        options,
-        attempt: 0,
-        labels: BTreeMap::from([("capacity.example.io/pool".to_string(), "lab-general".to_string())]),
-        taints: vec![Taint { key: "dedicated".into(), value: "batch".into(), effect: Effect::NoSchedule }],
-        startup_taints: vec![],
-    }
-}
-
-fn condition<'a>(nc: &'a EC2NodeClass, t: &str) -> &'a tenon_api::common::Condition {
-    nc.status.as_ref().unwrap().conditions.iter().find(|c| c.type_ == t).unwrap()
-}
 
 #[tokio::test]
 async fn catalog_comes_from_describe_calls_with_the_bundled_price_fallback() {
@@ -224,6 +59,21 @@ async fn catalog_comes_from_describe_calls_with_the_bundled_price_fallback() {
     for o in &m5.offerings {
         assert_eq!(o.available, !(o.zone == "us-east-1a" && o.capacity_type == "on-demand"), "{o:?}");
     }
+}
+
+#[tokio::test]
+async fn catalog_labels_come_from_every_describe_instance_types_field_they_read() {
+    let moto = Moto::start();
+    let p = moto.provider("lbl").await;
+    lab(&p, "lbl").await;
+    let nc = resolved(&p, lab_nodeclass("lbl")).await;
+    let types = p.instance_types(&nc).await.unwrap();
+    let label = |t: &str, k: &str| types.iter().find(|x| x.name == t).unwrap().label(k).map(str::to_string);
+    // Nitro Enclaves: c5.2xlarge supports them, m5.large does not.
+    assert_eq!(label("c5.2xlarge", wk::LABEL_INSTANCE_NITRO_ENCLAVES).as_deref(), Some("true"));
+    assert_eq!(label("m5.large", wk::LABEL_INSTANCE_NITRO_ENCLAVES).as_deref(), Some("false"));
+    // EBS-optimized by default: the EBS bandwidth is published.
+    assert_eq!(label("m5.large", wk::LABEL_INSTANCE_EBS_BANDWIDTH).as_deref(), Some("4750"));
 }
 
 #[tokio::test]
@@ -400,7 +250,9 @@ async fn create_fleet_launches_the_top_ranked_option_with_tags_and_reuses_templa
     // The node registers tainted karpenter.sh/unregistered until the controller has synced
     // the NodeClaim's labels and taints onto it.
     assert!(
-        ud.contains("--register-with-taints=dedicated=batch:NoSchedule,karpenter.sh/unregistered:NoExecute"),
+        ud.contains(
+            r#""registerWithTaints":[{"effect":"NoSchedule","key":"dedicated","value":"batch"},{"effect":"NoExecute","key":"karpenter.sh/unregistered"}]"#
+        ),
         "{ud}"
     );
 
@@ -612,29 +464,9 @@ async fn throttled_calls_are_retried_with_backoff() {
 
 // ----- Karpenter's instance type provider suite (pkg/providers/instancetype/suite_test.go) -----
 
-/// Every launch template's name and the data of its latest version.
-async fn templates(p: &AwsProvider) -> BTreeMap<String, aws_sdk_ec2::types::ResponseLaunchTemplateData> {
-    let mut out = BTreeMap::new();
-    let found = p.clients.ec2.describe_launch_templates().send().await.unwrap();
-    for name in found.launch_templates().iter().filter_map(|t| t.launch_template_name()) {
-        let v = p.clients.ec2.describe_launch_template_versions().launch_template_name(name).send().await.unwrap();
-        out.insert(name.to_string(), v.launch_template_versions()[0].launch_template_data().unwrap().clone());
-    }
-    out
-}
-
-/// The templates created by `launch`.
-async fn templates_made_by<F: std::future::Future<Output = ()>>(
-    p: &AwsProvider,
-    launch: F,
-) -> Vec<aws_sdk_ec2::types::ResponseLaunchTemplateData> {
-    let before = templates(p).await;
-    launch.await;
-    templates(p).await.into_iter().filter(|(name, _)| !before.contains_key(name)).map(|(_, d)| d).collect()
-}
-
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2582
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2595
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2799
 #[tokio::test]
 async fn launch_templates_carry_the_nodeclass_metadata_options() {
     use aws_sdk_ec2::types::{
@@ -729,21 +561,6 @@ spec:
         // No size: EC2 takes the snapshot's (a size smaller than the snapshot is refused).
         assert_eq!(ebs.volume_size(), None, "{family}");
     }
-}
-
-/// The lab's NodeClass over all three subnets (one per zone).
-async fn three_zone_nodeclass(p: &AwsProvider, lab: &Lab, cluster: &str) -> EC2NodeClass {
-    let mut nc = lab_nodeclass(cluster);
-    nc.spec.subnet_selector_terms = lab
-        .subnets
-        .iter()
-        .map(|(id, _)| id.clone())
-        .chain([lab.untagged_subnet.clone()])
-        .map(|id| tenon_api::ec2nodeclass::SubnetSelectorTerm { id: Some(id), tags: None })
-        .collect();
-    let nc = resolved(p, nc).await;
-    assert_eq!(nc.status.as_ref().unwrap().subnets.len(), 3);
-    nc
 }
 
 fn unavailable(instance_type: &str, zone: &str, capacity_type: &str) -> UnavailableOffering {

@@ -2,7 +2,8 @@
 
 use super::{FieldPath, Problem, Report};
 use crate::ec2nodeclass::{
-    ALIAS_FAMILIES, AMI_FAMILIES, BlockDeviceMapping, EC2NodeClass, KubeletConfiguration, SelectorTags,
+    ALIAS_FAMILIES, AMI_FAMILIES, BlockDeviceMapping, EC2NodeClass, KubeletConfiguration, NetworkInterface,
+    SelectorTags,
 };
 use crate::quantity::parse_milli;
 use crate::wellknown::{LABEL_NODECLASS, LABEL_NODEPOOL, TAG_CLUSTER_PREFIX, TAG_EKS_CLUSTER_NAME, TAG_NODECLAIM};
@@ -152,6 +153,22 @@ pub fn validate_ec2nodeclass(nc: &EC2NodeClass) -> Vec<Problem> {
 
     if let Some(k) = &s.kubelet {
         check_kubelet(&mut r, &spec.field("kubelet"), k);
+        // Only nodeadm (AL2023) takes arbitrary kubelet configuration; elsewhere a field
+        // Karpenter does not map would be silently dropped, so it is refused, as Karpenter does.
+        let family = nc.ami_family();
+        if family != "AL2023" {
+            for key in k.extra.keys() {
+                r.error(
+                    &spec.field("kubelet").field(key),
+                    format!("{key} is not a kubelet setting Karpenter maps, and only AL2023 passes other fields to the kubelet (this NodeClass is {family})"),
+                    if family == "Bottlerocket" {
+                        "remove it, or set its Bottlerocket setting in spec.userData under [settings.kubernetes]"
+                    } else {
+                        "remove it, or check the spelling against the kubelet settings Karpenter maps"
+                    },
+                );
+            }
+        }
     }
     check_block_devices(&mut r, &spec.field("blockDeviceMappings"), &s.block_device_mappings);
     if let Some(policy) = &s.instance_store_policy
@@ -190,6 +207,21 @@ pub fn validate_ec2nodeclass(nc: &EC2NodeClass) -> Vec<Problem> {
         && n < 0
     {
         r.error(&spec.field("ipPrefixCount"), "ipPrefixCount may not be negative", "use 0 or more");
+    }
+    check_network_interfaces(&mut r, &spec.field("networkInterfaces"), &s.network_interfaces);
+    if let Some(ct) = &s.connection_tracking {
+        let cp = spec.field("connectionTracking");
+        for (field, v, lo, hi) in [
+            ("tcpEstablishedTimeout", ct.tcp_established_timeout, 60, 432_000),
+            ("udpStreamTimeout", ct.udp_stream_timeout, 60, 180),
+            ("udpTimeout", ct.udp_timeout, 30, 60),
+        ] {
+            if let Some(v) = v
+                && !(lo..=hi).contains(&v)
+            {
+                r.error(&cp.field(field), format!("{v} is outside {lo}-{hi} seconds"), format!("use {lo} to {hi}"));
+            }
+        }
     }
     r.into_problems()
 }
@@ -411,6 +443,49 @@ fn check_kubelet(r: &mut Report, p: &FieldPath, k: &KubeletConfiguration) {
         {
             r.error(&p.field(field), format!("{field} may not be negative"), "use 0 or more");
         }
+    }
+}
+
+fn check_network_interfaces(r: &mut Report, p: &FieldPath, nis: &[NetworkInterface]) {
+    if nis.len() > 150 {
+        r.error(p, format!("{} network interfaces, at most 150 are allowed", nis.len()), "remove some");
+    }
+    for (i, ni) in nis.iter().enumerate() {
+        let np = p.index(i);
+        if ni.interface_type != "interface" && ni.interface_type != "efa-only" {
+            r.error(
+                &np.field("interfaceType"),
+                format!("unsupported interfaceType {:?}", ni.interface_type),
+                "use interface or efa-only",
+            );
+        }
+        for (field, v) in [("networkCardIndex", ni.network_card_index), ("deviceIndex", ni.device_index)] {
+            if v < 0 {
+                r.error(&np.field(field), format!("{field} may not be negative"), "use 0 or more");
+            }
+        }
+        let same = |o: &&NetworkInterface| o.network_card_index == ni.network_card_index;
+        if nis.iter().filter(same).filter(|o| o.device_index == ni.device_index).count() > 1 {
+            r.error(
+                &np,
+                "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs",
+                "give each interface on a network card its own deviceIndex",
+            );
+        }
+        if ni.interface_type == "efa-only"
+            && nis.iter().filter(same).filter(|o| o.interface_type == "efa-only").count() > 1
+        {
+            r.error(&np, "a network card can have at most one efa-only interface", "keep one efa-only per card");
+        }
+    }
+    let primary =
+        |n: &NetworkInterface| n.network_card_index == 0 && n.device_index == 0 && n.interface_type == "interface";
+    if !nis.is_empty() && !nis.iter().any(primary) {
+        r.error(
+            p,
+            "networkInterfaces must include a primary interface with interfaceType='interface'",
+            "add {networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}",
+        );
     }
 }
 

@@ -2,6 +2,9 @@
 
 #![allow(dead_code)]
 
+pub mod lab;
+pub mod scheduling;
+
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -123,6 +126,13 @@ pub struct Throttle {
 }
 
 pub async fn throttle(moto: &Moto, failures: usize) -> Throttle {
+    throttle_matching(moto, failures, "").await
+}
+
+/// As [`throttle`], counting (and throttling) only the requests whose headers or body contain
+/// `needle` (an operation's name, e.g. `AmazonSSM.GetParameter`); the others pass through.
+pub async fn throttle_matching(moto: &Moto, failures: usize, needle: &str) -> Throttle {
+    let needle = needle.to_string();
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -133,8 +143,9 @@ pub async fn throttle(moto: &Moto, failures: usize) -> Throttle {
     let count = seen.clone();
     tokio::spawn(async move {
         while let Ok((mut client, _)) = listener.accept().await {
-            let n = count.fetch_add(1, Ordering::SeqCst);
             let upstream = upstream.clone();
+            let count = count.clone();
+            let needle = needle.clone();
             tokio::spawn(async move {
                 // Read one request: headers, then Content-Length bytes of body.
                 let mut buf = Vec::new();
@@ -162,6 +173,8 @@ pub async fn throttle(moto: &Moto, failures: usize) -> Throttle {
                     }
                     buf.extend_from_slice(&chunk[..r]);
                 }
+                let matches = String::from_utf8_lossy(&buf).contains(&needle);
+                let n = if matches { count.fetch_add(1, Ordering::SeqCst) } else { usize::MAX };
                 if n < failures {
                     let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error></Errors><RequestID>throttled</RequestID></Response>";
                     let resp = format!(
