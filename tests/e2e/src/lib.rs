@@ -37,6 +37,8 @@ use tenon_kube_emulator::Emulator;
 
 /// The cluster name every test runs as (the lab runbook's).
 pub const CLUSTER: &str = "lab-cluster";
+/// kube-system/kube-dns's ClusterIP in every test cluster.
+pub const CLUSTER_DNS: &str = "172.20.0.10";
 /// The runbooks' second cluster (the amd-fallback EC2NodeClass discovers its subnets by it).
 pub const OTHER_CLUSTER: &str = "my-cluster";
 /// From moto reporting an instance running to its Node object (the node booting).
@@ -206,6 +208,11 @@ impl Cluster {
             started: Instant::now(),
         };
         c.kubectl(&["apply", "-f", "charts/tenon-crd/templates/crds.yaml"]);
+        // The cluster's DNS Service, in the Service CIDR moto's EKS cluster reports.
+        c.apply_yaml(
+            "kube-dns",
+            &format!("apiVersion: v1\nkind: Service\nmetadata: {{name: kube-dns, namespace: kube-system}}\nspec:\n  clusterIP: {CLUSTER_DNS}\n  ports: [{{name: dns, port: 53, protocol: UDP}}]\n"),
+        );
         let catalog = Arc::new(kubelet::catalog());
         c.standins.push(tokio::spawn(kubelet::run(c.client.clone(), c.aws.clone(), catalog)));
         c.standins.push(tokio::spawn(scheduler::run(c.client.clone())));

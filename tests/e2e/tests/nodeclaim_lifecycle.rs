@@ -280,6 +280,8 @@ async fn nodes_join_where_eks_says_tainted_by_their_user_data_until_registered()
         format!("apiServerEndpoint: \"{}\"", eks.endpoint.clone().unwrap()),
         format!("certificateAuthority: \"{}\"", eks.ca_bundle.clone().unwrap()),
         "cidr: \"172.20.0.0/16\"".to_string(),
+        // The kubelet's clusterDNS is kube-dns's address (read by the controller at start).
+        format!("\"clusterDNS\":[\"{}\"]", tenon_e2e::CLUSTER_DNS),
     ] {
         assert!(user_data.contains(&want), "{want} missing from the user data:\n{user_data}");
     }

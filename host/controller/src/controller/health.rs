@@ -172,10 +172,12 @@ impl Metrics {
     }
 }
 
-/// Serves the probes and `/metrics` (the controller's series, then the policy runtime's).
+/// Serves the probes and `/metrics` (the controller's series, the policy runtime's, the
+/// EC2 provider's).
 pub async fn serve(
     metrics: Arc<Metrics>,
     policy_metrics: Arc<tenon_policy::metrics::Metrics>,
+    provider: Arc<tenon_aws::AwsProvider>,
     addr: &str,
     health_port: u16,
     metrics_port: u16,
@@ -201,10 +203,13 @@ pub async fn serve(
             }),
         )
         .with_state(metrics.clone());
-    type Both = (Arc<Metrics>, Arc<tenon_policy::metrics::Metrics>);
+    type All = (Arc<Metrics>, Arc<tenon_policy::metrics::Metrics>, Arc<tenon_aws::AwsProvider>);
     let metrics_app = Router::new()
-        .route("/metrics", get(|State((m, p)): State<Both>| async move { m.render() + &p.render() }))
-        .with_state((metrics, policy_metrics));
+        .route(
+            "/metrics",
+            get(|State((m, p, aws)): State<All>| async move { m.render() + &p.render() + &aws.metrics.render() }),
+        )
+        .with_state((metrics, policy_metrics, provider));
     let h = tokio::net::TcpListener::bind((addr, health_port)).await?;
     let mm = tokio::net::TcpListener::bind((addr, metrics_port)).await?;
     tokio::spawn(async move {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_api::{EC2NodeClass, NodeClaim};
 use tenon_aws::AwsProvider;
-use tenon_core::cloud::{CloudError, CloudProvider, LaunchOption};
+use tenon_core::cloud::{CloudError, LaunchOption};
 use tenon_core::instancetype::InstanceType;
 use tenon_core::orchestration::launch::{AfterFailure, LaunchFailure, after_failure};
 
@@ -113,7 +113,9 @@ async fn launch_one(
         ));
     }
     let req = lifecycle::launch_request(nc, nodeclass, options);
-    let instance = provider.create(&req).await.map_err(|e| match e {
+    // What the NodeClaim requests shapes the launch (EFA interfaces, Nitro enclaves).
+    let requested = nc.spec.resources.requests.keys().cloned().collect();
+    let instance = provider.launch(&req, &requested).await.map_err(|e| match e {
         CloudError::InsufficientCapacity { message, .. } => LaunchFailure::InsufficientCapacity(message),
         CloudError::NodeClassNotReady { nodeclass, message } => {
             LaunchFailure::NodeClassNotReady(format!("EC2NodeClass {nodeclass}: {message}"))

@@ -137,7 +137,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     once.default_retry = false;
     let evictions = kube::client::ClientBuilder::try_from(once)?.with_layer(&limit).build();
     let client = kube::client::ClientBuilder::try_from(config)?.with_layer(&limit).build();
-    log_feature_gates(&settings.feature_gates)?;
+    let gates = feature_gates(&settings.feature_gates)?;
     let k8s_version = match &settings.kubernetes_version {
         Some(v) => v.clone(),
         None => {
@@ -149,7 +149,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     conn.endpoint_url = settings.aws_endpoint_url.clone();
     let clients = tenon_aws::Clients::connect(&conn).await;
     let cluster = join_info(&settings, &clients, own).await;
-    let provider = AwsProvider::new(
+    let mut provider = AwsProvider::new(
         clients,
         tenon_aws::Settings {
             cluster,
@@ -161,11 +161,17 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
             },
         },
     );
+    provider.launch = tenon_aws::LaunchSettings {
+        cluster_dns: cluster_dns(&client).await,
+        reserved_capacity: gates.get("ReservedCapacity").copied().unwrap_or(true),
+    };
+    let provider = Arc::new(provider);
     let metrics = Arc::new(Metrics::default());
     let policies = policies::Policies::new(settings.policy_dir.as_deref(), settings.policy_deadline_ms)?;
     health::serve(
         metrics.clone(),
         policies.metrics.clone(),
+        provider.clone(),
         &settings.probe_bind_address,
         settings.health_probe_port,
         settings.metrics_port,
@@ -209,7 +215,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         evictions,
         settings,
         stores,
-        provider: Arc::new(provider),
+        provider,
         recorder: Arc::new(Recorder::default()),
         metrics,
         started: Instant::now(),
@@ -272,18 +278,40 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Karpenter's `FEATURE_GATES` (`Name=true,Other=false`): none changes Tenon's behaviour yet,
 /// but a malformed value is an error, as in Karpenter, rather than silently ignored.
-fn log_feature_gates(gates: &str) -> anyhow::Result<()> {
+/// Karpenter's feature gates: `ReservedCapacity` shapes launches; the others are accepted
+/// and have no effect in Tenon.
+fn feature_gates(gates: &str) -> anyhow::Result<BTreeMap<String, bool>> {
+    let mut set = BTreeMap::new();
     for gate in gates.split(',').map(str::trim).filter(|g| !g.is_empty()) {
         match gate.split_once('=') {
             Some((name, value)) if !name.is_empty() && matches!(value, "true" | "false") => {
-                tracing::info!(gate = name, enabled = value, "feature gate (accepted; no effect in Tenon)");
+                let used = name == "ReservedCapacity";
+                tracing::info!(gate = name, enabled = value, used, "feature gate");
+                set.insert(name.to_string(), value == "true");
             }
             _ => anyhow::bail!(
                 "--feature-gates / FEATURE_GATES: {gate:?} is not NAME=true|false (e.g. SpotToSpotConsolidation=true)"
             ),
         }
     }
-    Ok(())
+    Ok(set)
+}
+
+/// The cluster's DNS address (`kube-system/kube-dns`'s ClusterIP): the kubelet's clusterDNS
+/// where the NodeClass sets none, as Karpenter reads it.
+async fn cluster_dns(client: &Client) -> Option<std::net::IpAddr> {
+    let services: kube::Api<k8s_openapi::api::core::v1::Service> = kube::Api::namespaced(client.clone(), "kube-system");
+    match services.get_opt("kube-dns").await {
+        Ok(Some(s)) => s.spec.and_then(|s| s.cluster_ip).and_then(|ip| ip.parse().ok()),
+        Ok(None) => {
+            tracing::warn!("no kube-system/kube-dns Service: nodes' clusterDNS comes from nodeadm's defaults");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read kube-system/kube-dns; nodes' clusterDNS comes from nodeadm's defaults");
+            None
+        }
+    }
 }
 
 /// This replica's name in the Lease: the pod name where there is one, made unique.
