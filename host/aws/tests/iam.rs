@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-const SERVICES: &[&str] = &["ec2", "iam", "pricing", "sqs", "ssm"];
+const SERVICES: &[&str] = &["ec2", "eks", "iam", "pricing", "sqs", "ssm"];
 
 fn pascal(snake: &str) -> String {
     snake.split('_').map(|w| w[..1].to_uppercase() + &w[1..]).collect()
