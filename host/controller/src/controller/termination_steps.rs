@@ -147,6 +147,22 @@ impl World {
         self.node(id, "True").await;
     }
 
+    /// A NodeClaim `name` with the termination finalizer, never registered; with
+    /// `provider_id` in its status when given (launched, its status written no further).
+    async fn unlaunched_claim(&self, name: &str, provider_id: Option<&str>) {
+        let nc: NodeClaim = serde_json::from_value(json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": name, "finalizers": [wk::FINALIZER_TERMINATION]},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
+        }))
+        .unwrap();
+        self.claims().create(&PostParams::default(), &nc).await.unwrap();
+        if let Some(pid) = provider_id {
+            let st = json!({"status": {"providerID": pid}});
+            self.claims().patch_status(name, &PatchParams::default(), &Patch::Merge(&st)).await.unwrap();
+        }
+    }
+
     async fn node(&self, id: &str, ready: &str) {
         let node: Node = serde_json::from_value(json!({
             "metadata": {"name": node_name(id), "finalizers": [wk::FINALIZER_TERMINATION],
@@ -335,14 +351,7 @@ async fn a_node_two_nodeclaims_claim_is_released_as_one_without_any() {
     let w = World::new().await;
     w.registered_node("a", "i-1", None).await;
     // A second NodeClaim with the same providerID: no NodeClaim is the node's.
-    let twin: NodeClaim = serde_json::from_value(json!({
-        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "b"},
-        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
-    }))
-    .unwrap();
-    w.claims().create(&PostParams::default(), &twin).await.unwrap();
-    let st = json!({"status": {"providerID": "aws:///us-east-1a/i-1"}});
-    w.claims().patch_status("b", &PatchParams::default(), &Patch::Merge(&st)).await.unwrap();
+    w.unlaunched_claim("b", Some("aws:///us-east-1a/i-1")).await;
     w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
     w.node_until_released("i-1", now(), 3).await;
     assert!(w.get_claim("a").await.unwrap().metadata.deletion_timestamp.is_none());
@@ -544,13 +553,7 @@ async fn every_node_with_the_nodeclaims_provider_id_is_deleted() {
 #[tokio::test]
 async fn a_nodeclaim_never_launched_is_released_without_a_cloud_call() {
     let w = World::new().await;
-    let nc: NodeClaim = serde_json::from_value(json!({
-        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-        "metadata": {"name": "nc", "finalizers": [wk::FINALIZER_TERMINATION]},
-        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
-    }))
-    .unwrap();
-    w.claims().create(&PostParams::default(), &nc).await.unwrap();
+    w.unlaunched_claim("nc", None).await;
     w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
     assert_eq!(w.claim_step("nc", now()).await.unwrap(), Progress::Released);
     assert!(w.ec2.calls().is_empty());
@@ -577,15 +580,7 @@ async fn an_unregistered_nodeclaims_node_is_not_deleted_its_instance_is_terminat
 #[tokio::test]
 async fn a_failed_termination_keeps_the_finalizer_for_the_next_pass() {
     let w = World::new().await;
-    let nc: NodeClaim = serde_json::from_value(json!({
-        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-        "metadata": {"name": "nc", "finalizers": [wk::FINALIZER_TERMINATION]},
-        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
-    }))
-    .unwrap();
-    w.claims().create(&PostParams::default(), &nc).await.unwrap();
-    let st = json!({"status": {"providerID": "aws:///us-east-1a/i-1"}});
-    w.claims().patch_status("nc", &PatchParams::default(), &Patch::Merge(&st)).await.unwrap();
+    w.unlaunched_claim("nc", Some("aws:///us-east-1a/i-1")).await;
     w.ec2.run("i-1");
     *w.ec2.fail_terminate.lock().unwrap() = true;
     w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
