@@ -10,8 +10,8 @@ AL2023 image parameters under /aws/service (which moto neither ships nor lets Pu
 write) point at moto's own amd64 and arm64 images, for every Kubernetes version the tests use.
 Spot prices differ by zone, as in AWS (moto quotes one price everywhere): us-east-1a's are
 twice us-east-1b's, so a test can tell a zone a pod's volume forces from the cheapest one.
-CreateFleet answers like a prioritized instant fleet when capacity runs out (moto never
-does): offerings listed in `<READY_FILE without extension>.exhausted.json` (a JSON list of
+CreateFleet answers like a prioritized instant fleet (moto launches the first override of
+the first template config, and never runs out of capacity): offerings listed in `<READY_FILE without extension>.exhausted.json` (a JSON list of
 {"instanceType": "c6a.large" or "c6a.*", "zone": null or a zone, "capacityType": null,
 "spot" or "on-demand"}, read at every call) have no capacity; the best-priority override
 with capacity launches, and every override before it is reported in `Errors` as
@@ -80,9 +80,9 @@ def capacity_errors(exhausted_file: str) -> None:
         )
 
     def create_fleet(self):  # type: ignore[no-untyped-def]
+        # Always chosen here, capacity or not: moto alone launches the first override of
+        # the first template config, whatever the priorities say.
         exhausted = exhausted_offerings(exhausted_file)
-        if not exhausted:
-            return create(self)
         configs = self._get_param("LaunchTemplateConfigs", [])
         target = self._get_param("TargetCapacitySpecification", {})
         capacity_type = target.get("DefaultTargetCapacityType", "on-demand")
