@@ -1,7 +1,8 @@
 //! The kubelet stand-in: Nodes for the cluster's running instances, registered as their
-//! user data says (its labels and taints, as `--node-labels`/`--register-with-taints` or
-//! Bottlerocket's `settings.kubernetes.node-labels`/`node-taints`), nothing more: a taint the
-//! user data leaves out is not there.
+//! user data says (its labels and taints, as `--node-labels`/`--register-with-taints`, an
+//! AL2023 NodeConfig's `kubelet.config.registerWithTaints` or Bottlerocket's
+//! `settings.kubernetes.node-labels`/`node-taints`), nothing more: a taint the user data
+//! leaves out is not there.
 
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -150,6 +151,13 @@ pub fn joins_with(text: &str) -> Joining {
             taint(k, v, effect);
         }
     }
+    for doc in node_configs(text) {
+        let taints = &doc["spec"]["kubelet"]["config"]["registerWithTaints"];
+        for t in taints.as_sequence().into_iter().flatten() {
+            let field = |f: &str| t[f].as_str().unwrap_or_default().to_string();
+            taint(&field("key"), &field("value"), &field("effect"));
+        }
+    }
     let mut labels = BTreeMap::new();
     for list in flag("--node-labels=") {
         for l in list.split(',') {
@@ -175,6 +183,27 @@ pub fn joins_with(text: &str) -> Joining {
     j
 }
 
+/// The AL2023 NodeConfig documents in user data: its MIME parts (split at `--boundary`
+/// lines, each part's headers ending at a blank line), or the whole text.
+fn node_configs(text: &str) -> Vec<serde_yaml::Value> {
+    let text = text.replace("\r\n", "\n");
+    let mut parts = vec![String::new()];
+    for line in text.lines() {
+        if line.starts_with("--") && !line.starts_with("---") {
+            parts.push(String::new());
+        } else if let Some(part) = parts.last_mut() {
+            part.push_str(line);
+            part.push('\n');
+        }
+    }
+    parts
+        .iter()
+        .map(|p| p.split_once("\n\n").filter(|(h, _)| h.contains("Content-Type")).map_or(p.as_str(), |(_, b)| b))
+        .filter_map(|body| serde_yaml::from_str::<serde_yaml::Value>(body).ok())
+        .filter(|d| d["kind"].as_str() == Some("NodeConfig"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,5 +225,35 @@ mod tests {
         assert_eq!(j.labels.get("karpenter.sh/nodepool").map(String::as_str), Some("b"));
         assert_eq!(j.taints, vec![json!({"key": "karpenter.sh/unregistered", "effect": "NoExecute"})]);
         assert_eq!(joins_with("#!/bin/bash\necho hi"), Joining::default(), "user data that says nothing");
+    }
+
+    #[test]
+    fn al2023_node_config_registers_its_taints() {
+        use tenon_aws::userdata::{ClusterInfo, NodeBootstrap, render};
+        use tenon_core::taints::{Effect, Taint};
+        let cluster = ClusterInfo {
+            name: "c".into(),
+            endpoint: "https://k".into(),
+            ca_bundle: "Q0E=".into(),
+            service_cidr: "10.100.0.0/16".into(),
+        };
+        let node = NodeBootstrap {
+            labels: BTreeMap::from([("team".to_string(), "x".to_string())]),
+            taints: vec![
+                Taint { key: "karpenter.sh/unregistered".into(), value: String::new(), effect: Effect::NoExecute },
+                Taint { key: "dedicated".into(), value: "batch".into(), effect: Effect::NoSchedule },
+            ],
+            ..Default::default()
+        };
+        let user = "#!/bin/bash\necho user part";
+        let j = joins_with(&render("AL2023", &cluster, &node, Some(user)).expect("renders"));
+        assert_eq!(j.labels.get("team").map(String::as_str), Some("x"));
+        assert_eq!(
+            j.taints,
+            vec![
+                json!({"key": "karpenter.sh/unregistered", "effect": "NoExecute"}),
+                json!({"key": "dedicated", "value": "batch", "effect": "NoSchedule"})
+            ]
+        );
     }
 }
