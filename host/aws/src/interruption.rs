@@ -100,6 +100,9 @@ pub struct InterruptionQueue {
     pub wait_seconds: i32,
 }
 
+/// Karpenter's: a message whose handling failed comes back 20 s later.
+pub const VISIBILITY_TIMEOUT_SECS: i32 = 20;
+
 impl InterruptionQueue {
     /// `queue` is a name or a URL.
     pub async fn new(sqs: aws_sdk_sqs::Client, queue: &str) -> Result<Self, CloudError> {
@@ -125,6 +128,8 @@ impl InterruptionQueue {
             .receive_message()
             .queue_url(&self.url)
             .max_number_of_messages(10)
+            // A message not deleted (its handling failed) is delivered again after this.
+            .visibility_timeout(VISIBILITY_TIMEOUT_SECS)
             .wait_time_seconds(self.wait_seconds)
             .send()
             .await

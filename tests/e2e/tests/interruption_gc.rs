@@ -73,6 +73,37 @@ async fn a_spot_interruption_replaces_the_node_and_a_rebalance_is_only_an_event(
     eprintln!("e2e interruption: 8 pods running on a replacement {:.1}s after the spot warning", took.as_secs_f64());
 }
 
+/// Karpenter deletes a message only once it was handled: a NodeClaim delete that fails
+/// leaves the warning on the queue, and its redelivery (20 s visibility timeout) finishes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spot_warning_whose_nodeclaim_delete_fails_is_handled_on_redelivery() {
+    let mut c = Cluster::start("interruption-retry").await;
+    let queue = c.aws.clients.sqs.create_queue().queue_name("tenon-interruption").send().await.unwrap();
+    let url = queue.queue_url().unwrap().to_string();
+    c.controller_env.push(("INTERRUPTION_QUEUE".into(), "tenon-interruption".into()));
+    lab_general_running(&mut c, 2).await;
+    let old = c.nodeclaims().await.remove(0);
+    let old_name = old.metadata.name.clone().unwrap();
+    let id = old.status.as_ref().and_then(|s| s.provider_id.clone()).unwrap().rsplit('/').next().unwrap().to_string();
+    c.emu.fail_next("delete", "nodeclaims", 500, 1);
+    let sent = Instant::now();
+    let body = message(
+        "EC2 Spot Instance Interruption Warning",
+        serde_json::json!({"instance-id": id, "instance-action": "terminate"}),
+    );
+    c.aws.clients.sqs.send_message().queue_url(&url).message_body(body).send().await.unwrap();
+    eventually(Duration::from_secs(30), "the interrupted NodeClaim deleted despite one failed delete", || async {
+        let claims = c.nodeclaims().await;
+        let old = claims.iter().find(|nc| nc.metadata.name.as_deref() == Some(old_name.as_str()));
+        old.is_none_or(|nc| nc.metadata.deletion_timestamp.is_some()).then_some(())
+    })
+    .await;
+    let took = sent.elapsed();
+    assert!(took >= Duration::from_secs(15), "deleted after {took:?}: the injected 500 was never hit");
+    c.assert_controller_running();
+    eprintln!("e2e interruption: NodeClaim deleted {:.1}s after the warning, on redelivery", took.as_secs_f64());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_with_the_clusters_tags_but_no_nodeclaim_is_terminated() {
     let mut c = Cluster::start("gc").await;

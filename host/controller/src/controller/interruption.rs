@@ -52,7 +52,11 @@ impl Interruption {
             match q.receive().await {
                 Ok(messages) => {
                     for m in messages {
-                        self.handle(&m).await;
+                        // Deleted only once handled: otherwise SQS delivers it again.
+                        if let Err(e) = self.handle(&m).await {
+                            tracing::warn!(error = %e, "interruption: handling failed; the message comes back in 20 s");
+                            continue;
+                        }
                         match q.ack(&m).await {
                             Ok(()) => self.metrics.add("karpenter_interruption_deleted_messages_total", 1.0),
                             Err(e) => tracing::warn!(error = %e, "could not delete an interruption message"),
@@ -71,7 +75,8 @@ impl Interruption {
         }
     }
 
-    async fn handle(&self, m: &Received) {
+    /// Acts on one message; an error means it must be handled again.
+    async fn handle(&self, m: &Received) -> Result<(), kube::Error> {
         let kind = &m.event.kind;
         self.metrics.add(
             &format!("karpenter_interruption_received_messages_total{{message_type=\"{}\"}}", kind_name(kind)),
@@ -124,8 +129,14 @@ impl Interruption {
                     self.metrics
                         .add(&format!("karpenter_nodeclaims_disrupted_total{{reason=\"{}\"}}", kind_name(kind)), 1.0);
                 }
-                Err(e) => tracing::warn!(nodeclaim = %name, error = %e, "interruption: could not delete the NodeClaim"),
+                // Gone already: nothing left to do.
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => {
+                    tracing::warn!(nodeclaim = %name, error = %e, "interruption: could not delete the NodeClaim");
+                    return Err(e);
+                }
             }
         }
+        Ok(())
     }
 }
