@@ -22,15 +22,21 @@ pub const ORPHANS_EVERY: Duration = Duration::from_secs(300);
 /// An instance without a NodeClaim may be one whose NodeClaim status is being written.
 pub const LEAK_GRACE_SECS: i64 = 30;
 
-/// Instances no NodeClaim accounts for (by providerID or by the NodeClaim tag), launched at
-/// least `LEAK_GRACE_SECS` before `now`.
+/// Instances no NodeClaim accounts for, launched at least `LEAK_GRACE_SECS` before `now`. A
+/// NodeClaim accounts for the instance its providerID names; one without a providerID yet
+/// (launched, status not written) for the instances tagged with its name, which its next
+/// launch attempt adopts. A tag naming a NodeClaim that points at another instance protects
+/// nothing.
 pub fn leaked<'a>(instances: &'a [Instance], claims: &[&NodeClaim], now: i64) -> Vec<&'a Instance> {
-    let names: BTreeSet<&str> = claims.iter().filter_map(|c| c.metadata.name.as_deref()).collect();
-    let ids: BTreeSet<&str> =
-        claims.iter().filter_map(|c| c.status.as_ref().and_then(|s| s.provider_id.as_deref())).collect();
+    fn provider_id<'c>(c: &&'c NodeClaim) -> Option<&'c str> {
+        c.status.as_ref().and_then(|s| s.provider_id.as_deref()).filter(|p| !p.is_empty())
+    }
+    let launching: BTreeSet<&str> =
+        claims.iter().filter(|c| provider_id(c).is_none()).filter_map(|c| c.metadata.name.as_deref()).collect();
+    let ids: BTreeSet<&str> = claims.iter().filter_map(provider_id).collect();
     instances
         .iter()
-        .filter(|i| !ids.contains(i.provider_id.as_str()) && !i.nodeclaim().is_some_and(|n| names.contains(n)))
+        .filter(|i| !ids.contains(i.provider_id.as_str()) && !i.nodeclaim().is_some_and(|n| launching.contains(n)))
         .filter(|i| i.launched_at.is_some_and(|t| now - t >= LEAK_GRACE_SECS))
         .collect()
 }
@@ -63,8 +69,27 @@ impl Controller {
                 return;
             }
         };
+        // Instances first, NodeClaims after (Karpenter's order): a NodeClaim created while the
+        // list ran is seen. The store is current; a leak it suggests is confirmed by a list
+        // from the API server before anything is terminated.
+        let current = self.stores.nodeclaims.state();
+        let claims: Vec<&NodeClaim> = current.iter().map(|c| c.as_ref()).collect();
+        let mut leaks = leaked(&instances, &claims, unix_now());
+        if !leaks.is_empty() {
+            match Api::<NodeClaim>::all(self.client.clone()).list(&Default::default()).await {
+                Ok(fresh) => {
+                    let fresh: Vec<&NodeClaim> = fresh.items.iter().collect();
+                    let still: BTreeSet<&str> =
+                        leaked(&instances, &fresh, unix_now()).into_iter().map(|i| i.id.as_str()).collect();
+                    leaks.retain(|i| still.contains(i.id.as_str()));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "garbage collection: could not list NodeClaims; no instance terminated");
+                    leaks.clear();
+                }
+            }
+        }
         let claims: Vec<&NodeClaim> = objects.nodeclaims.iter().collect();
-        let leaks = leaked(&instances, &claims, unix_now());
         if !leaks.is_empty() {
             let ids: Vec<String> = leaks.iter().map(|i| i.id.clone()).collect();
             match self.provider.delete(&ids).await {
@@ -207,6 +232,17 @@ mod tests {
         let b = claim("b", None);
         let leaks: Vec<&str> = leaked(&instances, &[&a, &b], now).into_iter().map(|i| i.id.as_str()).collect();
         assert_eq!(leaks, vec!["i-orphan", "i-untagged"]);
+    }
+
+    #[test]
+    fn a_tag_naming_a_nodeclaim_that_owns_another_instance_protects_nothing() {
+        let now = 1_000;
+        // A second instance for "a" (a retried launch whose first answer was lost): "a" is
+        // i-owned's, so i-twin is nobody's.
+        let instances = vec![instance("i-owned", Some("a"), 0), instance("i-twin", Some("a"), 0)];
+        let a = claim("a", Some("aws:///us-east-1a/i-owned"));
+        let leaks: Vec<&str> = leaked(&instances, &[&a], now).into_iter().map(|i| i.id.as_str()).collect();
+        assert_eq!(leaks, vec!["i-twin"]);
     }
 
     fn registered(name: &str, id: &str) -> NodeClaim {
