@@ -754,6 +754,12 @@ pub fn budget(b: &tenon_api::nodepool::Budget) -> Budget {
     Budget { nodes, reasons, window }
 }
 
+/// A NodeClaim's `spec.expireAfter` in seconds; `None` for `Never` (and for a value the
+/// API server's validation would have refused).
+pub fn nodeclaim_expire_after(nc: &NodeClaim) -> Option<i64> {
+    parse_nillable_duration(&nc.spec.expire_after).ok().flatten().map(|d| d.as_secs() as i64)
+}
+
 /// Disruption facts of a managed node, from its NodeClaim.
 pub fn claim_info(nc: &NodeClaim, node: &core::Node, instance_types: &[InstanceType]) -> ClaimInfo {
     let labels = nc.metadata.labels.clone().unwrap_or_default();
@@ -787,6 +793,7 @@ pub fn claim_info(nc: &NodeClaim, node: &core::Node, instance_types: &[InstanceT
     ClaimInfo {
         nodeclaim: nc.metadata.name.clone().unwrap_or_default(),
         created: nc.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second()),
+        expire_after: nodeclaim_expire_after(nc),
         initialized: initialized_at.is_some()
             || node_labels.get(tenon_api::wellknown::LABEL_INITIALIZED).is_some_and(|v| v == "true"),
         ready,

@@ -168,6 +168,9 @@ pub struct ClaimInfo {
     pub nodeclaim: String,
     /// NodeClaim creation, seconds since the epoch: expiration counts from here.
     pub created: i64,
+    /// The NodeClaim's own `spec.expireAfter` in seconds (stamped from its NodePool at
+    /// launch); `None` is `Never`.
+    pub expire_after: Option<i64>,
     pub initialized: bool,
     /// Node condition Ready is True.
     pub ready: bool,

@@ -8,6 +8,7 @@ use tenon_core::disruption::consolidator::{Consolidator, PlanView, Review, Verdi
 use tenon_core::disruption::drain::{DrainAction, drain_order};
 use tenon_core::disruption::{DefaultPolicies, DisruptionDecision, Method, PolicySet, disrupt};
 use tenon_core::model::{Budget, BudgetNodes, ClusterSnapshot, DisruptionReason, PodDisruptionBudget};
+use tenon_core::orchestration::expiration;
 use tenon_core::selector::LabelSelector;
 
 const T0: i64 = 1_795_996_800; // 2026-11-30T00:00:00Z, a Monday
@@ -218,9 +219,16 @@ fn expiration_ignores_budgets() {
     p.annotations.insert("karpenter.sh/do-not-disrupt".into(), "true".into());
     s.pods.push(p);
     let d = decide(&s);
-    assert_eq!(d.expirations.len(), 1);
-    assert_eq!(d.expirations[0].method, Method::Expiration);
-    assert!(d.plan.is_none());
+    assert!(d.plan.is_none(), "an expired node is not a disruption round's");
+    let c = s.nodes[0].claim.as_ref().unwrap();
+    let lifetime = expiration::Lifetime {
+        nodeclaim: &c.nodeclaim,
+        created: c.created,
+        expire_after: c.expire_after,
+        deleting: false,
+        managed: true,
+    };
+    assert_eq!(expiration::due(&[lifetime], s.now), vec!["old-claim"], "expiration deletes it, budgets or not");
     // The drain still honours do-not-disrupt until terminationGracePeriod runs out.
     let deadline = s.now + 3600;
     assert!(matches!(drain_order(&s, "old", Some(deadline)).steps[0].1, DrainAction::Wait(_)));

@@ -5,7 +5,7 @@
 //! (with the `DisruptionReason` condition) and its replacements created, then, once they are
 //! Initialized, the candidates deleted — termination drains them. A command that stops
 //! holding is abandoned and its candidates untainted; a mark no command owns (a restart
-//! mid-command) is removed every round. Expired NodeClaims are deleted outside budgets.
+//! mid-command) is removed every round. Expiration is its own pass (`expiration`).
 
 use super::conditions::{self, set_condition};
 use super::{Catalogs, Controller, involved_nodeclaim, snapshot, termination};
@@ -81,7 +81,6 @@ impl Controller {
             evaluated = decision.evaluated,
             blocked = decision.blocked.len(),
             rejected = decision.rejected.len(),
-            expirations = decision.expirations.len(),
             plan = decision.plan.as_ref().map(|p| p.method.as_str()),
             allowed = ?decision.allowed.iter().map(|((p, r), a)| format!("{p}/{}={} ({})", r.as_str(), a.allowed, a.why)).collect::<Vec<_>>(),
             "disruption round"
@@ -122,14 +121,6 @@ impl Controller {
                         .publish(&self.client, &involved_nodeclaim(nc), "Normal", "Unconsolidatable", &message)
                         .await;
                 }
-            }
-        }
-        for e in &decision.expirations {
-            for &c in &e.candidates {
-                let Some(claim) = snap.nodes[c].claim.as_ref() else { continue };
-                let Some(nc) = find(objects, &claim.nodeclaim) else { continue };
-                self.recorder.publish(&self.client, &involved_nodeclaim(nc), "Normal", "Expired", &e.reason).await;
-                self.delete_nodeclaim(&claim.nodeclaim, Method::Expiration, &e.reason).await;
             }
         }
         if let Some(plan) = decision.plan {

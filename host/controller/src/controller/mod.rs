@@ -10,6 +10,7 @@ pub mod conditions;
 pub mod disruption;
 pub mod events;
 pub mod eviction_backoff;
+pub mod expiration;
 pub mod garbage;
 pub mod health;
 pub mod interruption;
@@ -404,6 +405,8 @@ impl Controller {
         }
         self.lifecycle(&catalogs).await;
         self.pod_events(&objects).await;
+        // Expiration does not wait for a settled cluster: one stuck node must not stop it.
+        self.expiration(&objects).await;
         // A round right after a provisioning decision would not see its NodeClaims yet.
         // Disruption decides over a settled cluster (Karpenter's rule: a simulation must not
         // count on capacity that is not there yet): no batch collecting pods, every NodeClaim

@@ -153,7 +153,7 @@ pub fn candidates(snap: &ClusterSnapshot) -> (Vec<Candidate>, Vec<Blocked>) {
         let last = claim.last_pod_event.unwrap_or(claim.created);
         let consolidatable = tpl.disruption.consolidate_after.is_some_and(|after| now >= last + after);
         let cost: f64 = pods.iter().map(|&p| eviction_cost(&snap.pods[p])).sum::<f64>()
-            * lifetime_remaining(claim.created, tpl.expire_after, now);
+            * lifetime_remaining(claim.created, claim.expire_after, now);
         out.push(Candidate {
             node: n,
             nodepool: pool,
@@ -163,7 +163,7 @@ pub fn candidates(snap: &ClusterSnapshot) -> (Vec<Candidate>, Vec<Blocked>) {
             consolidatable,
             consolidation_policy: tpl.disruption.consolidation_policy,
             drifted: drift_reason(node, snap, pool),
-            expired: tpl.expire_after.is_some_and(|e| now >= claim.created + e),
+            expired: claim.expire_after.is_some_and(|e| now >= claim.created + e),
             blocked: reason,
             spot: claim.capacity_type == tenon_api::wellknown::CAPACITY_TYPE_SPOT,
             pods,

@@ -108,8 +108,6 @@ pub struct Rejection {
 /// Everything one round decided.
 #[derive(Clone, Debug, Default)]
 pub struct DisruptionDecision {
-    /// Expired nodes: delete regardless of budgets.
-    pub expirations: Vec<DisruptionPlan>,
     /// The voluntary disruption to carry out now, if any.
     pub plan: Option<DisruptionPlan>,
     pub rejected: Vec<Rejection>,
@@ -153,16 +151,7 @@ fn decide(
     let (allowed, budget_blocked) = allowances(snap, policies);
     let mut decision = DisruptionDecision { allowed, budget_blocked, ..Default::default() };
 
-    for c in all.iter().filter(|c| c.expired) {
-        decision.expirations.push(DisruptionPlan {
-            method: Method::Expiration,
-            reason: format!("expired after {}", humanize(snap.nodepools[c.nodepool].expire_after.unwrap_or(0))),
-            candidates: vec![c.node],
-            replacements: vec![],
-            pods: c.pods.clone(),
-            savings_per_hour: 0.0,
-        });
-    }
+    // Expired nodes are expiration's (orchestration::expiration), deleted outside rounds.
     let live: Vec<&Candidate> = all.iter().filter(|c| !c.expired).collect();
     for c in &live {
         if let Some(r) = &c.blocked {
@@ -588,13 +577,12 @@ impl<'a> Round<'a> {
                     used.add(&x.requests);
                 }
                 let ratio = |u: i64, a: i64| if a > 0 { u as f64 / a as f64 } else { 0.0 };
-                let tpl = node.nodepool.as_ref().and_then(|p| snap.nodepools.iter().find(|t| &t.name == p));
                 let cost = pods
                     .iter()
                     .filter(|x| crate::scheduler::reschedulable(x))
                     .map(|x| candidates::eviction_cost(x))
                     .sum::<f64>()
-                    * candidates::lifetime_remaining(claim.created, tpl.and_then(|t| t.expire_after), snap.now);
+                    * candidates::lifetime_remaining(claim.created, claim.expire_after, snap.now);
                 CandidateView {
                     node: node.name.clone(),
                     nodepool: node.nodepool.clone().unwrap_or_default(),

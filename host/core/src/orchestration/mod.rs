@@ -7,6 +7,7 @@
 pub mod batcher;
 pub mod budget_events;
 pub mod command;
+pub mod expiration;
 pub mod ice;
 pub mod launch;
 pub mod liveness;

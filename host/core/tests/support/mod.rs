@@ -176,6 +176,8 @@ pub fn managed(name: &str, pool: &str, it: &str, zone: &str, created: i64) -> No
         claim: Some(tenon_core::model::ClaimInfo {
             nodeclaim: format!("{name}-claim"),
             created,
+            // Stamped from the NodePool default at launch.
+            expire_after: Some(720 * 3600),
             initialized: true,
             ready: true,
             last_pod_event: Some(created),

@@ -214,6 +214,7 @@ impl World<'_> {
             capacity_type: offering.capacity_type.clone(),
             price: offering.price,
             created: self.now,
+            expire_after: pool.expire_after,
             phase: Phase::Launching,
             next: self.now + self.settings.launch_seconds,
             requirements: labels.iter().map(|(k, v)| Requirement::in_values(k, [v.clone()])).collect(),

@@ -9,12 +9,41 @@ use super::cloud::Planned;
 use super::objects::{DisruptionRecord, Phase};
 use std::collections::BTreeSet;
 use tenon_api::wellknown as wk;
-use tenon_core::disruption::disrupt;
 use tenon_core::disruption::drain::{DrainAction, drain_order};
+use tenon_core::disruption::{Method, disrupt};
 use tenon_core::orchestration::budget_events;
 use tenon_core::orchestration::command::{Command, Replacement, Step, still_invalid};
+use tenon_core::orchestration::expiration::{self, Lifetime};
 
 impl World<'_> {
+    /// Expiration, as the controller's own pass: every NodeClaim past its own `expireAfter`
+    /// is deleted (drained), whatever a disruption round is doing.
+    pub(super) fn expiration(&mut self) {
+        let lifetimes: Vec<Lifetime> = self
+            .nodes
+            .iter()
+            .map(|n| Lifetime {
+                nodeclaim: &n.name,
+                created: n.created,
+                expire_after: n.expire_after,
+                deleting: n.draining.is_some(),
+                managed: true,
+            })
+            .collect();
+        let due: Vec<String> = expiration::due(&lifetimes, self.now).into_iter().map(String::from).collect();
+        for name in due {
+            let Some(i) = self.nodes.iter().position(|n| n.name == name) else { continue };
+            let reason = expiration::reason(self.nodes[i].expire_after);
+            self.event("Expired", format!("NodeClaim/{name}"), reason.clone());
+            self.disruption_log.push(DisruptionRecord {
+                method: Method::Expiration.as_str().into(),
+                candidates: vec![name.clone()],
+                replacements: vec![],
+            });
+            self.start_drain(i, &format!("Expired: {reason}"));
+        }
+    }
+
     pub(super) fn disruption(&mut self) {
         if self.command.is_some() {
             self.advance();
@@ -56,20 +85,6 @@ impl World<'_> {
                 let object = format!("NodeClaim/{}", snap.nodes[c].name);
                 self.event("ConsolidationRejected", object.clone(), message.clone());
                 self.event("Unconsolidatable", object, message.clone());
-            }
-        }
-        for e in &decision.expirations {
-            for &c in &e.candidates {
-                let name = snap.nodes[c].name.clone();
-                if let Some(i) = self.nodes.iter().position(|n| n.name == name) {
-                    self.event("Expired", format!("NodeClaim/{name}"), e.reason.clone());
-                    self.disruption_log.push(DisruptionRecord {
-                        method: e.method.as_str().into(),
-                        candidates: vec![name.clone()],
-                        replacements: vec![],
-                    });
-                    self.start_drain(i, &format!("Expired: {}", e.reason));
-                }
             }
         }
         let Some(plan) = decision.plan else { return };
@@ -247,14 +262,15 @@ impl World<'_> {
         }
     }
 
-    /// The next time a node becomes consolidatable or expires.
+    /// The next time a node becomes consolidatable or expires (a round must run then: an
+    /// expired node's replacement capacity changes what consolidation sees).
     fn next_timer(&self) -> i64 {
         self.nodes
             .iter()
             .filter_map(|n| {
                 let pool = self.nodepools.iter().find(|p| p.name == n.nodepool)?;
                 let consolidatable = pool.disruption.consolidate_after.map(|a| n.last_pod_event + a);
-                let expires = pool.expire_after.map(|e| n.created + e);
+                let expires = n.expire_after.map(|e| n.created + e);
                 [consolidatable, expires].into_iter().flatten().filter(|t| *t > self.now).min()
             })
             .min()

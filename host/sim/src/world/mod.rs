@@ -167,6 +167,7 @@ impl<'p> World<'p> {
         self.bind();
         self.provision(scorer);
         self.drain();
+        self.expiration();
         self.disruption();
         self.policy_failures();
         let cph = self.cost_per_hour();

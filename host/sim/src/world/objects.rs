@@ -35,6 +35,8 @@ pub(super) struct SimNode {
     pub(super) capacity_type: String,
     pub(super) price: f64,
     pub(super) created: i64,
+    /// The NodePool's `expireAfter` when the NodeClaim was created (its own from then on).
+    pub(super) expire_after: Option<i64>,
     pub(super) phase: Phase,
     pub(super) next: i64,
     pub(super) labels: BTreeMap<String, String>,

@@ -38,6 +38,7 @@ impl World<'_> {
                 claim: Some(ClaimInfo {
                     nodeclaim: n.name.clone(),
                     created: n.created,
+                    expire_after: n.expire_after,
                     initialized: n.phase == Phase::Ready,
                     ready: n.phase == Phase::Ready,
                     disrupting: n.disrupted || n.draining.is_some(),

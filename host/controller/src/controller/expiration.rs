@@ -1,0 +1,72 @@
+//! The expiration pass, Karpenter's NodeClaim expiration controller: every pass, each
+//! NodeClaim of this provider past its own `spec.expireAfter` is deleted and counted
+//! (`karpenter_nodeclaims_disrupted_total`, reason `expired`), outside disruption rounds and
+//! budgets; termination drains it (`tenon_core::orchestration::expiration` decides).
+
+use super::{Controller, involved_nodeclaim, lifecycle, pool_of, unix_now};
+use kube::Api;
+use kube::api::DeleteParams;
+use tenon_api::NodeClaim;
+use tenon_core::convert::{ClusterObjects, nodeclaim_expire_after};
+use tenon_core::orchestration::expiration::{self, Lifetime};
+
+/// What expiration reads of a NodeClaim.
+pub fn lifetime(nc: &NodeClaim) -> Lifetime<'_> {
+    Lifetime {
+        nodeclaim: nc.metadata.name.as_deref().unwrap_or_default(),
+        created: nc.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second()),
+        expire_after: nodeclaim_expire_after(nc),
+        deleting: nc.metadata.deletion_timestamp.is_some(),
+        managed: lifecycle::is_managed(nc),
+    }
+}
+
+impl Controller {
+    pub(super) async fn expiration(&self, objects: &ClusterObjects) {
+        let lifetimes: Vec<Lifetime> = objects.nodeclaims.iter().map(lifetime).collect();
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        for name in expiration::due(&lifetimes, unix_now()) {
+            let Some(nc) = objects.nodeclaims.iter().find(|nc| nc.metadata.name.as_deref() == Some(name)) else {
+                continue;
+            };
+            let reason = expiration::reason(nodeclaim_expire_after(nc));
+            match api.delete(name, &DeleteParams::default()).await {
+                Ok(_) => {
+                    tracing::info!(nodeclaim = %name, %reason, "expired: NodeClaim deleted");
+                    self.recorder.publish(&self.client, &involved_nodeclaim(nc), "Normal", "Expired", &reason).await;
+                    self.metrics.add(
+                        &format!(
+                            "karpenter_nodeclaims_disrupted_total{{nodepool=\"{}\",reason=\"expired\"}}",
+                            pool_of(nc)
+                        ),
+                        1.0,
+                    );
+                }
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => tracing::warn!(nodeclaim = %name, error = %e, "could not delete an expired NodeClaim"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(expire_after: &str, group: &str) -> NodeClaim {
+        serde_yaml::from_str(&format!(
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: a, creationTimestamp: \"2026-12-01T00:00:00Z\"}}\nspec:\n  expireAfter: {expire_after}\n  nodeClassRef: {{group: {group}, kind: EC2NodeClass, name: x}}\n  requirements: []\n"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_nodeclaim_is_read_with_its_own_expire_after_and_provider() {
+        let created = 1_796_083_200; // 2026-12-01T00:00:00Z
+        let managed = claim("30s", "karpenter.k8s.aws");
+        let l = lifetime(&managed);
+        assert_eq!((l.created, l.expire_after, l.managed, l.deleting), (created, Some(30), true, false));
+        assert_eq!(lifetime(&claim("Never", "karpenter.k8s.aws")).expire_after, None);
+        assert!(!lifetime(&claim("30s", "karpenter.test.sh")).managed);
+    }
+}

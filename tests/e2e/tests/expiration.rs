@@ -1,0 +1,87 @@
+//! Expiration as Karpenter's own controller: each NodeClaim expires from its own
+//! `spec.expireAfter`, and nothing elsewhere in the cluster holds it back.
+
+use std::time::{Duration, Instant};
+use tenon_e2e::scenario::{INFLATE_NS, all_bound, apply_lab_general, nodeclass_ready, patch_nodepool, scale_inflate};
+use tenon_e2e::{Cluster, eventually};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_nodeclaim_expires_from_its_own_expire_after_even_while_a_drain_is_held() {
+    let mut c = Cluster::start("expiration").await;
+    apply_lab_general(&c);
+    // Drift (the template change below) must not replace anything: only expiration acts.
+    patch_nodepool(
+        &c,
+        "lab-general",
+        r#"{"spec":{"disruption":{"budgets":[{"nodes":"0","reasons":["Drifted"]}]}}}"#,
+        false,
+    );
+    c.start_controller();
+    nodeclass_ready(&c, "lab-general").await;
+    scale_inflate(&c, 4);
+    all_bound(&c, INFLATE_NS, 4, Duration::from_secs(90)).await;
+    let first = c.nodeclaims().await.remove(0);
+    let first_name = first.metadata.name.clone().unwrap();
+    assert_eq!(first.spec.expire_after, "720h");
+
+    // Lowering the NodePool's expireAfter moves no existing NodeClaim's date.
+    patch_nodepool(&c, "lab-general", r#"{"spec":{"template":{"spec":{"expireAfter":"40s"}}}}"#, false);
+    tokio::time::sleep(Duration::from_secs(45)).await;
+    let still = c.nodeclaims().await;
+    let kept = still.iter().find(|nc| nc.metadata.name.as_deref() == Some(first_name.as_str()));
+    assert!(
+        kept.is_some_and(|nc| nc.metadata.deletion_timestamp.is_none()),
+        "{first_name} (expireAfter 720h) deleted after the NodePool's expireAfter was lowered"
+    );
+
+    // A PDB holds the first node's drain (its pods are not reschedulable, so nothing
+    // launches for them). A new pod gets a new NodeClaim, stamped with the new 40 s, which
+    // expires on time although the drain is still held.
+    c.apply_yaml(
+        "pdb",
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: inflate, namespace: karpenter-lab}\nspec:\n  maxUnavailable: 0\n  selector: {matchLabels: {app: inflate}}\n",
+    );
+    c.kubectl(&["delete", "nodeclaim", &first_name, "--wait=false"]);
+    c.apply_yaml(
+        "extra",
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {name: extra, namespace: karpenter-lab}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: extra}}
+  template:
+    metadata: {labels: {app: extra}}
+    spec:
+      nodeSelector: {capacity.example.io/pool: lab-general}
+      terminationGracePeriodSeconds: 0
+      containers:
+        - name: pause
+          image: public.ecr.aws/eks-distro/kubernetes/pause:3.10
+          resources: {requests: {cpu: 500m, memory: 256Mi}}
+"#,
+    );
+    let second = eventually(Duration::from_secs(60), "a NodeClaim for the new pod", || async {
+        c.nodeclaims().await.into_iter().find(|nc| nc.metadata.name.as_deref() != Some(first_name.as_str()))
+    })
+    .await;
+    let second_name = second.metadata.name.clone().unwrap();
+    assert_eq!(second.spec.expire_after, "40s");
+    let seen = Instant::now();
+    eventually(Duration::from_secs(75), "the 40 s NodeClaim expired", || async {
+        let claims = c.nodeclaims().await;
+        let s = claims.iter().find(|nc| nc.metadata.name.as_deref() == Some(second_name.as_str()));
+        s.is_none_or(|nc| nc.metadata.deletion_timestamp.is_some()).then_some(())
+    })
+    .await;
+    let events = c.events_for(&second_name).await;
+    assert!(events.iter().any(|e| e.reason.as_deref() == Some("Expired")), "{events:#?}");
+    let held = c.nodeclaims().await;
+    assert!(
+        held.iter().any(|nc| nc.metadata.name.as_deref() == Some(first_name.as_str())),
+        "the PDB still holds the first drain"
+    );
+    eprintln!("e2e expiration: 40 s NodeClaim deleted {:.1}s after it was seen", seen.elapsed().as_secs_f64());
+
+    c.assert_controller_running();
+}
