@@ -181,6 +181,50 @@ async fn three_underused_nodes_become_one_cheaper_node_replacement_first() {
     );
 }
 
+/// Karpenter's restart rule: a command lives in memory only, so the marks it left are
+/// removed at start-up (not after the cluster settles) and consolidation starts over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_after_disruption_launching_leaves_no_stale_mark_and_consolidation_finishes() {
+    let mut c = Cluster::start("disruption-restart").await;
+    let originals = three_underused_nodes(&mut c).await;
+    eventually(Duration::from_secs(90), "DisruptionLaunching on a candidate", || async {
+        for name in &originals {
+            if c.events_for(name).await.iter().any(|e| e.reason.as_deref() == Some("DisruptionLaunching")) {
+                return Some(());
+            }
+        }
+        None
+    })
+    .await;
+    c.kill_controller();
+    assert!(disrupting(&c).await > 0, "the candidates were marked before the kill");
+    c.start_controller();
+    let restarted = Instant::now();
+    // Marked and not being deleted: a mark no command owns.
+    let stale = || async {
+        let deleting = c.nodeclaims().await.iter().filter(|nc| nc.metadata.deletion_timestamp.is_some()).count();
+        disrupting(&c).await - deleting
+    };
+    eventually(Duration::from_secs(15), "no stale disruption mark after the restart", || async {
+        (stale().await == 0).then_some(())
+    })
+    .await;
+    let unmarked = restarted.elapsed();
+    eventually(Duration::from_secs(150), "consolidation finished after the restart", || async {
+        let claims = c.nodeclaims().await;
+        let left = claims.iter().filter(|nc| originals.contains(nc.metadata.name.as_deref().unwrap_or(""))).count();
+        (left == 0 && claims.len() == 1).then_some(())
+    })
+    .await;
+    all_bound(&c, INFLATE_NS, 3, Duration::from_secs(60)).await;
+    c.assert_controller_running();
+    eprintln!(
+        "e2e disruption restart: stale marks gone {:.1}s after the restart; consolidated {:.1}s after it",
+        unmarked.as_secs_f64(),
+        restarted.elapsed().as_secs_f64()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changing_the_nodepool_template_replaces_drifted_nodes() {
     let mut c = Cluster::start("drift").await;

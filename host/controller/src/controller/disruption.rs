@@ -5,7 +5,7 @@
 //! (with the `DisruptionReason` condition) and its replacements created, then, once they are
 //! Initialized, the candidates deleted — termination drains them. A command that stops
 //! holding is abandoned and its candidates untainted; a mark no command owns (a restart
-//! mid-command) is removed every round. Expiration is its own pass (`expiration`).
+//! mid-command) is removed every round and at start-up (`sweep_marks`).
 
 use super::conditions::{self, set_condition};
 use super::{Catalogs, Controller, involved_nodeclaim, snapshot, termination};
@@ -61,7 +61,6 @@ impl Controller {
             return;
         }
         self.last_round = Some(Instant::now());
-        self.unmark_stale(objects).await;
         let (mut snap, _) = snapshot(objects, catalogs);
         // Cloud drift is looked up fresh each round (the condition is only its record).
         let cloud = self.cloud_drift(objects).await;
@@ -340,9 +339,14 @@ impl Controller {
         }
     }
 
-    /// Karpenter's sweep: the disruption mark on a node no command owns (and that is not
-    /// being deleted) is removed, so a restart mid-command leaves no node unschedulable.
-    async fn unmark_stale(&self, objects: &ClusterObjects) {
+    /// Karpenter's sweep, at start-up and every [`ROUND_EVERY`] whether or not a round can
+    /// run: the disruption mark on a node no command owns (and that is not being deleted) is
+    /// removed, so a restart mid-command leaves no node unschedulable.
+    pub(super) async fn sweep_marks(&mut self, objects: &ClusterObjects) {
+        if self.last_sweep.is_some_and(|t| t.elapsed() < ROUND_EVERY) {
+            return;
+        }
+        self.last_sweep = Some(Instant::now());
         let mut marked = Vec::new();
         for nc in objects.nodeclaims.iter().filter(|nc| nc.metadata.deletion_timestamp.is_none()) {
             let Some(node) = super::node_of(nc, &objects.nodes) else { continue };

@@ -102,6 +102,8 @@ struct Controller {
     /// The disruption under way (one at a time).
     command: Option<disruption::Command>,
     last_round: Option<Instant>,
+    /// The last sweep of disruption marks no command owns.
+    last_sweep: Option<Instant>,
     budget_events: BudgetEvents,
     /// NodeClaim → the pods on its node at the last look (for `lastPodEventTime`).
     pods_on: BTreeMap<String, BTreeSet<String>>,
@@ -232,6 +234,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         registration_verdicts: BTreeMap::new(),
         command: None,
         last_round: None,
+        last_sweep: None,
         budget_events: BudgetEvents::default(),
         pods_on: BTreeMap::new(),
         last_gc: None,
@@ -405,8 +408,9 @@ impl Controller {
         }
         self.lifecycle(&catalogs).await;
         self.pod_events(&objects).await;
-        // Expiration does not wait for a settled cluster: one stuck node must not stop it.
+        // Neither waits for a settled cluster: one stuck node must not stop either.
         self.expiration(&objects).await;
+        self.sweep_marks(&objects).await;
         // A round right after a provisioning decision would not see its NodeClaims yet.
         // Disruption decides over a settled cluster (Karpenter's rule: a simulation must not
         // count on capacity that is not there yet): no batch collecting pods, every NodeClaim
