@@ -327,6 +327,9 @@ pub struct ClusterSnapshot {
     /// Karpenter's `PREFERENCE_POLICY=Ignore`: pods' preferences (preferred node and pod
     /// affinity and anti-affinity, ScheduleAnyway spreads) play no part in provisioning.
     pub ignore_preferences: bool,
+    /// Karpenter's `SpotToSpotConsolidation` feature gate: a spot node may be replaced by a
+    /// cheaper spot node (off: spot nodes are only deleted).
+    pub spot_to_spot: bool,
 }
 
 impl ClusterSnapshot {

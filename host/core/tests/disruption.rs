@@ -491,3 +491,117 @@ fn consolidation_does_not_take_the_room_a_pending_pod_needs() {
     let d = decide(&s);
     assert!(d.plan.is_none(), "consolidation took the pending pod's room: {:?}", d.plan);
 }
+
+/// `n` amd64 types `t00`…, 2 CPU each, `t00` cheapest; spot at 40% of on-demand, in zone-a.
+fn flat_catalog(n: usize) -> std::sync::Arc<Vec<tenon_core::instancetype::InstanceType>> {
+    use tenon_core::instancetype::{InstanceType, Offering};
+    use tenon_core::requirements::{Requirement, Requirements};
+    use tenon_core::resources::Resources;
+    let types = (0..n)
+        .map(|i| {
+            let name = format!("t{i:02}");
+            let price = 0.10 + 0.01 * i as f64;
+            let offerings = [("on-demand", price), ("spot", price * 0.4)]
+                .map(|(ct, p)| Offering { zone: "zone-a".into(), capacity_type: ct.into(), price: p, available: true })
+                .to_vec();
+            let reqs = Requirements::from_iter([
+                Requirement::in_values("node.kubernetes.io/instance-type", [name.clone()]),
+                Requirement::in_values("kubernetes.io/arch", ["amd64"]),
+                Requirement::in_values("kubernetes.io/os", ["linux"]),
+            ]);
+            InstanceType::new(
+                &name,
+                reqs,
+                Resources::new(2000, 8 * GIB, 32),
+                Resources::new(100, GIB / 2, 0),
+                offerings,
+            )
+        })
+        .collect();
+    std::sync::Arc::new(types)
+}
+
+/// A spot node of type `it` (in `flat_catalog`) carrying one small pod, in a NodePool that
+/// allows spot and on-demand.
+fn spot_node_on(it: &str, types: usize, spot_to_spot: bool) -> ClusterSnapshot {
+    let mut s = cluster(T0 + 60 * MIN);
+    let cat = flat_catalog(types);
+    s.nodepools[0].requirements =
+        tenon_core::requirements::Requirements::from_iter([tenon_core::requirements::Requirement::in_values(
+            "karpenter.sh/nodepool",
+            ["general"],
+        )]);
+    s.nodepools[0].instance_types = cat.clone();
+    s.spot_to_spot = spot_to_spot;
+    let mut n = managed("n", "general", "gp.small", "zone-a", T0);
+    let t = cat.iter().find(|t| t.name == it).unwrap();
+    n.labels.insert("node.kubernetes.io/instance-type".into(), it.into());
+    n.labels.insert("karpenter.sh/capacity-type".into(), "spot".into());
+    n.labels.remove("karpenter.k8s.aws/instance-family");
+    n.labels.remove("karpenter.k8s.aws/instance-cpu");
+    n.requirements = tenon_core::requirements::Requirements::from_iter(
+        n.labels.iter().map(|(k, v)| tenon_core::requirements::Requirement::in_values(k, [v.clone()])),
+    );
+    n.allocatable = t.allocatable().clone();
+    n.capacity = t.capacity.clone();
+    let c = n.claim.as_mut().unwrap();
+    c.instance_type = it.into();
+    c.capacity_type = "spot".into();
+    c.price = t.offerings.iter().find(|o| o.capacity_type == "spot").unwrap().price;
+    s.nodes.push(n);
+    s.pods.push(bound("a", "n", 500, 1));
+    s
+}
+
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:1136
+#[test]
+fn spot_is_not_replaced_by_spot_without_the_feature_gate() {
+    let s = spot_node_on("t19", 20, false);
+    assert!(decide(&s).plan.is_none(), "SpotToSpotConsolidation is off: a lone spot node is only ever deleted");
+    let s = spot_node_on("t19", 20, true);
+    assert!(decide(&s).plan.is_some(), "with the gate on, 19 cheaper spot types make a replacement");
+}
+
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:1061
+#[test]
+fn spot_to_spot_needs_fifteen_cheaper_types() {
+    // t10 has ten cheaper types: not enough flexibility to replace it.
+    assert!(decide(&spot_node_on("t10", 20, true)).plan.is_none());
+    assert!(decide(&spot_node_on("t15", 20, true)).plan.is_some(), "fifteen cheaper types");
+}
+
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:1177
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:1247
+#[test]
+fn spot_to_spot_launches_only_the_fifteen_cheapest_types_as_spot() {
+    let s = spot_node_on("t19", 20, true);
+    let plan = decide(&s).plan.expect("a spot-to-spot replacement");
+    let r = &plan.replacements[0];
+    let cat = &s.nodepools[0].instance_types;
+    let mut names: Vec<&str> = r.instance_types.iter().map(|&t| cat[t as usize].name.as_str()).collect();
+    names.sort();
+    let cheapest: Vec<String> = (0..15).map(|i| format!("t{i:02}")).collect();
+    assert_eq!(names, cheapest, "the 15 cheapest, ordered by price before truncation");
+    let ct = r.requirements.get("karpenter.sh/capacity-type").expect("pinned");
+    assert_eq!(ct.values(), ["spot"]);
+    assert!(r.offerings.iter().all(|&(t, o)| cat[t as usize].offerings[o as usize].capacity_type == "spot"));
+    // A node among the 15 cheapest is never replaced right away: fewer than 15 are cheaper.
+    assert!(decide(&spot_node_on("t14", 20, true)).plan.is_none());
+}
+
+#[test]
+fn an_on_demand_node_replaced_where_spot_is_allowed_is_replaced_by_spot_only() {
+    let mut s = spot_node_on("t19", 20, false);
+    let n = &mut s.nodes[0];
+    n.labels.insert("karpenter.sh/capacity-type".into(), "on-demand".into());
+    n.requirements = tenon_core::requirements::Requirements::from_iter(
+        n.labels.iter().map(|(k, v)| tenon_core::requirements::Requirement::in_values(k, [v.clone()])),
+    );
+    let c = n.claim.as_mut().unwrap();
+    c.capacity_type = "on-demand".into();
+    c.price = 0.29;
+    let plan = decide(&s).plan.expect("a cheaper replacement");
+    let r = &plan.replacements[0];
+    let ct = r.requirements.get("karpenter.sh/capacity-type").expect("pinned");
+    assert_eq!(ct.values(), ["spot"], "priced as spot, so launched as spot or not at all");
+}

@@ -80,6 +80,9 @@ pub struct Settings {
     /// A pinned catalog (a JSON file, relative to the scenario): the instance types,
     /// offerings and prices to simulate instead of the bundled EC2 data.
     pub catalog: Option<String>,
+    /// Karpenter's `SpotToSpotConsolidation` feature gate (as the controller's
+    /// `FEATURE_GATES`): spot nodes may be replaced by cheaper spot nodes.
+    pub spot_to_spot_consolidation: bool,
 }
 
 impl Default for Settings {
@@ -97,6 +100,7 @@ impl Default for Settings {
             spot_price_factor: tenon_core::catalog::SPOT_PRICE_MODEL_FACTOR,
             start: None,
             catalog: None,
+            spot_to_spot_consolidation: false,
         }
     }
 }

@@ -62,6 +62,7 @@ impl Controller {
         }
         self.last_round = Some(Instant::now());
         let (mut snap, _) = snapshot(objects, catalogs);
+        snap.spot_to_spot = self.spot_to_spot;
         // Cloud drift is looked up fresh each round (the condition is only its record).
         let cloud = self.cloud_drift(objects).await;
         for n in &mut snap.nodes {

@@ -102,6 +102,8 @@ struct Controller {
     /// The disruption under way (one at a time).
     command: Option<disruption::Command>,
     last_round: Option<Instant>,
+    /// Karpenter's `SpotToSpotConsolidation` feature gate.
+    spot_to_spot: bool,
     /// The last sweep of disruption marks no command owns.
     last_sweep: Option<Instant>,
     budget_events: BudgetEvents,
@@ -234,6 +236,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         registration_verdicts: BTreeMap::new(),
         command: None,
         last_round: None,
+        spot_to_spot: gates.get("SpotToSpotConsolidation").copied().unwrap_or(false),
         last_sweep: None,
         budget_events: BudgetEvents::default(),
         pods_on: BTreeMap::new(),
@@ -280,17 +283,25 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
 /// leaves nothing for the next leader to adopt).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-/// Karpenter's `FEATURE_GATES` (`Name=true,Other=false`): none changes Tenon's behaviour yet,
-/// but a malformed value is an error, as in Karpenter, rather than silently ignored.
-/// Karpenter's feature gates: `ReservedCapacity` shapes launches; the others are accepted
-/// and have no effect in Tenon.
+/// Karpenter's `FEATURE_GATES` (`Name=true,Other=false`; a malformed value is an error, as in
+/// Karpenter). Karpenter's feature gates: `ReservedCapacity` shapes launches and
+/// `SpotToSpotConsolidation` consolidation; the others (`NodeRepair`, `NodeOverlay`,
+/// `StaticCapacity`) are refused, since Tenon does not do what they turn on.
+/// The feature gates Tenon implements.
+const GATES: [&str; 2] = ["ReservedCapacity", "SpotToSpotConsolidation"];
+
 fn feature_gates(gates: &str) -> anyhow::Result<BTreeMap<String, bool>> {
     let mut set = BTreeMap::new();
     for gate in gates.split(',').map(str::trim).filter(|g| !g.is_empty()) {
         match gate.split_once('=') {
             Some((name, value)) if !name.is_empty() && matches!(value, "true" | "false") => {
-                let used = name == "ReservedCapacity";
-                tracing::info!(gate = name, enabled = value, used, "feature gate");
+                if !GATES.contains(&name) && value == "true" {
+                    anyhow::bail!(
+                        "--feature-gates / FEATURE_GATES: {name}=true is not supported by Tenon (supported: {}); remove it or set it to false",
+                        GATES.join(", ")
+                    );
+                }
+                tracing::info!(gate = name, enabled = value, "feature gate");
                 set.insert(name.to_string(), value == "true");
             }
             _ => anyhow::bail!(
@@ -473,4 +484,20 @@ fn unix_now() -> i64 {
 
 fn unix_now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::feature_gates;
+
+    #[test]
+    fn gates_tenon_implements_are_read_others_refused_when_on() {
+        let g = feature_gates("ReservedCapacity=false, SpotToSpotConsolidation=true,NodeRepair=false").unwrap();
+        assert_eq!(g.get("SpotToSpotConsolidation"), Some(&true));
+        assert_eq!(g.get("ReservedCapacity"), Some(&false));
+        let e = feature_gates("NodeRepair=true").unwrap_err().to_string();
+        assert!(e.contains("NodeRepair=true is not supported"), "{e}");
+        assert!(feature_gates("SpotToSpotConsolidation").is_err(), "no value");
+        assert!(feature_gates("").unwrap().is_empty());
+    }
 }

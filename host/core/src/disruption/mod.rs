@@ -1,8 +1,8 @@
 //! Disruption decisions: which nodes to remove or replace now, and why.
 //!
 //! One round, in Karpenter's order: emptiness, drift, multi-node consolidation, single-node
-//! consolidation; the first method with an approved plan wins. Expiration is separate and
-//! forceful: it ignores budgets (the drain still honours terminationGracePeriod).
+//! consolidation; the first method with an approved plan wins. Expiration is not a round's
+//! (`orchestration::expiration`).
 
 pub mod budgets;
 pub mod candidates;
@@ -11,12 +11,20 @@ pub mod drain;
 
 use crate::model::{ClusterSnapshot, ConsolidationPolicy, DisruptionReason};
 use crate::plan::NewNodeClaim;
+use crate::requirements::{Requirement, Requirements};
+use crate::scheduler::min_values_problem;
 use crate::scheduler::{SimOutcome, Simulator};
 use crate::scorer::Scorer;
 use budgets::{Allowance, BudgetContext, BudgetRule, KarpenterBudgets};
 use candidates::{Blocked, Candidate, pdb_problem};
 use consolidator::{ApproveAll, CandidateView, Consolidator, PlanView, Verdict};
 use std::collections::BTreeMap;
+use tenon_api::wellknown as wk;
+
+/// A spot node is replaced by spot (SpotToSpotConsolidation) only when at least this many
+/// cheaper types could launch, and the replacement launches only the cheapest this many:
+/// the new node is then among them and not itself replaced at once (Karpenter's).
+pub const MIN_SPOT_TO_SPOT_TYPES: usize = 15;
 
 /// Karpenter considers at most this many candidates in one multi-node consolidation.
 pub const MAX_MULTI_NODE_CANDIDATES: usize = 100;
@@ -380,13 +388,52 @@ impl<'a> Round<'a> {
                 savings_per_hour: price,
             }),
             Some(mut nc) => {
-                // Spot-to-spot replacement is off in Karpenter by default: spot nodes are only deleted.
-                if cands.iter().all(|c| c.spot) {
-                    return None;
+                let ct = wk::LABEL_CAPACITY_TYPE;
+                let allows = |nc: &NewNodeClaim, v: &str| nc.requirements.get(ct).is_none_or(|r| r.has(v));
+                let spot_to_spot = cands.iter().all(|c| c.spot) && allows(&nc, wk::CAPACITY_TYPE_SPOT);
+                if spot_to_spot {
+                    // Off unless the SpotToSpotConsolidation feature gate is on: spot nodes are
+                    // then only deleted.
+                    if !snap.spot_to_spot {
+                        return None;
+                    }
+                    nc.requirements.add(Requirement::in_values(ct, [wk::CAPACITY_TYPE_SPOT]));
                 }
                 let cat = &snap.nodepools[nc.nodepool].instance_types;
-                nc.instance_types
-                    .retain(|&t| cat[t as usize].cheapest(&nc.requirements).is_some_and(|o| o.price < price));
+                let price_of = |t: u32, reqs: &Requirements| cat[t as usize].cheapest(reqs).map(|o| o.price);
+                let reqs = nc.requirements.clone();
+                nc.instance_types.retain(|&t| price_of(t, &reqs).is_some_and(|p| p < price));
+                if spot_to_spot && nodes.len() == 1 {
+                    if nc.instance_types.len() < MIN_SPOT_TO_SPOT_TYPES {
+                        return None;
+                    }
+                    let mut by_price: Vec<(u32, f64)> =
+                        nc.instance_types.iter().filter_map(|&t| price_of(t, &reqs).map(|p| (t, p))).collect();
+                    by_price.sort_by(|a, b| a.1.total_cmp(&b.1));
+                    let ordered: Vec<u32> = by_price.into_iter().map(|(t, _)| t).collect();
+                    // Enough types for the NodePool's minValues, and never fewer than the minimum.
+                    let keep = (1..=ordered.len())
+                        .find(|&k| min_values_problem(&ordered[..k], cat, &nc.requirements).is_none())
+                        .unwrap_or(ordered.len())
+                        .max(MIN_SPOT_TO_SPOT_TYPES);
+                    let kept: std::collections::BTreeSet<u32> = ordered.into_iter().take(keep).collect();
+                    nc.instance_types.retain(|t| kept.contains(t));
+                } else if !spot_to_spot
+                    && allows(&nc, wk::CAPACITY_TYPE_SPOT)
+                    && allows(&nc, wk::CAPACITY_TYPE_ON_DEMAND)
+                {
+                    // The cheaper types were chosen at their spot price: a replacement that
+                    // fell back to on-demand could cost more than the node it replaces.
+                    nc.requirements.add(Requirement::in_values(ct, [wk::CAPACITY_TYPE_SPOT]));
+                }
+                let allowed: Vec<u32> = nc.instance_types.clone();
+                nc.offerings.retain(|&(t, o)| {
+                    allowed.contains(&t)
+                        && nc
+                            .requirements
+                            .get(ct)
+                            .is_none_or(|r| r.has(&cat[t as usize].offerings[o as usize].capacity_type))
+                });
                 let (name, new_price) = cheapest(&nc, snap)?;
                 Some(DisruptionPlan {
                     method,

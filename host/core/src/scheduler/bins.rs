@@ -156,7 +156,7 @@ fn has_min_values(reqs: &Requirements) -> bool {
     reqs.iter().any(|r| r.min_values.is_some())
 }
 
-fn min_values_problem(types: &[u32], cat: &[InstanceType], reqs: &Requirements) -> Option<String> {
+pub(crate) fn min_values_problem(types: &[u32], cat: &[InstanceType], reqs: &Requirements) -> Option<String> {
     for r in reqs.iter().filter(|r| r.min_values.is_some()) {
         let min = r.min_values.unwrap_or(0) as usize;
         let mut seen: BTreeSet<&str> = BTreeSet::new();

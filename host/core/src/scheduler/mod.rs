@@ -18,6 +18,7 @@ use crate::model::{ClusterSnapshot, Pod};
 use crate::plan::{Nomination, PendingZone, ProvisioningPlan, Unschedulable};
 use crate::scorer::Scorer;
 use bins::Scheduler;
+pub(crate) use bins::min_values_problem;
 use pods::PodState;
 use std::collections::VecDeque;
 

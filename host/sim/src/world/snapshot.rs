@@ -94,6 +94,7 @@ impl World<'_> {
             namespaces: BTreeMap::new(),
             max_instance_types: None,
             ignore_preferences: false,
+            spot_to_spot: self.settings.spot_to_spot_consolidation,
         }
     }
 
