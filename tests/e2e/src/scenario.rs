@@ -111,3 +111,29 @@ pub async fn disrupting(c: &Cluster) -> usize {
         })
         .count()
 }
+
+/// A Deployment `name` of `replicas` pause pods (500m CPU, 256 MiB) in the lab namespace,
+/// on lab-general's nodes.
+pub fn small_deployment(c: &Cluster, name: &str, replicas: u32) {
+    c.apply_yaml(
+        name,
+        &format!(
+            r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: karpenter-lab}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      nodeSelector: {{capacity.example.io/pool: lab-general}}
+      terminationGracePeriodSeconds: 0
+      containers:
+        - name: pause
+          image: public.ecr.aws/eks-distro/kubernetes/pause:3.10
+          resources: {{requests: {{cpu: 500m, memory: 256Mi}}}}
+"#
+        ),
+    );
+}

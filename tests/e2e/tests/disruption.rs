@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tenon_e2e::observe::Deletions;
 use tenon_e2e::scenario::{
     INFLATE_NS, all_bound, apply_lab_general, disrupting, lab_general_running, nodeclass_ready, patch_nodepool,
-    scale_inflate, small_nodes_quick_consolidation,
+    scale_inflate, small_deployment, small_nodes_quick_consolidation,
 };
 use tenon_e2e::{Cluster, eventually, has_condition};
 
@@ -76,25 +76,7 @@ async fn three_underused_nodes(c: &mut Cluster) -> BTreeSet<String> {
         })
         .await;
     }
-    c.apply_yaml(
-        "small",
-        r#"apiVersion: apps/v1
-kind: Deployment
-metadata: {name: small, namespace: karpenter-lab}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: small}}
-  template:
-    metadata: {labels: {app: small}}
-    spec:
-      nodeSelector: {capacity.example.io/pool: lab-general}
-      terminationGracePeriodSeconds: 0
-      containers:
-        - name: pause
-          image: public.ecr.aws/eks-distro/kubernetes/pause:3.10
-          resources: {requests: {cpu: 500m, memory: 256Mi}}
-"#,
-    );
+    small_deployment(c, "small", 3);
     all_bound(c, INFLATE_NS, 6, Duration::from_secs(60)).await;
     // The seed's 10% of 3 nodes allows one at a time: no multi-node plan fits in that. A
     // budget of all nodes lets the three be replaced together.

@@ -2,7 +2,9 @@
 //! `spec.expireAfter`, and nothing elsewhere in the cluster holds it back.
 
 use std::time::{Duration, Instant};
-use tenon_e2e::scenario::{INFLATE_NS, all_bound, apply_lab_general, nodeclass_ready, patch_nodepool, scale_inflate};
+use tenon_e2e::scenario::{
+    INFLATE_NS, all_bound, apply_lab_general, nodeclass_ready, patch_nodepool, scale_inflate, small_deployment,
+};
 use tenon_e2e::{Cluster, eventually};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -42,25 +44,7 @@ async fn each_nodeclaim_expires_from_its_own_expire_after_even_while_a_drain_is_
         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: inflate, namespace: karpenter-lab}\nspec:\n  maxUnavailable: 0\n  selector: {matchLabels: {app: inflate}}\n",
     );
     c.kubectl(&["delete", "nodeclaim", &first_name, "--wait=false"]);
-    c.apply_yaml(
-        "extra",
-        r#"apiVersion: apps/v1
-kind: Deployment
-metadata: {name: extra, namespace: karpenter-lab}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: extra}}
-  template:
-    metadata: {labels: {app: extra}}
-    spec:
-      nodeSelector: {capacity.example.io/pool: lab-general}
-      terminationGracePeriodSeconds: 0
-      containers:
-        - name: pause
-          image: public.ecr.aws/eks-distro/kubernetes/pause:3.10
-          resources: {requests: {cpu: 500m, memory: 256Mi}}
-"#,
-    );
+    small_deployment(&c, "extra", 1);
     let second = eventually(Duration::from_secs(60), "a NodeClaim for the new pod", || async {
         c.nodeclaims().await.into_iter().find(|nc| nc.metadata.name.as_deref() != Some(first_name.as_str()))
     })

@@ -17,17 +17,23 @@ fn message(detail_type: &str, detail: serde_json::Value) -> String {
     .to_string()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_spot_interruption_replaces_the_node_and_a_rebalance_is_only_an_event() {
-    let mut c = Cluster::start("interruption").await;
+/// A cluster whose controller reads the interruption queue, running `replicas` inflate pods;
+/// returns the queue's URL and the first NodeClaim's name and instance id.
+async fn with_queue(c: &mut Cluster, replicas: u32) -> (String, String, String) {
     let queue = c.aws.clients.sqs.create_queue().queue_name("tenon-interruption").send().await.unwrap();
     let url = queue.queue_url().unwrap().to_string();
     c.controller_env.push(("INTERRUPTION_QUEUE".into(), "tenon-interruption".into()));
-    lab_general_running(&mut c, 8).await;
+    lab_general_running(c, replicas).await;
     let old = c.nodeclaims().await.remove(0);
-    let old_name = old.metadata.name.clone().unwrap();
     let pid = old.status.as_ref().and_then(|s| s.provider_id.clone()).unwrap();
     let id = pid.rsplit('/').next().unwrap().to_string();
+    (url, old.metadata.name.clone().unwrap(), id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spot_interruption_replaces_the_node_and_a_rebalance_is_only_an_event() {
+    let mut c = Cluster::start("interruption").await;
+    let (url, old_name, id) = with_queue(&mut c, 8).await;
 
     let send = |body: String| {
         let sqs = c.aws.clients.sqs.clone();
@@ -68,7 +74,7 @@ async fn a_spot_interruption_replaces_the_node_and_a_rebalance_is_only_an_event(
     let claims = c.nodeclaims().await;
     assert_eq!(claims.len(), 1, "one replacement");
     let live = c.instances().await;
-    assert!(live.iter().all(|i| i.provider_id != pid), "the interrupted instance is terminated");
+    assert!(live.iter().all(|i| i.id != id), "the interrupted instance is terminated");
     assert_eq!(live.len(), 1);
     eprintln!("e2e interruption: 8 pods running on a replacement {:.1}s after the spot warning", took.as_secs_f64());
 }
@@ -78,13 +84,7 @@ async fn a_spot_interruption_replaces_the_node_and_a_rebalance_is_only_an_event(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spot_warning_whose_nodeclaim_delete_fails_is_handled_on_redelivery() {
     let mut c = Cluster::start("interruption-retry").await;
-    let queue = c.aws.clients.sqs.create_queue().queue_name("tenon-interruption").send().await.unwrap();
-    let url = queue.queue_url().unwrap().to_string();
-    c.controller_env.push(("INTERRUPTION_QUEUE".into(), "tenon-interruption".into()));
-    lab_general_running(&mut c, 2).await;
-    let old = c.nodeclaims().await.remove(0);
-    let old_name = old.metadata.name.clone().unwrap();
-    let id = old.status.as_ref().and_then(|s| s.provider_id.clone()).unwrap().rsplit('/').next().unwrap().to_string();
+    let (url, old_name, id) = with_queue(&mut c, 2).await;
     c.emu.fail_next("delete", "nodeclaims", 500, 1);
     let sent = Instant::now();
     let body = message(
