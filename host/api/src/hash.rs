@@ -6,8 +6,13 @@
 //! template's canonical JSON), under its own version: a NodeClaim carrying another version
 //! (Karpenter's `v3`) is re-stamped rather than treated as drifted, as Karpenter itself does
 //! when its hash version changes.
+//!
+//! The EC2NodeClass hash (`karpenter.k8s.aws/ec2nodeclass-hash`, stamped on a NodeClaim at
+//! launch) covers what launch templates are built from, as Karpenter's: not the selector
+//! terms (their results drift on their own: AMI, subnet, security group), not the literal
+//! `amiFamily` but the family it resolves to; lists compare as sets.
 
-use crate::NodePool;
+use crate::{EC2NodeClass, NodePool};
 
 /// Value of `karpenter.sh/nodepool-hash-version` for hashes Tenon computes.
 pub const NODEPOOL_HASH_VERSION: &str = "tenon-v1";
@@ -29,5 +34,70 @@ impl NodePool {
         // Field order is fixed by the types and maps are sorted, so the JSON is canonical.
         let json = serde_json::to_vec(&template).unwrap_or_default();
         fnv1a(&json).to_string()
+    }
+}
+
+/// Value of `karpenter.k8s.aws/ec2nodeclass-hash-version` for hashes Tenon computes.
+pub const EC2NODECLASS_HASH_VERSION: &str = "tenon-v1";
+
+/// Fields of `EC2NodeClass.spec` left out of its static hash.
+const NODECLASS_DYNAMIC_FIELDS: [&str; 6] = [
+    "subnetSelectorTerms",
+    "securityGroupSelectorTerms",
+    "capacityReservationSelectorTerms",
+    "ipPrefixCount",
+    "amiSelectorTerms",
+    "amiFamily",
+];
+
+impl EC2NodeClass {
+    /// The static hash: equal for specs that launch the same nodes.
+    pub fn static_hash(&self) -> String {
+        let mut spec = match serde_json::to_value(&self.spec) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        for f in NODECLASS_DYNAMIC_FIELDS {
+            spec.remove(f);
+        }
+        for v in spec.values_mut() {
+            if let serde_json::Value::Array(items) = v {
+                items.sort_by_key(|i| i.to_string());
+            }
+        }
+        spec.insert("amiFamily".into(), self.ami_family().into());
+        // Maps are sorted (no preserve_order): the JSON is canonical.
+        let json = serde_json::to_vec(&serde_json::Value::Object(spec)).unwrap_or_default();
+        fnv1a(&json).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(extra: &str) -> EC2NodeClass {
+        serde_yaml::from_str(&format!(
+            "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {{name: a}}\nspec:\n  role: r\n  subnetSelectorTerms: [{{tags: {{a: b}}}}]\n  securityGroupSelectorTerms: [{{tags: {{a: b}}}}]\n  amiSelectorTerms: [{{alias: al2023@latest}}]\n{extra}"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn what_launch_templates_are_built_from_changes_the_hash_selectors_do_not() {
+        let base = class("").static_hash();
+        for changed in [
+            "  userData: echo hi\n",
+            "  tags: {team: x}\n",
+            "  kubelet: {maxPods: 20}\n",
+            "  blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 50Gi}}]\n",
+        ] {
+            assert_ne!(class(changed).static_hash(), base, "{changed}");
+        }
+        let mut other_selectors = class("");
+        other_selectors.spec.subnet_selector_terms.clear();
+        other_selectors.spec.ami_selector_terms.clear();
+        other_selectors.spec.ami_family = Some("AL2023".into());
+        assert_eq!(other_selectors.static_hash(), base, "selectors and the literal amiFamily are not hashed");
     }
 }

@@ -252,6 +252,56 @@ async fn changing_the_nodepool_template_replaces_drifted_nodes() {
     c.assert_controller_running();
 }
 
+/// Karpenter's static NodeClass drift: editing what launch templates are built from (here
+/// userData) drifts every node launched before, and they are replaced within the budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editing_the_nodeclass_user_data_replaces_its_nodes_within_the_budget() {
+    let mut c = Cluster::start("nodeclass-drift").await;
+    apply_lab_general(&c);
+    small_nodes_quick_consolidation(&c);
+    // Consolidation must not take nodes away meanwhile: only drift acts.
+    patch_nodepool(&c, "lab-general", r#"{"spec":{"disruption":{"consolidateAfter":"Never"}}}"#, false);
+    c.start_controller();
+    nodeclass_ready(&c, "lab-general").await;
+    scale_inflate(&c, 8);
+    all_bound(&c, INFLATE_NS, 8, Duration::from_secs(90)).await;
+    let before: BTreeSet<String> = c.nodeclaims().await.into_iter().filter_map(|nc| nc.metadata.name).collect();
+    assert!(before.len() >= 3, "{before:?}");
+    c.kubectl(&[
+        "patch",
+        "ec2nodeclass",
+        "lab-general",
+        "--type",
+        "merge",
+        "-p",
+        r##"{"spec":{"userData":"#!/bin/bash\necho tuned\n"}}"##,
+    ]);
+    let reason = eventually(Duration::from_secs(60), "NodeClass drift on an old NodeClaim", || async {
+        c.nodeclaims().await.into_iter().find_map(|nc| {
+            let cond = nc.status?.conditions.into_iter().find(|x| x.type_ == "Drifted" && x.status == "True")?;
+            Some(cond.reason)
+        })
+    })
+    .await;
+    assert!(reason.contains("NodeClassDrift"), "drift reason: {reason}");
+    // The seed's budget: 10% of the nodes, rounded up: one at a time.
+    let mut most = 0;
+    let start = Instant::now();
+    loop {
+        assert!(start.elapsed() < Duration::from_secs(240), "old nodes left after 240 s");
+        most = most.max(disrupting(&c).await);
+        let claims = c.nodeclaims().await;
+        if !claims.is_empty() && claims.iter().all(|nc| !before.contains(nc.metadata.name.as_deref().unwrap_or(""))) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(most <= 1, "{most} NodeClaims disrupted at once under a budget of one");
+    all_bound(&c, INFLATE_NS, 8, Duration::from_secs(60)).await;
+    c.assert_controller_running();
+    eprintln!("e2e NodeClass drift: {} nodes replaced in {:.0}s", before.len(), start.elapsed().as_secs_f64());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejecting_consolidation_policy_and_a_trapping_budget_policy_stop_disruption() {
     let mut c = Cluster::start("policy-veto").await;

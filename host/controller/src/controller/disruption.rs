@@ -15,8 +15,9 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
-use tenon_api::NodeClaim;
+use tenon_api::hash::EC2NODECLASS_HASH_VERSION;
 use tenon_api::wellknown::{self as wk, condition};
+use tenon_api::{EC2NodeClass, NodeClaim};
 use tenon_core::ClusterSnapshot;
 use tenon_core::cloud::CloudProvider;
 use tenon_core::convert::{ClusterObjects, is_active, is_daemon, pod_key};
@@ -417,11 +418,31 @@ impl Controller {
         let classes = self.stores.nodeclasses.state();
         let by_id: BTreeMap<&str, &tenon_core::cloud::Instance> =
             instances.iter().map(|i| (i.provider_id.as_str(), i)).collect();
+        let claims: Api<NodeClaim> = Api::all(self.client.clone());
         for nc in &objects.nodeclaims {
             let Some(pid) = nc.status.as_ref().and_then(|s| s.provider_id.as_deref()) else { continue };
             let Some(instance) = by_id.get(pid) else { continue };
             let class = nc.spec.node_class_ref.as_ref().map(|r| r.name.as_str());
             let Some(nodeclass) = classes.iter().find(|n| n.metadata.name.as_deref() == class) else { continue };
+            let name = nc.metadata.name.clone().unwrap_or_default();
+            match nodeclass_hash(nc, nodeclass) {
+                NodeClassHash::Drifted(reason) => {
+                    out.insert(name, reason);
+                    continue;
+                }
+                NodeClassHash::Restamp(hash) => {
+                    // Another hash version (an older Tenon, or Karpenter's): re-stamped with
+                    // today's hash, not drifted, as Karpenter's hash controller does.
+                    let meta = json!({"metadata": {"annotations": {
+                        wk::ANNOTATION_NODECLASS_HASH: hash,
+                        wk::ANNOTATION_NODECLASS_HASH_VERSION: EC2NODECLASS_HASH_VERSION,
+                    }}});
+                    if let Err(e) = claims.patch(&name, &PatchParams::default(), &Patch::Merge(&meta)).await {
+                        tracing::warn!(nodeclaim = %name, error = %e, "could not re-stamp the EC2NodeClass hash");
+                    }
+                }
+                NodeClassHash::Same => {}
+            }
             if let Some(reason) = self.provider.is_drifted(instance, nodeclass) {
                 out.insert(nc.metadata.name.clone().unwrap_or_default(), reason);
             }
@@ -430,6 +451,73 @@ impl Controller {
     }
 }
 
+/// How a NodeClaim's stamped EC2NodeClass hash compares with its NodeClass' now.
+#[derive(Debug, PartialEq)]
+enum NodeClassHash {
+    Same,
+    /// The static fields changed since launch (Karpenter's `NodeClassDrift`).
+    Drifted(String),
+    /// Stamped under another hash version, or not at all: re-stamp with this hash.
+    Restamp(String),
+}
+
+fn nodeclass_hash(nc: &NodeClaim, nodeclass: &EC2NodeClass) -> NodeClassHash {
+    let annotations = nc.metadata.annotations.as_ref();
+    let get = |k: &str| annotations.and_then(|a| a.get(k)).map(String::as_str);
+    let now = nodeclass.static_hash();
+    if get(wk::ANNOTATION_NODECLASS_HASH_VERSION) != Some(EC2NODECLASS_HASH_VERSION) {
+        return NodeClassHash::Restamp(now);
+    }
+    match get(wk::ANNOTATION_NODECLASS_HASH) {
+        Some(h) if h == now => NodeClassHash::Same,
+        _ => NodeClassHash::Drifted(format!(
+            "NodeClassDrift: EC2NodeClass {} changed since launch (userData, tags, kubelet, block devices, …)",
+            nodeclass.metadata.name.as_deref().unwrap_or_default()
+        )),
+    }
+}
+
 fn find<'a>(objects: &'a ClusterObjects, name: &str) -> Option<&'a NodeClaim> {
     objects.nodeclaims.iter().find(|nc| nc.metadata.name.as_deref() == Some(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodeclass(user_data: &str) -> EC2NodeClass {
+        serde_yaml::from_str(&format!(
+            "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {{name: lab}}\nspec:\n  role: r\n  amiSelectorTerms: [{{alias: al2023@latest}}]\n  userData: {user_data:?}\n"
+        ))
+        .unwrap()
+    }
+
+    fn claim(annotations: &[(&str, &str)]) -> NodeClaim {
+        let mut nc: NodeClaim = serde_yaml::from_str(
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: a}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: lab}\n  requirements: []\n",
+        )
+        .unwrap();
+        nc.metadata.annotations = Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+        nc
+    }
+
+    #[test]
+    fn a_nodeclaim_drifts_when_its_nodeclass_static_fields_change_and_is_restamped_across_versions() {
+        let launched = nodeclass("echo one");
+        let hash = launched.static_hash();
+        let stamped = claim(&[
+            (wk::ANNOTATION_NODECLASS_HASH, &hash),
+            (wk::ANNOTATION_NODECLASS_HASH_VERSION, EC2NODECLASS_HASH_VERSION),
+        ]);
+        assert_eq!(nodeclass_hash(&stamped, &launched), NodeClassHash::Same);
+        let edited = nodeclass("echo two");
+        assert!(
+            matches!(nodeclass_hash(&stamped, &edited), NodeClassHash::Drifted(r) if r.starts_with("NodeClassDrift"))
+        );
+        // Karpenter's own stamp (another version) or none: re-stamped, never drifted.
+        let karpenters =
+            claim(&[(wk::ANNOTATION_NODECLASS_HASH, "123"), (wk::ANNOTATION_NODECLASS_HASH_VERSION, "v4")]);
+        assert_eq!(nodeclass_hash(&karpenters, &edited), NodeClassHash::Restamp(edited.static_hash()));
+        assert_eq!(nodeclass_hash(&claim(&[]), &edited), NodeClassHash::Restamp(edited.static_hash()));
+    }
 }

@@ -126,8 +126,13 @@ async fn launch_one(
     let it = types.iter().find(|t| t.name == instance.instance_type);
     let api: Api<NodeClaim> = Api::all(client.clone());
     let labels = lifecycle::launched_labels(&instance, it);
-    // The ranking has served: the NodeClaim need not carry it any longer.
-    let meta = json!({"metadata": {"labels": labels, "annotations": {wk::ANNOTATION_LAUNCH_OFFERINGS: null}}});
+    // The ranking has served: the NodeClaim need not carry it any longer. The NodeClass hash
+    // it launched with is what drift compares with later.
+    let meta = json!({"metadata": {"labels": labels, "annotations": {
+        wk::ANNOTATION_LAUNCH_OFFERINGS: null,
+        wk::ANNOTATION_NODECLASS_HASH: nodeclass.static_hash(),
+        wk::ANNOTATION_NODECLASS_HASH_VERSION: tenon_api::hash::EC2NODECLASS_HASH_VERSION,
+    }}});
     api.patch(&name, &PatchParams::default(), &Patch::Merge(&meta))
         .await
         .map_err(|e| LaunchFailure::unnamed(&format!("writing labels: {e}")))?;
