@@ -79,6 +79,22 @@ pub fn patch_nodepool(c: &Cluster, name: &str, patch: &str, json: bool) {
     c.kubectl(&["patch", "nodepool", name, "--type", kind, "-p", patch]);
 }
 
+/// A JSON merge patch of EC2NodeClass `name`.
+pub fn patch_nodeclass(c: &Cluster, name: &str, patch: &str) {
+    c.kubectl(&["patch", "ec2nodeclass", name, "--type", "merge", "-p", patch]);
+}
+
+/// The reason of the first `Drifted=True` condition on a NodeClaim, waited for up to 60 s.
+pub async fn drifted_reason(c: &Cluster, what: &str) -> String {
+    crate::eventually(Duration::from_secs(60), what, || async {
+        c.nodeclaims().await.into_iter().find_map(|nc| {
+            let cond = nc.status?.conditions.into_iter().find(|x| x.type_ == "Drifted" && x.status == "True")?;
+            Some(cond.reason)
+        })
+    })
+    .await
+}
+
 /// lab-general narrowed to 4-vCPU types (three 1-CPU inflate pods per node) and
 /// consolidating after 5 s: several small nodes in seconds.
 pub fn small_nodes_quick_consolidation(c: &Cluster) {

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 use tenon_e2e::observe::Deletions;
 use tenon_e2e::scenario::{
-    INFLATE_NS, all_bound, apply_lab_general, disrupting, lab_general_running, nodeclass_ready, patch_nodepool,
-    scale_inflate, small_deployment, small_nodes_quick_consolidation,
+    INFLATE_NS, all_bound, apply_lab_general, disrupting, drifted_reason, lab_general_running, nodeclass_ready,
+    patch_nodeclass, patch_nodepool, scale_inflate, small_deployment, small_nodes_quick_consolidation,
 };
 use tenon_e2e::{Cluster, eventually, has_condition};
 
@@ -213,13 +213,7 @@ async fn changing_the_nodepool_template_replaces_drifted_nodes() {
     lab_general_running(&mut c, 8).await;
     let before: BTreeSet<String> = c.nodeclaims().await.into_iter().filter_map(|nc| nc.metadata.name).collect();
     patch_nodepool(&c, "lab-general", r#"{"spec":{"template":{"metadata":{"labels":{"team":"platform"}}}}}"#, false);
-    let reason = eventually(Duration::from_secs(60), "Drifted on the old NodeClaim", || async {
-        c.nodeclaims().await.into_iter().find_map(|nc| {
-            let cond = nc.status?.conditions.into_iter().find(|x| x.type_ == "Drifted" && x.status == "True")?;
-            Some(cond.reason)
-        })
-    })
-    .await;
+    let reason = drifted_reason(&c, "Drifted on the old NodeClaim").await;
     assert_eq!(reason, "NodePoolDrifted");
     eventually(Duration::from_secs(120), "the drifted nodes replaced", || async {
         let claims = c.nodeclaims().await;
@@ -232,22 +226,8 @@ async fn changing_the_nodepool_template_replaces_drifted_nodes() {
     assert_eq!(c.instances().await.len(), c.nodeclaims().await.len());
 
     // A new image version in the EC2NodeClass: the instances run the old AMI.
-    c.kubectl(&[
-        "patch",
-        "ec2nodeclass",
-        "lab-general",
-        "--type",
-        "merge",
-        "-p",
-        r#"{"spec":{"amiSelectorTerms":[{"alias":"al2023@v20260401"}]}}"#,
-    ]);
-    let reason = eventually(Duration::from_secs(60), "AMI drift on the NodeClaim", || async {
-        c.nodeclaims().await.into_iter().find_map(|nc| {
-            let cond = nc.status?.conditions.into_iter().find(|x| x.type_ == "Drifted" && x.status == "True")?;
-            Some(cond.reason)
-        })
-    })
-    .await;
+    patch_nodeclass(&c, "lab-general", r#"{"spec":{"amiSelectorTerms":[{"alias":"al2023@v20260401"}]}}"#);
+    let reason = drifted_reason(&c, "AMI drift on the NodeClaim").await;
     assert!(reason.contains("AMI"), "drift reason names the AMI: {reason}");
     c.assert_controller_running();
 }
@@ -267,22 +247,8 @@ async fn editing_the_nodeclass_user_data_replaces_its_nodes_within_the_budget() 
     all_bound(&c, INFLATE_NS, 8, Duration::from_secs(90)).await;
     let before: BTreeSet<String> = c.nodeclaims().await.into_iter().filter_map(|nc| nc.metadata.name).collect();
     assert!(before.len() >= 3, "{before:?}");
-    c.kubectl(&[
-        "patch",
-        "ec2nodeclass",
-        "lab-general",
-        "--type",
-        "merge",
-        "-p",
-        r##"{"spec":{"userData":"#!/bin/bash\necho tuned\n"}}"##,
-    ]);
-    let reason = eventually(Duration::from_secs(60), "NodeClass drift on an old NodeClaim", || async {
-        c.nodeclaims().await.into_iter().find_map(|nc| {
-            let cond = nc.status?.conditions.into_iter().find(|x| x.type_ == "Drifted" && x.status == "True")?;
-            Some(cond.reason)
-        })
-    })
-    .await;
+    patch_nodeclass(&c, "lab-general", r##"{"spec":{"userData":"#!/bin/bash\necho tuned\n"}}"##);
+    let reason = drifted_reason(&c, "NodeClass drift on an old NodeClaim").await;
     assert!(reason.contains("NodeClassDrift"), "drift reason: {reason}");
     // The seed's budget: 10% of the nodes, rounded up: one at a time.
     let mut most = 0;
