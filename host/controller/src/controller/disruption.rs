@@ -416,6 +416,9 @@ impl Controller {
             }
         };
         let classes = self.stores.nodeclasses.state();
+        // One hash per NodeClass per round, not one per NodeClaim.
+        let hashes: BTreeMap<&str, String> =
+            classes.iter().map(|n| (n.metadata.name.as_deref().unwrap_or_default(), n.static_hash())).collect();
         let by_id: BTreeMap<&str, &tenon_core::cloud::Instance> =
             instances.iter().map(|i| (i.provider_id.as_str(), i)).collect();
         let claims: Api<NodeClaim> = Api::all(self.client.clone());
@@ -425,7 +428,8 @@ impl Controller {
             let class = nc.spec.node_class_ref.as_ref().map(|r| r.name.as_str());
             let Some(nodeclass) = classes.iter().find(|n| n.metadata.name.as_deref() == class) else { continue };
             let name = nc.metadata.name.clone().unwrap_or_default();
-            match nodeclass_hash(nc, nodeclass) {
+            let now = hashes.get(class.unwrap_or_default()).map(String::as_str).unwrap_or_default();
+            match nodeclass_hash(nc, nodeclass, now) {
                 NodeClassHash::Drifted(reason) => {
                     out.insert(name, reason);
                     continue;
@@ -461,12 +465,12 @@ enum NodeClassHash {
     Restamp(String),
 }
 
-fn nodeclass_hash(nc: &NodeClaim, nodeclass: &EC2NodeClass) -> NodeClassHash {
+/// `now` is `nodeclass`'s static hash.
+fn nodeclass_hash(nc: &NodeClaim, nodeclass: &EC2NodeClass, now: &str) -> NodeClassHash {
     let annotations = nc.metadata.annotations.as_ref();
     let get = |k: &str| annotations.and_then(|a| a.get(k)).map(String::as_str);
-    let now = nodeclass.static_hash();
     if get(wk::ANNOTATION_NODECLASS_HASH_VERSION) != Some(EC2NODECLASS_HASH_VERSION) {
-        return NodeClassHash::Restamp(now);
+        return NodeClassHash::Restamp(now.to_string());
     }
     match get(wk::ANNOTATION_NODECLASS_HASH) {
         Some(h) if h == now => NodeClassHash::Same,
@@ -509,15 +513,21 @@ mod tests {
             (wk::ANNOTATION_NODECLASS_HASH, &hash),
             (wk::ANNOTATION_NODECLASS_HASH_VERSION, EC2NODECLASS_HASH_VERSION),
         ]);
-        assert_eq!(nodeclass_hash(&stamped, &launched), NodeClassHash::Same);
+        assert_eq!(nodeclass_hash(&stamped, &launched, &hash), NodeClassHash::Same);
         let edited = nodeclass("echo two");
         assert!(
-            matches!(nodeclass_hash(&stamped, &edited), NodeClassHash::Drifted(r) if r.starts_with("NodeClassDrift"))
+            matches!(nodeclass_hash(&stamped, &edited, &edited.static_hash()), NodeClassHash::Drifted(r) if r.starts_with("NodeClassDrift"))
         );
         // Karpenter's own stamp (another version) or none: re-stamped, never drifted.
         let karpenters =
             claim(&[(wk::ANNOTATION_NODECLASS_HASH, "123"), (wk::ANNOTATION_NODECLASS_HASH_VERSION, "v4")]);
-        assert_eq!(nodeclass_hash(&karpenters, &edited), NodeClassHash::Restamp(edited.static_hash()));
-        assert_eq!(nodeclass_hash(&claim(&[]), &edited), NodeClassHash::Restamp(edited.static_hash()));
+        assert_eq!(
+            nodeclass_hash(&karpenters, &edited, &edited.static_hash()),
+            NodeClassHash::Restamp(edited.static_hash())
+        );
+        assert_eq!(
+            nodeclass_hash(&claim(&[]), &edited, &edited.static_hash()),
+            NodeClassHash::Restamp(edited.static_hash())
+        );
     }
 }

@@ -212,6 +212,14 @@ impl World {
     }
 
     /// One termination step of Node `<id>.ec2.internal` at `now`, as the controller's pass.
+    /// A do-not-disrupt pod on `id`'s node, then the instance gone and the Node deleted.
+    async fn stuck_pod_then_instance_gone_and_node_deleted(&self, id: &str) {
+        let annotations = json!({"metadata": {"annotations": {wk::ANNOTATION_DO_NOT_DISRUPT: "true"}}});
+        self.pod("stuck", &node_name(id), 300, annotations).await;
+        self.ec2.finish(id);
+        self.nodes().delete(&node_name(id), &DeleteParams::default()).await.unwrap();
+    }
+
     async fn node_step(&self, id: &str, now: i64) -> NodeProgress {
         let objects = self.objects().await;
         let node = objects.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(&node_name(id))).expect("the node");
@@ -389,15 +397,7 @@ async fn a_not_ready_node_whose_instance_is_gone_is_released_at_once() {
     w.registered_node("nc", "i-1", None).await;
     let st = json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}});
     w.nodes().patch_status(&node_name("i-1"), &PatchParams::default(), &Patch::Merge(&st)).await.unwrap();
-    w.pod(
-        "stuck",
-        &node_name("i-1"),
-        300,
-        json!({"metadata": {"annotations": {wk::ANNOTATION_DO_NOT_DISRUPT: "true"}}}),
-    )
-    .await;
-    w.ec2.finish("i-1");
-    w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
+    w.stuck_pod_then_instance_gone_and_node_deleted("i-1").await;
     assert_eq!(w.node_step("i-1", now()).await, NodeProgress::Released);
 }
 
@@ -406,15 +406,7 @@ async fn a_not_ready_node_whose_instance_is_gone_is_released_at_once() {
 async fn a_ready_node_whose_instance_is_gone_still_drains() {
     let w = World::new().await;
     w.registered_node("nc", "i-1", None).await;
-    w.pod(
-        "stuck",
-        &node_name("i-1"),
-        300,
-        json!({"metadata": {"annotations": {wk::ANNOTATION_DO_NOT_DISRUPT: "true"}}}),
-    )
-    .await;
-    w.ec2.finish("i-1");
-    w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
+    w.stuck_pod_then_instance_gone_and_node_deleted("i-1").await;
     for s in 0..3 {
         assert!(matches!(w.node_step("i-1", now() + s).await, NodeProgress::Draining(_)));
     }
