@@ -605,3 +605,84 @@ fn an_on_demand_node_replaced_where_spot_is_allowed_is_replaced_by_spot_only() {
     let ct = r.requirements.get("karpenter.sh/capacity-type").expect("pinned");
     assert_eq!(ct.values(), ["spot"], "priced as spot, so launched as spot or not at all");
 }
+
+/// Karpenter's rule: a consolidation may not count on a node that is not Initialized yet
+/// (its pods would wait there, or it may never come up); once it is, the plan goes ahead.
+#[test]
+fn a_consolidation_that_needs_an_uninitialized_node_waits_for_it() {
+    let mut s = cluster(T0 + 60 * MIN);
+    s.nodes.push(managed("old", "general", "gp.xlarge", "zone-a", T0));
+    s.nodes.push(managed("fresh", "general", "gp.xlarge", "zone-a", T0 + 59 * MIN));
+    s.pods.push(bound("a", "old", 1000, 1));
+    s.pods.push(bound("b", "fresh", 1000, 1));
+    s.nodes[1].claim.as_mut().unwrap().initialized = false;
+    assert!(decide(&s).plan.is_none(), "old's pod would wait on the uninitialized node");
+    s.nodes[1].claim.as_mut().unwrap().initialized = true;
+    let plan = decide(&s).plan.expect("fresh is Initialized: old can go");
+    assert_eq!(plan.candidates, [0]);
+    assert!(plan.replacements.is_empty());
+}
+
+/// Pods of a node being deleted need a place as much as pending pods do (Karpenter's
+/// deleting-node pods): a consolidation may not take the room they are about to use, and the
+/// node they would go to is nominated, not a candidate.
+#[test]
+fn a_consolidation_leaves_room_for_the_pods_of_nodes_being_deleted() {
+    let mut s = cluster(T0 + 60 * MIN);
+    // Existing nodes are tried by name: the leaving pod goes to a-target.
+    for n in ["a-target", "leaving", "spare"] {
+        s.nodes.push(managed(n, "general", "gp.large", "zone-a", T0));
+    }
+    s.pods.push(bound("t", "a-target", 4000, 1));
+    s.pods.push(bound("l", "leaving", 3000, 1));
+    s.pods.push(bound("s", "spare", 3000, 1));
+    s.nodes[1].claim.as_mut().unwrap().disrupting = true;
+    s.nodes[1].unschedulable = true;
+    let d = decide(&s);
+    assert!(d.blocked.iter().any(|b| b.node == 0 && b.reason.contains("nominated")), "{:?}", d.blocked);
+    if let Some(plan) = d.plan {
+        assert!(!plan.candidates.contains(&0), "the nominated node is no candidate");
+        assert_eq!(plan.replacements.len(), 1, "spare's pod cannot take the leaving pod's room: {plan:?}");
+    }
+}
+
+/// Karpenter's validation re-simulates: a delete is dropped once its pods no longer fit
+/// elsewhere, a replace once a fresh simulation needs other instance types, and either once
+/// the budget no longer allows it.
+#[test]
+fn validation_re_simulates_and_re_checks_the_budget() {
+    use tenon_core::orchestration::command::validate;
+    let mut s = cluster(T0 + 60 * MIN);
+    s.nodes.push(managed("old", "general", "gp.xlarge", "zone-a", T0));
+    s.nodes.push(managed("fresh", "general", "gp.xlarge", "zone-a", T0 + 59 * MIN));
+    s.pods.push(bound("a", "old", 1000, 1));
+    let plan = decide(&s).plan.expect("old can go");
+    let cands = vec![("old-claim".to_string(), "old".to_string())];
+    assert_eq!(validate(&s, &DefaultPolicies, plan.method, &cands, &[]), None);
+    let mut filled = s.clone();
+    filled.pods.push(bound("b", "fresh", 15_000, 1));
+    let why = validate(&filled, &DefaultPolicies, plan.method, &cands, &[]).expect("a's place is taken");
+    assert!(why.contains("other capacity"), "{why}");
+    let mut closed = s.clone();
+    closed.nodepools[0].disruption.budgets = vec![Budget { nodes: BudgetNodes::Count(0), reasons: None, window: None }];
+    let why = validate(&closed, &DefaultPolicies, plan.method, &cands, &[]).expect("the budget closed");
+    assert!(why.contains("budget"), "{why}");
+
+    // A replace: its planned types must still be among what a fresh simulation allows.
+    let mut s = cluster(T0 + 60 * MIN);
+    s.nodepools[0].disruption.budgets = vec![Budget { nodes: BudgetNodes::Percent(100), reasons: None, window: None }];
+    for i in 0..3 {
+        let n = format!("n{i}");
+        s.nodes.push(managed(&n, "general", "gp.xlarge", "zone-a", T0));
+        s.pods.push(bound(&format!("p{i}"), &n, 1000, 1));
+    }
+    let plan = decide(&s).plan.expect("a replace");
+    assert_eq!(plan.replacements.len(), 1);
+    let cands: Vec<(String, String)> = (0..3).map(|i| (format!("n{i}-claim"), format!("n{i}"))).collect();
+    let types = plan.replacement_types(&s);
+    assert_eq!(validate(&s, &DefaultPolicies, plan.method, &cands, &types), None);
+    let mut grown = s.clone();
+    grown.pods.push(bound("big", "n0", 7_000, 1));
+    let why = validate(&grown, &DefaultPolicies, plan.method, &cands, &types);
+    assert!(why.is_some(), "the planned small types no longer hold the pods");
+}

@@ -2,7 +2,7 @@
 //! user data says (its labels and taints, as `--node-labels`/`--register-with-taints`, an
 //! AL2023 NodeConfig's `kubelet.config.registerWithTaints` or Bottlerocket's
 //! `settings.kubernetes.node-labels`/`node-taints`), nothing more: a taint the user data
-//! leaves out is not there.
+//! leaves out is not there. A node labelled [`NEVER_READY`] stays NotReady.
 
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -27,6 +27,10 @@ pub fn catalog() -> BTreeMap<String, InstanceType> {
 
 /// Labels the kubelet sets itself.
 const KUBELET_LABELS: [&str; 3] = ["kubernetes.io/arch", "kubernetes.io/os", "node.kubernetes.io/instance-type"];
+
+/// A node label (set through a NodePool template, so it reaches the user data) whose node
+/// this kubelet registers and never reports Ready: a node stuck in initialization.
+pub const NEVER_READY: (&str, &str) = ("e2e.tenon.dev/kubelet", "never-ready");
 
 pub fn node_name(instance_id: &str) -> String {
     format!("{instance_id}.ec2.internal")
@@ -55,6 +59,7 @@ pub async fn run(client: Client, aws: Arc<AwsProvider>, catalog: Arc<BTreeMap<St
             labels.insert("topology.kubernetes.io/zone".into(), i.zone.clone());
             labels.insert("topology.kubernetes.io/region".into(), "us-east-1".into());
             let Some(joining) = user_data(&aws, &i.id).await.map(|u| joins_with(&u)) else { continue };
+            let never_ready = joining.labels.get(NEVER_READY.0).is_some_and(|v| v == NEVER_READY.1);
             labels.extend(joining.labels);
             let node: Node = serde_json::from_value(json!({
                 "metadata": {"name": name, "labels": labels},
@@ -76,7 +81,9 @@ pub async fn run(client: Client, aws: Arc<AwsProvider>, catalog: Arc<BTreeMap<St
             }});
             if nodes.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await.is_ok() {
                 joined.insert(i.id.clone());
-                not_ready.insert(name, now);
+                if !never_ready {
+                    not_ready.insert(name, now);
+                }
             }
         }
         let due: Vec<String> = not_ready

@@ -415,3 +415,117 @@ async fn a_budget_window_with_zero_nodes_blocks_disruption_only_inside_it() {
     .await;
     c.assert_controller_running();
 }
+
+/// Karpenter runs each disruption on its own: a node that never becomes Ready (its kubelet
+/// never reports it) holds nothing else back. Meanwhile an empty node of another NodePool
+/// goes after consolidateAfter and an expired NodeClaim is replaced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_never_becomes_ready_freezes_no_disruption_elsewhere() {
+    let mut c = Cluster::start("never-ready").await;
+    apply_lab_general(&c);
+    small_nodes_quick_consolidation(&c);
+    let (key, value) = tenon_e2e::kubelet::NEVER_READY;
+    c.apply_yaml(
+        "stuck-pool",
+        &format!(
+            r#"apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: stuck}}
+spec:
+  template:
+    metadata:
+      labels: {{capacity.example.io/pool: stuck, {key}: {value}}}
+    spec:
+      requirements:
+        - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
+        - {{key: karpenter.k8s.aws/instance-cpu, operator: In, values: ["2"]}}
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: lab-general}}
+  disruption: {{consolidateAfter: 5s}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: stuck, namespace: karpenter-lab}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: stuck}}}}
+  template:
+    metadata: {{labels: {{app: stuck}}}}
+    spec:
+      nodeSelector: {{capacity.example.io/pool: stuck}}
+      containers:
+        - name: pause
+          image: public.ecr.aws/eks-distro/kubernetes/pause:3.10
+          resources: {{requests: {{cpu: 500m}}}}
+"#
+        ),
+    );
+    c.start_controller();
+    nodeclass_ready(&c, "lab-general").await;
+    scale_inflate(&c, 2);
+    // The stuck pod never binds: its node never becomes Ready.
+    eventually(Duration::from_secs(90), "2 inflate pods bound", || async {
+        let pods = c.pods(INFLATE_NS).await;
+        let inflate: Vec<_> =
+            pods.into_iter().filter(|p| tenon_e2e::label(&p.metadata.labels, "app") == Some("inflate")).collect();
+        (inflate.len() == 2 && tenon_e2e::scenario::bound(&inflate) == 2).then_some(())
+    })
+    .await;
+    let pool_of =
+        |nc: &tenon_api::NodeClaim| tenon_e2e::label(&nc.metadata.labels, "karpenter.sh/nodepool").map(String::from);
+    let stuck = eventually(Duration::from_secs(60), "the stuck NodeClaim registered", || async {
+        c.nodeclaims().await.into_iter().find(|nc| {
+            pool_of(nc).as_deref() == Some("stuck")
+                && has_condition(nc, "Registered")
+                && !has_condition(nc, "Initialized")
+        })
+    })
+    .await;
+    let stuck_name = stuck.metadata.name.clone().unwrap();
+
+    // An empty lab-general node goes, consolidateAfter (5 s) after it emptied.
+    scale_inflate(&c, 0);
+    let emptied = Instant::now();
+    eventually(Duration::from_secs(60), "the empty lab-general nodes removed", || async {
+        let claims = c.nodeclaims().await;
+        claims.iter().all(|nc| pool_of(nc).as_deref() != Some("lab-general")).then_some(())
+    })
+    .await;
+    let removed = emptied.elapsed();
+
+    // A NodeClaim stamped with a 30 s expireAfter expires and its pod gets a new node.
+    patch_nodepool(&c, "lab-general", r#"{"spec":{"template":{"spec":{"expireAfter":"30s"}}}}"#, false);
+    small_deployment(&c, "extra", 1);
+    let first = eventually(Duration::from_secs(60), "a NodeClaim for the extra pod", || async {
+        c.nodeclaims().await.into_iter().find(|nc| pool_of(nc).as_deref() == Some("lab-general"))
+    })
+    .await;
+    let first_name = first.metadata.name.clone().unwrap();
+    assert_eq!(first.spec.expire_after, "30s");
+    let launched = Instant::now();
+    eventually(Duration::from_secs(120), "the expired NodeClaim replaced", || async {
+        let claims = c.nodeclaims().await;
+        let replaced = claims.iter().any(|nc| {
+            pool_of(nc).as_deref() == Some("lab-general") && nc.metadata.name.as_deref() != Some(first_name.as_str())
+        });
+        let pods = c.pods(INFLATE_NS).await;
+        let extra_bound = pods.iter().any(|p| {
+            tenon_e2e::label(&p.metadata.labels, "app") == Some("extra")
+                && p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty())
+                && p.metadata.deletion_timestamp.is_none()
+        });
+        let gone = claims.iter().all(|nc| nc.metadata.name.as_deref() != Some(first_name.as_str()));
+        (replaced && extra_bound && gone).then_some(())
+    })
+    .await;
+    let events = c.events_for(&first_name).await;
+    assert!(events.iter().any(|e| e.reason.as_deref() == Some("Expired")), "{events:#?}");
+    let still = c.nodeclaims().await;
+    let stuck_now = still.iter().find(|nc| nc.metadata.name.as_deref() == Some(stuck_name.as_str()));
+    assert!(stuck_now.is_some_and(|nc| !has_condition(nc, "Initialized")), "the stuck node stayed uninitialized");
+    c.assert_controller_running();
+    eprintln!(
+        "e2e never-ready: empty node removed {:.1}s after emptying (consolidateAfter 5s); expired NodeClaim replaced {:.1}s after launch (expireAfter 30s)",
+        removed.as_secs_f64(),
+        launched.elapsed().as_secs_f64()
+    );
+}

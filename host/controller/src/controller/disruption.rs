@@ -24,7 +24,7 @@ use tenon_core::convert::{ClusterObjects, is_active, is_daemon, pod_key};
 use tenon_core::disruption::candidates::Candidate;
 use tenon_core::disruption::{DisruptionPlan, Method, disrupt};
 use tenon_core::orchestration::budget_events;
-use tenon_core::orchestration::command::{self, Replacement, Step, stale_marks, still_invalid};
+use tenon_core::orchestration::command::{self, Replacement, Step, stale_marks};
 
 /// Karpenter's disruption polling period.
 pub const ROUND_EVERY: Duration = Duration::from_secs(10);
@@ -49,21 +49,31 @@ fn consolidation_type(m: Method) -> &'static str {
 impl Controller {
     /// True when a disruption round or a command step is due now (it needs instance types).
     pub(super) fn disruption_due(&self) -> bool {
-        self.command.is_some() || self.last_round.is_none_or(|t| t.elapsed() >= ROUND_EVERY)
+        !self.commands.is_empty() || self.round_due()
     }
 
-    pub(super) async fn disruption(&mut self, objects: &ClusterObjects, catalogs: &Catalogs) {
-        if let Some(cmd) = self.command.take() {
-            self.command = self.advance(cmd, objects, catalogs).await;
-            return;
+    fn round_due(&self) -> bool {
+        self.last_round.is_none_or(|t| t.elapsed() >= ROUND_EVERY)
+    }
+
+    /// Each command under way takes its next step, on its own; then, when one is due and
+    /// `round` allows it, a round decides over the cluster as it is, the commands' candidates
+    /// held (never taken twice, counted against their budgets).
+    pub(super) async fn disruption(&mut self, objects: &ClusterObjects, catalogs: &Catalogs, round: bool) {
+        let commands = std::mem::take(&mut self.commands);
+        let held = command::held(&commands);
+        for cmd in commands {
+            if let Some(cmd) = self.advance(cmd, objects, catalogs, &held).await {
+                self.commands.push(cmd);
+            }
         }
-        if !self.disruption_due() || objects.nodeclaims.iter().any(|nc| nc.metadata.deletion_timestamp.is_some()) {
-            // Karpenter waits for earlier disruptions to finish draining before the next.
+        if !round || !self.round_due() {
             return;
         }
         self.last_round = Some(Instant::now());
         let (mut snap, _) = snapshot(objects, catalogs);
         snap.spot_to_spot = self.spot_to_spot;
+        command::hold(&mut snap, &command::held(&self.commands));
         // Cloud drift is looked up fresh each round (the condition is only its record).
         let cloud = self.cloud_drift(objects).await;
         for n in &mut snap.nodes {
@@ -125,7 +135,8 @@ impl Controller {
             }
         }
         if let Some(plan) = decision.plan {
-            self.command = Some(self.decided(&snap, objects, plan, now));
+            let cmd = self.decided(&snap, objects, plan, now);
+            self.commands.push(cmd);
         }
     }
 
@@ -140,17 +151,35 @@ impl Controller {
         let planned =
             plan.replacements.iter().filter_map(|r| Self::planned_nodeclaim(r, snap, objects)).collect::<Vec<_>>();
         tracing::info!(method = plan.method.as_str(), candidates = ?candidates, replacements = planned.len(), savings_per_hour = plan.savings_per_hour, reason = %plan.reason, "disruption decided");
-        Command::new(plan.method, plan.reason, plan.savings_per_hour, candidates, planned, now)
+        let types = plan.replacement_types(snap);
+        Command::new(plan.method, plan.reason, plan.savings_per_hour, candidates, planned, now).expecting(types)
     }
 
     /// One step of the command under way; `None` when it is over.
-    async fn advance(&mut self, cmd: Command, objects: &ClusterObjects, catalogs: &Catalogs) -> Option<Command> {
+    /// `held`: the candidates of every command under way (this one's taken out here).
+    async fn advance(
+        &mut self,
+        cmd: Command,
+        objects: &ClusterObjects,
+        catalogs: &Catalogs,
+        held: &BTreeSet<String>,
+    ) -> Option<Command> {
         let states: Vec<Replacement> = cmd.replacements.iter().map(|r| self.replacement(r, objects)).collect();
         match cmd.step(self.now_ms(), &states) {
             Step::Wait => Some(cmd),
             Step::Validate => {
-                let (snap, _) = snapshot(objects, catalogs);
-                if let Some(why) = still_invalid(&snap, cmd.method, &cmd.candidates) {
+                let (mut snap, _) = snapshot(objects, catalogs);
+                snap.spot_to_spot = self.spot_to_spot;
+                let others = held.iter().filter(|nc| !cmd.has_candidate(nc)).cloned().collect();
+                command::hold(&mut snap, &others);
+                let policies = self.policies.active.clone();
+                let (method, candidates, types) = (cmd.method, cmd.candidates.clone(), cmd.replacement_types.clone());
+                let why = super::off_loop("disruption validation", move || {
+                    command::validate(&snap, &*policies, method, &candidates, &types)
+                })
+                .await
+                .unwrap_or_else(|| Some("the validation panicked".into()));
+                if let Some(why) = why {
                     self.abandon(&cmd, objects, &why, false).await;
                     return None;
                 }
@@ -263,10 +292,6 @@ impl Controller {
         for (nc, _) in &cmd.candidates {
             self.delete_nodeclaim(nc, cmd.method, &cmd.reason).await;
         }
-        // The next round comes a full period later: by then the cache shows the candidates
-        // deleting (which holds rounds off until they are gone), so a replacement is not
-        // taken for empty before the candidates' pods have moved onto it.
-        self.last_round = Some(Instant::now());
     }
 
     async fn delete_nodeclaim(&self, name: &str, method: Method, reason: &str) {
@@ -360,7 +385,7 @@ impl Controller {
                 ));
             }
         }
-        for (nc, node) in stale_marks(marked, self.command.as_ref()) {
+        for (nc, node) in stale_marks(marked, &self.commands) {
             tracing::info!(nodeclaim = %nc, node = %node, "disruption mark no command owns; removing it");
             self.unmark(nc, node, objects).await;
         }

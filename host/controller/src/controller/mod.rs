@@ -99,8 +99,8 @@ struct Controller {
     registration: tenon_core::orchestration::registration_health::RegistrationHealth,
     /// NodePool UID → what its `NodeRegistrationHealthy` was last decided to be.
     registration_verdicts: BTreeMap<String, tenon_core::orchestration::registration_health::Verdict>,
-    /// The disruption under way (one at a time).
-    command: Option<disruption::Command>,
+    /// The disruptions under way, each stepping on its own.
+    commands: Vec<disruption::Command>,
     last_round: Option<Instant>,
     /// Karpenter's `SpotToSpotConsolidation` feature gate.
     spot_to_spot: bool,
@@ -234,7 +234,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         invalid: BTreeSet::new(),
         registration: Default::default(),
         registration_verdicts: BTreeMap::new(),
-        command: None,
+        commands: Vec::new(),
         last_round: None,
         spot_to_spot: gates.get("SpotToSpotConsolidation").copied().unwrap_or(false),
         last_sweep: None,
@@ -347,19 +347,6 @@ fn init_logging(s: &Settings) {
     }
 }
 
-/// A NodeClaim on its way to becoming capacity: launched but not Initialized, or launching
-/// for less than a minute (one failing to launch for longer must not hold everything up).
-fn in_flight(nc: &NodeClaim) -> bool {
-    if nc.metadata.deletion_timestamp.is_some() || conditions::has_condition(nc, condition::INITIALIZED) {
-        return false;
-    }
-    if conditions::has_condition(nc, condition::LAUNCHED) {
-        return true;
-    }
-    let created = nc.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second());
-    unix_now() - created < 60
-}
-
 /// The Node of a NodeClaim: the one with its providerID.
 fn node_of<'a>(nc: &NodeClaim, nodes: impl IntoIterator<Item = &'a Node>) -> Option<&'a Node> {
     nodes_of(nc, nodes).into_iter().next()
@@ -422,15 +409,11 @@ impl Controller {
         // Neither waits for a settled cluster: one stuck node must not stop either.
         self.expiration(&objects).await;
         self.sweep_marks(&objects).await;
-        // A round right after a provisioning decision would not see its NodeClaims yet.
-        // Disruption decides over a settled cluster (Karpenter's rule: a simulation must not
-        // count on capacity that is not there yet): no batch collecting pods, every NodeClaim
-        // Initialized, every created NodeClaim seen. Pods no NodePool can serve do not hold
-        // it off. A command under way still advances.
-        let settled = !decide && observed && !self.batcher.open() && !objects.nodeclaims.iter().any(in_flight);
-        if settled || self.command.is_some() {
-            self.disruption(&objects, &catalogs).await;
-        }
+        // A round right after a provisioning decision would not see its NodeClaims yet, nor
+        // one before every created NodeClaim is seen. Nothing else holds a round off: a plan
+        // that would count on a node not Initialized yet is refused on its own (the core's
+        // rule), so one stuck node, a held drain or pod churn stops nothing elsewhere.
+        self.disruption(&objects, &catalogs, !decide && observed).await;
         self.terminate(&objects).await;
         self.garbage(&objects).await;
         Ok(())

@@ -18,7 +18,7 @@ use crate::scorer::Scorer;
 use budgets::{Allowance, BudgetContext, BudgetRule, KarpenterBudgets};
 use candidates::{Blocked, Candidate, pdb_problem};
 use consolidator::{ApproveAll, CandidateView, Consolidator, PlanView, Verdict};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use tenon_api::wellknown as wk;
 
 /// A spot node is replaced by spot (SpotToSpotConsolidation) only when at least this many
@@ -74,6 +74,13 @@ pub struct DisruptionPlan {
     pub pods: Vec<usize>,
     /// Candidates' price minus the cheapest replacement option's, USD/hour.
     pub savings_per_hour: f64,
+}
+
+impl DisruptionPlan {
+    /// The instance type names each replacement may launch as.
+    pub fn replacement_types(&self, snap: &ClusterSnapshot) -> Vec<Vec<String>> {
+        self.replacements.iter().map(|r| r.instance_type_names(snap).into_iter().map(String::from).collect()).collect()
+    }
 }
 
 /// The policies of a decision, per NodePool.
@@ -140,6 +147,8 @@ struct Round<'a> {
     policies: &'a dyn PolicySet,
     sim: Simulator<'a>,
     evaluated: usize,
+    /// Nodes not Initialized yet (in-flight NodeClaims included), by name.
+    uninitialized: BTreeSet<&'a str>,
 }
 
 /// Decides this round's disruptions.
@@ -158,9 +167,24 @@ fn decide(
 ) -> DisruptionDecision {
     let (allowed, budget_blocked) = allowances(snap, policies);
     let mut decision = DisruptionDecision { allowed, budget_blocked, ..Default::default() };
+    let uninitialized = snap
+        .nodes
+        .iter()
+        .filter(|n| n.in_flight || n.claim.as_ref().is_some_and(|c| !c.initialized))
+        .map(|n| n.name.as_str())
+        .collect();
+    let mut round = Round { snap, policies, sim: Simulator::new(snap), evaluated: 0, uninitialized };
 
+    // Karpenter's nominated nodes: where pending pods and the pods of nodes being disrupted
+    // would go as the cluster stands. Such a node is about to be used, so not a candidate
+    // (an emptied node waiting for the pods a finished command moves is not "empty").
+    let nominated = round.nominated();
+    for c in all.iter().filter(|c| nominated.contains(snap.nodes[c.node].name.as_str())) {
+        blocked.push(Blocked { node: c.node, reason: "nominated for a pending pod".into() });
+    }
     // Expired nodes are expiration's (orchestration::expiration), deleted outside rounds.
-    let live: Vec<&Candidate> = all.iter().filter(|c| !c.expired).collect();
+    let live: Vec<&Candidate> =
+        all.iter().filter(|c| !c.expired && !nominated.contains(snap.nodes[c.node].name.as_str())).collect();
     for c in &live {
         if let Some(r) = &c.blocked {
             let tgp = snap.nodepools[c.nodepool].termination_grace_period.is_some();
@@ -173,7 +197,6 @@ fn decide(
     decision.blocked = blocked;
     decision.budget_constrained = budget_constrained(snap, &live, &decision.allowed);
 
-    let mut round = Round { snap, policies, sim: Simulator::new(snap), evaluated: 0 };
     let budget = |method: Method| -> BTreeMap<usize, usize> {
         let reason = method.reason().expect("voluntary method");
         snap.nodepools
@@ -226,6 +249,67 @@ fn decide(
     decision.plan = round.review(plans, &mut decision.rejected);
     decision.evaluated = round.evaluated;
     decision
+}
+
+/// Karpenter's validation of a decided command, over a snapshot of now in which the other
+/// commands under way are held (`orchestration::command::hold`): why it no longer holds, if
+/// it does not. Its candidates must fit their NodePools' budgets, none may be nominated for
+/// a pending pod, and a consolidation is simulated afresh: its candidates' pods must all
+/// land, on Initialized nodes, needing no new node if none was planned, else exactly one
+/// whose instance types include every planned one (`replacement_types`, by name) — a
+/// cluster that changed so that the saving is gone is not acted on.
+pub fn revalidate(
+    snap: &ClusterSnapshot,
+    policies: &dyn PolicySet,
+    method: Method,
+    candidates: &[usize],
+    replacement_types: &[Vec<String>],
+) -> Option<String> {
+    let reason = method.reason()?;
+    let (allowed, _) = allowances(snap, policies);
+    let mut per_pool: BTreeMap<&str, usize> = BTreeMap::new();
+    for &c in candidates {
+        *per_pool.entry(snap.nodes[c].nodepool.as_deref().unwrap_or_default()).or_default() += 1;
+    }
+    for (pool, n) in per_pool {
+        let left = allowed.get(&(pool.to_string(), reason)).map_or(0, |a| a.allowed);
+        if n > left {
+            return Some(format!("NodePool {pool}'s budget allows {left} {} disruption(s) now", reason.as_str()));
+        }
+    }
+    let uninitialized = snap
+        .nodes
+        .iter()
+        .filter(|n| n.in_flight || n.claim.as_ref().is_some_and(|c| !c.initialized))
+        .map(|n| n.name.as_str())
+        .collect();
+    let mut round = Round { snap, policies, sim: Simulator::new(snap), evaluated: 0, uninitialized };
+    let nominated = round.nominated();
+    if let Some(&c) = candidates.iter().find(|&&c| nominated.contains(snap.nodes[c].name.as_str())) {
+        return Some(format!("{} is nominated for a pending pod", snap.nodes[c].name));
+    }
+    if !matches!(method, Method::SingleNodeConsolidation | Method::MultiNodeConsolidation) {
+        return None;
+    }
+    let (cands, _) = candidates::candidates(snap);
+    let pods: Vec<usize> =
+        cands.iter().filter(|c| candidates.contains(&c.node)).flat_map(|c| c.pods.iter().copied()).collect();
+    let out = round.simulate(candidates);
+    if out.unschedulable.iter().any(|u| pods.contains(&u.pod)) {
+        return Some("their pods no longer all fit".into());
+    }
+    if round.relies_on_uninitialized(&out, &pods) {
+        return Some("their pods would wait on a node not Initialized yet".into());
+    }
+    let changed = || Some("a fresh simulation needs other capacity than was decided".to_string());
+    match (out.nodeclaims.as_slice(), replacement_types) {
+        ([], []) => None,
+        ([new], [planned]) => {
+            let now: BTreeSet<&str> = new.instance_type_names(snap).into_iter().collect();
+            if planned.iter().all(|t| now.contains(t.as_str())) { None } else { changed() }
+        }
+        _ => changed(),
+    }
 }
 
 /// Whether some NodePool has more nodes that could be disrupted for a reason than its budget
@@ -357,6 +441,18 @@ impl<'a> Round<'a> {
         self.sim.remove(nodes, self.policies.scorer())
     }
 
+    /// Existing nodes that pending pods, or pods of nodes being disrupted, would be placed on.
+    fn nominated(&self) -> BTreeSet<String> {
+        self.sim.remove(&[], self.policies.scorer()).moved_to.into_values().collect()
+    }
+
+    /// Karpenter's rule: a plan may not count on a node that is not Initialized yet (its
+    /// pods would wait there, or it may never come up). Pods of nodes already being
+    /// disrupted may (they go there whatever this plan decides).
+    fn relies_on_uninitialized(&self, out: &SimOutcome, pods: &[usize]) -> bool {
+        pods.iter().any(|p| out.moved_to.get(p).is_some_and(|n| self.uninitialized.contains(n.as_str())))
+    }
+
     /// Whether removing `cands` is a valid consolidation: every pod of theirs lands, at most
     /// one new node, strictly cheaper than what it replaces.
     fn consolidate(&mut self, cands: &[&Candidate], method: Method) -> Option<DisruptionPlan> {
@@ -366,7 +462,7 @@ impl<'a> Round<'a> {
             return None;
         }
         let out = self.simulate(&nodes);
-        if out.unschedulable.iter().any(|u| pods.contains(&u.pod)) {
+        if out.unschedulable.iter().any(|u| pods.contains(&u.pod)) || self.relies_on_uninitialized(&out, &pods) {
             return None;
         }
         // Every new NodeClaim counts, pending pods' included (Karpenter's `NewNodeClaims`):
@@ -513,7 +609,8 @@ impl<'a> Round<'a> {
         }
         for c in chosen {
             let out = self.simulate(&[c.node]);
-            if out.unschedulable.iter().any(|u| c.pods.contains(&u.pod)) {
+            if out.unschedulable.iter().any(|u| c.pods.contains(&u.pod)) || self.relies_on_uninitialized(&out, &c.pods)
+            {
                 continue;
             }
             let replacements: Vec<NewNodeClaim> =

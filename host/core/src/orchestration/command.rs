@@ -1,15 +1,16 @@
 //! A disruption command's life, as Karpenter's disruption controller and orchestration queue
-//! run it: decided → re-checked [`VALIDATION_MS`] later (the candidates still disruptable
-//! as decided) → executed (candidates marked `karpenter.sh/disrupted`, replacements
+//! run it: decided → validated [`VALIDATION_MS`] later ([`validate`]: the candidates
+//! still disruptable as decided, a consolidation simulated afresh) → executed (candidates marked `karpenter.sh/disrupted`, replacements
 //! created) → every replacement Initialized → candidates deleted (termination drains them).
 //! A command that stops holding is abandoned: a replacement gone, being deleted or not
 //! Initialized within [`REPLACEMENT_TIMEOUT_MS`]; its marked candidates are unmarked and
-//! its replacements stay as ordinary capacity.
+//! its replacements stay as ordinary capacity. Commands run side by side, each on its own
+//! steps; a round or a validation sees the other commands' candidates [`hold`]-held.
 //!
 //! `R` is what a shell needs to create one replacement (the controller keeps NodeClaim
 //! objects, the simulator its planned NodeClaims).
 
-use crate::disruption::Method;
+use crate::disruption::{Method, PolicySet, revalidate};
 use crate::model::ClusterSnapshot;
 use std::collections::BTreeSet;
 
@@ -29,6 +30,8 @@ pub struct Command<R> {
     pub planned: Vec<R>,
     /// The replacements' NodeClaim names, once created.
     pub replacements: Vec<String>,
+    /// Instance types each planned replacement may be (validation's yardstick).
+    pub replacement_types: Vec<Vec<String>>,
     pub decided: i64,
     /// When it was executed (candidates marked, replacements created).
     pub executed: Option<i64>,
@@ -76,9 +79,18 @@ impl<R> Command<R> {
             candidates,
             planned,
             replacements: Vec::new(),
+            replacement_types: Vec::new(),
             decided: now,
             executed: None,
         }
+    }
+
+    /// The instance types of each planned replacement, as decided
+    /// ([`DisruptionPlan::replacement_types`](crate::disruption::DisruptionPlan::replacement_types)):
+    /// a validation that finds other ones abandons the command.
+    pub fn expecting(mut self, types: Vec<Vec<String>>) -> Self {
+        self.replacement_types = types;
+        self
     }
 
     /// The candidates are marked and the replacements `created` (their names) at `now`.
@@ -170,14 +182,55 @@ pub fn still_invalid(snap: &ClusterSnapshot, method: Method, candidates: &[(Stri
     None
 }
 
+/// Karpenter's validation, [`VALIDATION_MS`] after the decision and before anything is
+/// marked or launched, over a snapshot of now with the other commands [`hold`]: why the
+/// command no longer holds ([`still_invalid`], then `disruption::revalidate`), if so.
+pub fn validate(
+    snap: &ClusterSnapshot,
+    policies: &dyn PolicySet,
+    method: Method,
+    candidates: &[(String, String)],
+    replacement_types: &[Vec<String>],
+) -> Option<String> {
+    if let Some(why) = still_invalid(snap, method, candidates) {
+        return Some(why);
+    }
+    let nodes: Vec<usize> = snap
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.claim.as_ref().is_some_and(|c| candidates.iter().any(|(nc, _)| *nc == c.nodeclaim)))
+        .map(|(i, _)| i)
+        .collect();
+    revalidate(snap, policies, method, &nodes, replacement_types)
+}
+
 /// Nodes carrying the disruption mark that no command owns (a command abandoned by a
 /// restart or failover): Karpenter unmarks them every round. `marked` lists (NodeClaim,
 /// Node) of every marked node that is not being deleted.
 pub fn stale_marks<'a, R>(
     marked: impl IntoIterator<Item = (&'a str, &'a str)>,
-    command: Option<&Command<R>>,
+    commands: &[Command<R>],
 ) -> Vec<(&'a str, &'a str)> {
-    marked.into_iter().filter(|(nc, _)| command.is_none_or(|c| !c.has_candidate(nc))).collect()
+    marked.into_iter().filter(|(nc, _)| !commands.iter().any(|c| c.has_candidate(nc))).collect()
+}
+
+/// The candidates of the commands under way are being disrupted, as a round or a
+/// validation sees them, whether or not they are marked yet: never candidates twice, counted
+/// against their NodePool's budget, their pods in need of a place.
+/// `held` lists their NodeClaims ([`held`]).
+pub fn hold(snap: &mut ClusterSnapshot, held: &BTreeSet<String>) {
+    for claim in snap.nodes.iter_mut().filter_map(|n| n.claim.as_mut()) {
+        if held.contains(&claim.nodeclaim) {
+            claim.disrupting = true;
+        }
+    }
+}
+
+/// The candidates (NodeClaims) of `commands`, for [`hold`]; a command being validated takes
+/// its own out.
+pub fn held<R>(commands: &[Command<R>]) -> BTreeSet<String> {
+    commands.iter().flat_map(|c| c.candidates.iter().map(|(nc, _)| nc.clone())).collect()
 }
 
 #[cfg(test)]
@@ -235,7 +288,7 @@ mod tests {
     fn marks_no_command_owns_are_stale() {
         let c = cmd(1);
         let marked = [("a", "node-a"), ("b", "node-b")];
-        assert_eq!(stale_marks(marked, Some(&c)), [("b", "node-b")]);
-        assert_eq!(stale_marks(marked, None::<&Command<()>>).len(), 2);
+        assert_eq!(stale_marks(marked, std::slice::from_ref(&c)), [("b", "node-b")]);
+        assert_eq!(stale_marks(marked, &[] as &[Command<()>]).len(), 2);
     }
 }

@@ -351,7 +351,15 @@ impl<'a> Scheduler<'a> {
         let node = &self.snap.nodes[n];
         let reqs = match self.node_bin[n] {
             Some(b) => (*self.bins[b].reqs).clone(),
-            None => node.requirements.clone(),
+            // As the pod was recorded (add_existing_nodes): hostname included.
+            None => {
+                let mut reqs = node.requirements.clone();
+                if !reqs.has(LABEL_HOSTNAME) {
+                    let hostname = node.labels.get(LABEL_HOSTNAME).cloned().unwrap_or_else(|| node.name.clone());
+                    reqs.add(Requirement::in_values(LABEL_HOSTNAME, [hostname]));
+                }
+                reqs
+            }
         };
         let at = Placement { reqs: &reqs, taints: &node.taints, bin: self.node_bin[n] };
         self.topo.record(&self.snap.pods[p], &at, self.snap, owned_inverse, -1);

@@ -3,7 +3,7 @@
 //! The expensive parts (NodePool catalogs filtered and price-ordered, every existing node as a
 //! place, topology counts of every running pod) are built once per decision; each question
 //! forks that state, takes the candidates out, and places only their pods (and any pending
-//! pods), so a candidate costs in proportion to its own pods, not the cluster.
+//! pods and pods of nodes being disrupted), so a candidate costs in proportion to its own pods, not the cluster.
 
 use super::bins::Scheduler;
 use super::pods::PodState;
@@ -41,21 +41,38 @@ pub fn reschedulable(p: &Pod) -> bool {
 
 impl<'a> Simulator<'a> {
     pub fn new(snap: &'a ClusterSnapshot) -> Self {
-        let (base, states) = Scheduler::new(snap, &reschedulable);
+        let (mut base, states) = Scheduler::new(snap, &reschedulable);
         let mut on_node: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         let mut pending = Vec::new();
+        let leaving: BTreeMap<&str, usize> = snap
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.claim.as_ref().is_some_and(|c| c.disrupting))
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
         for (i, p) in snap.pods.iter().enumerate() {
             match &p.node_name {
+                // Karpenter's deleting-node pods: they need a place as much as pending ones.
+                Some(n) if leaving.contains_key(n.as_str()) && reschedulable(p) => pending.push(i),
                 Some(n) => on_node.entry(n.as_str()).or_default().push(i),
                 None if reschedulable(p) => pending.push(i),
                 None => {}
             }
         }
-        Simulator { snap, base, states: states.into_iter().map(|s| (s.idx, s)).collect(), on_node, pending }
+        let states: BTreeMap<usize, PodState> = states.into_iter().map(|s| (s.idx, s)).collect();
+        // They leave their node: no longer counted there.
+        for &p in &pending {
+            if let Some(&n) = snap.pods[p].node_name.as_deref().and_then(|n| leaving.get(n)) {
+                base.forget(p, n, states.get(&p).map_or(&[][..], |st| st.owned_inverse.as_slice()));
+            }
+        }
+        Simulator { snap, base, states, on_node, pending }
     }
 
-    /// Takes `nodes` (snapshot node indices) out and places their reschedulable pods, and
-    /// every pending pod, on what remains plus new NodeClaims.
+    /// Takes `nodes` (snapshot node indices) out and places their reschedulable pods, every
+    /// pending pod and every pod of a node being disrupted, on what remains plus new
+    /// NodeClaims.
     pub fn remove(&self, nodes: &[usize], scorer: &dyn Scorer) -> SimOutcome {
         let mut s = self.base.clone();
         let mut moving: Vec<PodState> = Vec::new();

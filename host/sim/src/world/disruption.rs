@@ -1,7 +1,7 @@
 //! Voluntary disruption in the world, as the controller does it: a round on Karpenter's
-//! cadence over a settled cluster (nothing draining, no batch open, no NodeClaim in flight),
-//! the decision carried out through `orchestration::command` (re-checked 15 s later, then
-//! candidates marked and replacements launched, then the candidates drained once the
+//! cadence over the cluster as it is (the candidates of commands under way held), each
+//! decision carried out on its own through `orchestration::command` (validated 15 s later,
+//! then candidates marked and replacements launched, then the candidates drained once the
 //! replacements are Initialized), and the drain of every node being deleted.
 
 use super::World;
@@ -12,7 +12,7 @@ use tenon_api::wellknown as wk;
 use tenon_core::disruption::drain::{DrainAction, drain_order};
 use tenon_core::disruption::{Method, disrupt};
 use tenon_core::orchestration::budget_events;
-use tenon_core::orchestration::command::{Command, Replacement, Step, still_invalid};
+use tenon_core::orchestration::command::{Command, Replacement, Step, held, hold, validate};
 use tenon_core::orchestration::expiration::{self, Lifetime};
 
 impl World<'_> {
@@ -45,18 +45,15 @@ impl World<'_> {
     }
 
     pub(super) fn disruption(&mut self) {
-        if self.command.is_some() {
-            self.advance();
-            return;
+        let commands = std::mem::take(&mut self.commands);
+        let holding = held(&commands);
+        for cmd in commands {
+            self.advance(cmd, &holding);
         }
         if self.now < self.next_disruption {
             return;
         }
         self.next_disruption = self.now + self.settings.disruption_interval_seconds;
-        let unsettled = self.nodes.iter().any(|n| n.draining.is_some() || n.phase != Phase::Ready);
-        if unsettled || self.batcher.open() {
-            return;
-        }
         // Same cluster, no timer passed, no budget holding anything back: the decision would
         // be the same as last time.
         if self.disruption_seen == self.generation && self.now < self.disruption_timer && !self.budget_constrained {
@@ -65,6 +62,7 @@ impl World<'_> {
         self.disruption_seen = self.generation;
         self.disruption_timer = self.next_timer();
         let mut snap = self.lend_snapshot(false);
+        hold(&mut snap, &held(&self.commands));
         let decision = disrupt(&snap, self.policies);
         self.give_back(&mut snap);
         self.budget_constrained = decision.budget_constrained;
@@ -91,12 +89,14 @@ impl World<'_> {
         let candidates: Vec<(String, String)> =
             plan.candidates.iter().map(|&c| (snap.nodes[c].name.clone(), snap.nodes[c].name.clone())).collect();
         let planned: Vec<Planned> = plan.replacements.iter().map(|r| Planned::new(r, &snap)).collect();
-        self.command = Some(Command::new(plan.method, plan.reason, plan.savings_per_hour, candidates, planned, now));
+        let types = plan.replacement_types(&snap);
+        let cmd = Command::new(plan.method, plan.reason, plan.savings_per_hour, candidates, planned, now);
+        self.commands.push(cmd.expecting(types));
     }
 
-    /// One step of the command under way.
-    fn advance(&mut self) {
-        let Some(cmd) = self.command.take() else { return };
+    /// One step of a command under way (kept among them unless it is over); `held`: the
+    /// candidates of every command under way.
+    fn advance(&mut self, cmd: Command<Planned>, held: &BTreeSet<String>) {
         let states: Vec<Replacement> = cmd
             .replacements
             .iter()
@@ -108,10 +108,12 @@ impl World<'_> {
             })
             .collect();
         match cmd.step(self.now_ms(), &states) {
-            Step::Wait => self.command = Some(cmd),
+            Step::Wait => self.commands.push(cmd),
             Step::Validate => {
                 let mut snap = self.lend_snapshot(false);
-                let why = still_invalid(&snap, cmd.method, &cmd.candidates);
+                let others = held.iter().filter(|nc| !cmd.has_candidate(nc)).cloned().collect();
+                hold(&mut snap, &others);
+                let why = validate(&snap, self.policies, cmd.method, &cmd.candidates, &cmd.replacement_types);
                 self.give_back(&mut snap);
                 match why {
                     Some(why) => self.abandon(&cmd, &why, false),
@@ -145,7 +147,7 @@ impl World<'_> {
             self.on_candidates(&cmd, "DisruptionLaunching", &message);
         }
         cmd.execute(created, self.now_ms());
-        self.command = Some(cmd);
+        self.commands.push(cmd);
     }
 
     fn set_marked(&mut self, cmd: &Command<Planned>, marked: bool) {
@@ -173,8 +175,6 @@ impl World<'_> {
                 self.start_drain(i, &why);
             }
         }
-        // Karpenter holds the next round until the candidates are gone and a full period on.
-        self.next_disruption = self.now + self.settings.disruption_interval_seconds;
     }
 
     fn abandon(&mut self, cmd: &Command<Planned>, why: &str, marked: bool) {

@@ -63,8 +63,8 @@ pub struct World<'p> {
     explained: BTreeMap<String, String>,
     /// Last reported reason a node could not be disrupted (events are not repeated).
     blocked: BTreeMap<String, String>,
-    /// The disruption under way; its replacements are planned NodeClaims until created.
-    command: Option<Command<cloud::Planned>>,
+    /// The disruptions under way; their replacements are planned NodeClaims until created.
+    commands: Vec<Command<cloud::Planned>>,
     budget_events: BudgetEvents,
     next_disruption: i64,
     ordinal: u64,
@@ -125,7 +125,7 @@ impl<'p> World<'p> {
             batch_seen: 0,
             explained: BTreeMap::new(),
             blocked: BTreeMap::new(),
-            command: None,
+            commands: Vec::new(),
             budget_events: BudgetEvents::default(),
             next_disruption: start + scenario.settings.disruption_interval_seconds,
             ordinal: 0,
