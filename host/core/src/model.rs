@@ -140,6 +140,11 @@ impl Pod {
     pub fn is_daemon(&self) -> bool {
         self.owner_kind.as_deref() == Some("DaemonSet")
     }
+
+    /// A static pod's mirror (owned by its Node): the API cannot evict or delete it.
+    pub fn is_mirror(&self) -> bool {
+        self.owner_kind.as_deref() == Some("Node")
+    }
 }
 
 /// An existing Node, or a NodeClaim launched but not yet a Node.

@@ -73,12 +73,11 @@ fn multi_node_consolidation_replaces_three_underused_nodes_with_one_cheaper() {
 #[test]
 fn single_node_consolidation_deletes_when_pods_fit_elsewhere() {
     let mut s = cluster(T0 + 60 * MIN);
-    s.nodes.push(managed("big", "general", "gp.xlarge", "zone-a", T0));
+    s.nodes.push(managed("big", "general", "arm.xlarge", "zone-a", T0));
     s.nodes.push(managed("small", "general", "arm.small", "zone-a", T0));
-    let mut a = bound("a", "big", 4000, 4);
-    // Evicting `a` costs more than evicting `b`: the cheaper disruption is tried first.
-    a.priority = 100_000_000;
-    s.pods.push(a);
+    // Big saves more per disruption and is tried first, but `a` needs all of it: nothing
+    // cheaper holds it. Small's pod fits on big.
+    s.pods.push(bound("a", "big", 15_000, 4));
     s.pods.push(bound("b", "small", 500, 1));
     // Budget of one node (10% of 2 rounded up): multi-node cannot take two.
     let plan = decide(&s).plan.expect("a plan");
@@ -685,4 +684,21 @@ fn validation_re_simulates_and_re_checks_the_budget() {
     grown.pods.push(bound("big", "n0", 7_000, 1));
     let why = validate(&grown, &DefaultPolicies, plan.method, &cands, &types);
     assert!(why.is_some(), "the planned small types no longer hold the pods");
+}
+
+/// Karpenter's `filterOutSameInstanceType`: three underused nodes of the cheapest type are
+/// not replaced by one more of that type; two are deleted and their pods join the third.
+#[test]
+fn multi_node_consolidation_deletes_rather_than_replace_with_a_candidates_own_type() {
+    let mut s = cluster(T0 + 60 * MIN);
+    s.nodepools[0].disruption.budgets = vec![Budget { nodes: BudgetNodes::Percent(100), reasons: None, window: None }];
+    for i in 0..3 {
+        let n = format!("n{i}");
+        s.nodes.push(managed(&n, "general", "arm.small", "zone-a", T0));
+        s.pods.push(bound(&format!("p{i}"), &n, 100, 0));
+    }
+    let plan = decide(&s).plan.expect("a plan");
+    assert_eq!(plan.method, Method::MultiNodeConsolidation);
+    assert_eq!(plan.candidates.len(), 2, "{}", plan.reason);
+    assert!(plan.replacements.is_empty(), "{}", plan.reason);
 }

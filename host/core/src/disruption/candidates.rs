@@ -19,7 +19,11 @@ pub struct Candidate {
     pub pods: Vec<usize>,
     /// Karpenter's disruption cost: rescheduling cost × lifetime remaining.
     pub cost: f64,
+    /// Karpenter v1.14's `RescheduleDisruptionCost`: 1 (draining at all) plus each pod's
+    /// positive eviction cost. Consolidation prefers the highest `price / reschedule_cost`.
+    pub reschedule_cost: f64,
     pub price: f64,
+    /// No pod with a positive eviction cost (Karpenter v1.14's `IsEmpty`).
     pub empty: bool,
     /// consolidateAfter has passed since the last pod event.
     pub consolidatable: bool,
@@ -67,6 +71,17 @@ pub fn do_not_disrupt(p: &Pod, now: i64) -> bool {
     }
 }
 
+/// Whether a drain would call the eviction API for this (running) pod: not a mirror pod,
+/// not one that tolerates the disruption taint (it stays).
+fn evictable(p: &Pod) -> bool {
+    let disrupted = crate::taints::Taint {
+        key: tenon_api::wellknown::TAINT_DISRUPTED.into(),
+        value: String::new(),
+        effect: crate::taints::Effect::NoSchedule,
+    };
+    !p.is_mirror() && !p.tolerations.iter().any(|t| t.tolerates(&disrupted))
+}
+
 /// PDBs selecting a pod in its namespace.
 pub fn pdbs_for<'a>(p: &Pod, pdbs: &'a [PodDisruptionBudget]) -> Vec<&'a PodDisruptionBudget> {
     pdbs.iter().filter(|b| b.namespace == p.namespace && b.selector.matches(&p.labels)).collect()
@@ -80,7 +95,12 @@ pub fn pdb_problem(pods: &[usize], snap: &ClusterSnapshot) -> Option<String> {
         let pod = &snap.pods[p];
         let matching = pdbs_for(pod, &snap.pdbs);
         if matching.len() > 1 {
-            return Some(format!("pod {} is selected by more than one PodDisruptionBudget", pod.key()));
+            let names: Vec<String> = matching.iter().map(|b| format!("{}/{}", b.namespace, b.name)).collect();
+            return Some(format!(
+                "pod {} is selected by more than one PodDisruptionBudget ({}): eviction does not support that",
+                pod.key(),
+                names.join(", ")
+            ));
         }
         if let Some(b) = matching.first() {
             let n = used.entry((b.namespace.as_str(), b.name.as_str())).or_default();
@@ -96,11 +116,10 @@ pub fn pdb_problem(pods: &[usize], snap: &ClusterSnapshot) -> Option<String> {
     None
 }
 
+/// Karpenter's order: the NodePool's static fields, its requirements, the instance type
+/// gone, then what the cloud provider reports.
 fn drift_reason(node: &Node, snap: &ClusterSnapshot, pool: usize) -> Option<String> {
     let claim = node.claim.as_ref()?;
-    if let Some(d) = &claim.drift {
-        return Some(d.clone());
-    }
     let tpl = &snap.nodepools[pool];
     if claim.nodepool_hash_version.as_deref() == Some(NODEPOOL_HASH_VERSION)
         && claim.nodepool_hash.as_deref().is_some_and(|h| h != tpl.hash)
@@ -111,7 +130,23 @@ fn drift_reason(node: &Node, snap: &ClusterSnapshot, pool: usize) -> Option<Stri
     if !tpl.requirements.matches_labels(&labels) {
         return Some("RequirementsDrifted".into());
     }
-    None
+    // An empty catalog is one that could not be read, not one every type left: nothing drifts.
+    if !tpl.instance_types.is_empty() {
+        let offered = tpl.instance_types.iter().find(|t| t.name == claim.instance_type).is_some_and(|t| {
+            // A label the node lacks constrains nothing (Karpenter's label requirements).
+            t.offerings.iter().any(|o| {
+                (claim.zone.is_empty() || o.zone == claim.zone)
+                    && (claim.capacity_type.is_empty() || o.capacity_type == claim.capacity_type)
+            })
+        });
+        if !offered {
+            return Some(format!(
+                "InstanceTypeNotFound: {} in {} ({}) is no longer offered",
+                claim.instance_type, claim.zone, claim.capacity_type
+            ));
+        }
+    }
+    claim.drift.clone()
 }
 
 /// Every node that may be considered for disruption, and the managed nodes that may not.
@@ -136,28 +171,31 @@ pub fn candidates(snap: &ClusterSnapshot) -> (Vec<Candidate>, Vec<Blocked>) {
             continue;
         }
         let tpl = &snap.nodepools[pool];
-        let pods: Vec<usize> = on_node
-            .get(node.name.as_str())
-            .into_iter()
-            .flatten()
-            .copied()
-            .filter(|&p| reschedulable(&snap.pods[p]))
-            .collect();
-        let mut reason = pods
+        let on: &[usize] = on_node.get(node.name.as_str()).map_or(&[], Vec::as_slice);
+        let pods: Vec<usize> = on.iter().copied().filter(|&p| reschedulable(&snap.pods[p])).collect();
+        // Karpenter's checks: do-not-disrupt on any running pod (DaemonSet and mirror pods
+        // too), PDBs over the pods a drain would evict.
+        let active = |p: usize| snap.pods[p].deleted_at.is_none();
+        let mut reason = on
             .iter()
-            .find(|&&p| do_not_disrupt(&snap.pods[p], now))
+            .find(|&&p| active(p) && do_not_disrupt(&snap.pods[p], now))
             .map(|&p| format!("pod {} has {ANNOTATION_DO_NOT_DISRUPT}", snap.pods[p].key()));
         if reason.is_none() {
-            reason = pdb_problem(&pods, snap);
+            let evicted: Vec<usize> = on.iter().copied().filter(|&p| active(p) && evictable(&snap.pods[p])).collect();
+            reason = pdb_problem(&evicted, snap);
         }
         let last = claim.last_pod_event.unwrap_or(claim.created);
-        let consolidatable = tpl.disruption.consolidate_after.is_some_and(|after| now >= last + after);
+        // A static NodePool's nodes are never consolidated.
+        let consolidatable =
+            tpl.replicas.is_none() && tpl.disruption.consolidate_after.is_some_and(|after| now >= last + after);
         let cost: f64 = pods.iter().map(|&p| eviction_cost(&snap.pods[p])).sum::<f64>()
             * lifetime_remaining(claim.created, claim.expire_after, now);
+        let reschedule_cost = 1.0 + pods.iter().map(|&p| eviction_cost(&snap.pods[p]).max(0.0)).sum::<f64>();
         out.push(Candidate {
             node: n,
             nodepool: pool,
-            empty: pods.is_empty(),
+            empty: reschedule_cost <= 1.0,
+            reschedule_cost,
             cost,
             price: claim.price,
             consolidatable,

@@ -208,8 +208,10 @@ fn decide(
 
     // 1. Emptiness: one plan per NodePool, so that each NodePool's consolidator judges only
     // its own empty nodes; the approved ones go together, as Karpenter's one command.
+    // A static NodePool (spec.replicas) keeps its node count: never consolidated.
+    let dynamic = |c: &Candidate| snap.nodepools[c.nodepool].replicas.is_none();
     let empty: Vec<&Candidate> =
-        live.iter().copied().filter(|c| c.empty && c.consolidatable && c.blocked.is_none()).collect();
+        live.iter().copied().filter(|c| c.empty && c.consolidatable && c.blocked.is_none() && dynamic(c)).collect();
     let plans = emptiness(&empty, budget(Method::Emptiness), snap);
     if let Some(p) = round.review_all(plans, &mut decision.rejected) {
         decision.plan = Some(p);
@@ -237,15 +239,22 @@ fn decide(
         .filter(|c| {
             c.consolidatable
                 && c.blocked.is_none()
+                && dynamic(c)
                 && c.consolidation_policy == ConsolidationPolicy::WhenEmptyOrUnderutilized
         })
         .collect();
-    consolidatable
-        .sort_by(|a, b| a.cost.total_cmp(&b.cost).then(b.price.total_cmp(&a.price)).then(a.node.cmp(&b.node)));
-    let within = within_budget(&consolidatable, budget(Method::MultiNodeConsolidation));
+    // Karpenter v1.14: the most saving per unit of disruption first.
+    let ratio = |c: &Candidate| c.price / c.reschedule_cost;
+    consolidatable.sort_by(|a, b| ratio(b).total_cmp(&ratio(a)).then(a.node.cmp(&b.node)));
+    let left = budget(Method::MultiNodeConsolidation);
+    let within = within_budget(&consolidatable, left.clone());
+    // Single-node takes one node: every candidate of a NodePool with room is tried in turn
+    // (Karpenter's loop goes on past a candidate that cannot be consolidated).
+    let open: Vec<&Candidate> =
+        consolidatable.iter().copied().filter(|c| left.get(&c.nodepool).is_some_and(|&n| n > 0)).collect();
     let mut plans = Vec::new();
     plans.extend(round.multi_node(&within));
-    plans.extend(round.single_node(&within));
+    plans.extend(round.single_node(&open));
     decision.plan = round.review(plans, &mut decision.rejected);
     decision.evaluated = round.evaluated;
     decision
@@ -556,7 +565,8 @@ impl<'a> Round<'a> {
         let mut best = None;
         while lo <= hi {
             let mid = (lo + hi) / 2;
-            match self.consolidate(&cands[..mid], Method::MultiNodeConsolidation) {
+            let plan = self.consolidate(&cands[..mid], Method::MultiNodeConsolidation);
+            match plan.and_then(|p| self.without_same_type(p, &cands[..mid])) {
                 Some(p) => {
                     best = Some(p);
                     lo = mid + 1;
@@ -565,6 +575,46 @@ impl<'a> Round<'a> {
             }
         }
         best.filter(|p| p.candidates.len() > 1)
+    }
+
+    /// Karpenter's `filterOutSameInstanceType`: a multi-node replacement that may be one of
+    /// the candidates' own types must be cheaper than the cheapest such candidate, or keeping
+    /// that candidate and deleting the others is the same move with fewer pods moved. `None`
+    /// when no option is left.
+    fn without_same_type(&self, mut plan: DisruptionPlan, cands: &[&Candidate]) -> Option<DisruptionPlan> {
+        let snap = self.snap;
+        let Some(nc) = plan.replacements.first_mut() else { return Some(plan) };
+        let mut existing: BTreeMap<&str, f64> = BTreeMap::new();
+        for c in cands {
+            let Some(claim) = snap.nodes[c.node].claim.as_ref() else { continue };
+            let p = existing.entry(claim.instance_type.as_str()).or_insert(f64::MAX);
+            *p = p.min(c.price);
+        }
+        let cat = &snap.nodepools[nc.nodepool].instance_types;
+        let max_price = nc
+            .instance_types
+            .iter()
+            .filter_map(|&t| existing.get(cat[t as usize].name.as_str()))
+            .fold(f64::MAX, |a, &b| a.min(b));
+        if max_price == f64::MAX {
+            return Some(plan);
+        }
+        let reqs = nc.requirements.clone();
+        nc.instance_types.retain(|&t| cat[t as usize].cheapest(&reqs).is_some_and(|o| o.price < max_price));
+        if nc.instance_types.is_empty() || min_values_problem(&nc.instance_types, cat, &reqs).is_some() {
+            return None;
+        }
+        let kept = nc.instance_types.clone();
+        nc.offerings.retain(|(t, _)| kept.contains(t));
+        let (name, new_price) = cheapest(nc, snap)?;
+        let price: f64 = cands.iter().map(|c| c.price).sum();
+        let names: Vec<&str> = plan.candidates.iter().map(|&n| snap.nodes[n].name.as_str()).collect();
+        plan.reason = format!(
+            "{} can be replaced by a cheaper {name} (${new_price:.4}/h instead of ${price:.4}/h)",
+            names.join(", ")
+        );
+        plan.savings_per_hour = price - new_price;
+        Some(plan)
     }
 
     /// Per NodePool, its first candidate that can be deleted or replaced by one cheaper node

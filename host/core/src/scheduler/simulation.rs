@@ -34,9 +34,12 @@ pub struct Simulator<'a> {
     pending: Vec<usize>,
 }
 
-/// Pods a drain would reschedule: not DaemonSet pods, not already terminating.
+/// Pods a drain would reschedule (Karpenter's `IsReschedulable`): not DaemonSet or mirror
+/// pods; not already terminating, unless of a StatefulSet (it comes back under the same
+/// name, so its place is still needed).
 pub fn reschedulable(p: &Pod) -> bool {
-    !p.is_daemon() && p.deleted_at.is_none()
+    let stateful = p.owner_kind.as_deref() == Some("StatefulSet");
+    !p.is_daemon() && !p.is_mirror() && (p.deleted_at.is_none() || stateful)
 }
 
 impl<'a> Simulator<'a> {
