@@ -704,7 +704,6 @@ fn do_not_disrupt_mirror_pods_block_a_node() {
 
 /// karpenter:pkg/controllers/disruption/suite_test.go:995
 #[test]
-#[ignore = "bug: candidates() only checks reschedulable pods, so a DaemonSet pod's do-not-disrupt does not block its node"]
 fn do_not_disrupt_daemonset_pods_block_a_node() {
     let mut s = one_node();
     let mut p = do_not_disrupt("ds", "n");
@@ -851,7 +850,6 @@ fn do_not_disrupt_on_the_node_blocks_it() {
 
 /// karpenter:pkg/controllers/disruption/suite_test.go:1314
 #[test]
-#[ignore = "the blocked reason does not name the PodDisruptionBudgets, as Karpenter's does"]
 fn a_pod_under_two_pdbs_blocks_its_node() {
     let mut s = one_node();
     s.pods.push(app_pod("p", "n", "test"));
@@ -876,7 +874,6 @@ fn a_fully_blocking_pdb_blocks_its_node() {
 
 /// karpenter:pkg/controllers/disruption/suite_test.go:1400
 #[test]
-#[ignore = "bug: candidates() skips DaemonSet pods when checking PDBs, so a fully blocking PDB over one does not block its node"]
 fn a_fully_blocking_pdb_on_a_daemonset_pod_blocks_its_node() {
     let mut s = one_node();
     let mut p = app_pod("ds", "n", "test");
@@ -888,7 +885,6 @@ fn a_fully_blocking_pdb_on_a_daemonset_pod_blocks_its_node() {
 
 /// karpenter:pkg/controllers/disruption/suite_test.go:1447
 #[test]
-#[ignore = "bug: candidates() counts mirror pods when checking PDBs, so a PDB over a mirror pod blocks its node"]
 fn a_fully_blocking_pdb_on_a_mirror_pod_does_not_block() {
     let mut s = one_node();
     let mut p = app_pod("mirror", "n", "test");
@@ -1116,9 +1112,16 @@ fn several_empty_nodes_are_one_empty_delete() {
 
 /// karpenter:pkg/controllers/disruption/suite_test.go:2038
 #[test]
-#[ignore = "bug: multi-node consolidation lacks Karpenter's filterOutSameInstanceType and replaces three arm.small with one arm.small instead of deleting two"]
 fn underused_cheapest_nodes_are_a_multi_node_delete() {
     let mut s = metrics_cluster(3, "arm.small");
+    // Karpenter's nodes take the cheapest offering of the cheapest type: spot.
+    for n in &mut s.nodes {
+        n.labels.insert("karpenter.sh/capacity-type".into(), "spot".into());
+        n.requirements.add(req("karpenter.sh/capacity-type", Operator::In, &["spot"]));
+        let c = n.claim.as_mut().unwrap();
+        c.capacity_type = "spot".into();
+        c.price *= 0.4;
+    }
     for i in 0..3 {
         let mut p = bound(&format!("p{i}"), &format!("n{i}"), 100, 0);
         p.owner_kind = Some("ReplicaSet".into());

@@ -478,9 +478,6 @@ fn a_node_whose_deployment_pods_are_terminating_is_empty() {
 
 /// karpenter:pkg/controllers/disruption/emptiness_test.go:664
 #[test]
-#[ignore = "Tenon counts a terminating StatefulSet pod as gone (scheduler::reschedulable is false for any \
-            pod with a deletion timestamp), so the node is empty; Karpenter's IsReschedulable keeps a \
-            terminating StatefulSet pod, which comes back under the same name"]
 fn a_node_with_a_terminating_statefulset_pod_is_not_empty() {
     let mut c = suite();
     cheapest_node(&mut c);
@@ -520,9 +517,6 @@ fn an_empty_node_is_deleted_only_after_the_validation_ttl() {
 
 /// karpenter:pkg/controllers/disruption/emptiness_test.go:758
 #[test]
-#[ignore = "Tenon disrupts the nodes of a static NodePool (spec.replicas): disruption::candidates never \
-            looks at NodePoolTemplate::replicas, so Emptiness and consolidation take them; Karpenter's \
-            Emptiness and consolidation ShouldDisrupt refuse OwnedByStaticNodePool candidates"]
 fn static_nodepool_nodes_are_not_consolidated() {
     let mut c = suite();
     // `test.StaticNodePool`: replicas 2, default disruption (consolidateAfter 0s, 10%).
@@ -637,8 +631,6 @@ fn single_node_consolidation_takes_the_least_disruptive_first_at_equal_prices() 
 /// pods (ratio 0.9/3) goes before a cheap one with one (0.4/2). Not one of Karpenter's cases
 /// (its two sort cases vary one of the two only), but what their sort does.
 #[test]
-#[ignore = "Tenon orders consolidation candidates by disruption cost, then price (Karpenter's order \
-            before v1.14), not by Karpenter v1.14's savings ratio price / (1 + Σ positive eviction costs)"]
 fn single_node_consolidation_weighs_price_against_disruption() {
     let mut c = priced(&[("cheap", 0.4), ("dear", 0.9)]);
     node(&mut c, "dear-node", "default", "dear", NODE_ALLOCATABLE);
