@@ -101,9 +101,10 @@ pub struct Disruption {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^(([0-9]+(s|m|h))+|Never)$"))]
     pub consolidate_after: Option<String>,
-    /// WhenEmpty or WhenEmptyOrUnderutilized.
+    /// WhenEmpty, WhenEmptyOrUnderutilized or Balanced (a move must save at least half as
+    /// large a share of the NodePool's cost as the share of its disruption it causes).
     #[serde(default = "default_consolidation_policy")]
-    #[schemars(extend("enum" = ["WhenEmpty", "WhenEmptyOrUnderutilized"]))]
+    #[schemars(extend("enum" = ["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"]))]
     pub consolidation_policy: String,
     /// WhenEmpty, WhenEmptyOrUnderutilized or WhenCostJustifiesDisruption (newer Karpenter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,6 +141,7 @@ pub struct Budget {
 
 pub const CONSOLIDATION_WHEN_EMPTY: &str = "WhenEmpty";
 pub const CONSOLIDATION_WHEN_EMPTY_OR_UNDERUTILIZED: &str = "WhenEmptyOrUnderutilized";
+pub const CONSOLIDATION_BALANCED: &str = "Balanced";
 pub const DISRUPTION_REASONS: &[&str] = &["Underutilized", "Empty", "Drifted"];
 
 fn default_consolidation_policy() -> String {

@@ -693,10 +693,10 @@ pub fn nodepool(np: &NodePool, instance_types: Arc<Vec<InstanceType>>) -> Result
         parse_nillable_duration(v).map(|o| o.map(|d| d.as_secs() as i64)).map_err(|e| err(&object, field, e))
     };
     let disruption = DisruptionSettings {
-        consolidation_policy: if d.consolidation_policy == "WhenEmpty" {
-            ConsolidationPolicy::WhenEmpty
-        } else {
-            ConsolidationPolicy::WhenEmptyOrUnderutilized
+        consolidation_policy: match d.consolidation_policy.as_str() {
+            "WhenEmpty" => ConsolidationPolicy::WhenEmpty,
+            "Balanced" => ConsolidationPolicy::Balanced,
+            _ => ConsolidationPolicy::WhenEmptyOrUnderutilized,
         },
         consolidate_after: nillable(
             d.consolidate_after.as_deref().unwrap_or("0s"),

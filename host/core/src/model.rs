@@ -201,6 +201,16 @@ pub enum ConsolidationPolicy {
     WhenEmpty,
     #[default]
     WhenEmptyOrUnderutilized,
+    /// Underutilized nodes too, when a move's share of savings is worth its share of
+    /// disruption ([`crate::disruption::balanced`]).
+    Balanced,
+}
+
+impl ConsolidationPolicy {
+    /// Whether underutilized nodes are consolidated (not only empty ones).
+    pub fn underutilized(&self) -> bool {
+        !matches!(self, ConsolidationPolicy::WhenEmpty)
+    }
 }
 
 /// Why a node is disrupted; budgets can be scoped to these.

@@ -702,3 +702,41 @@ fn multi_node_consolidation_deletes_rather_than_replace_with_a_candidates_own_ty
     assert_eq!(plan.candidates.len(), 2, "{}", plan.reason);
     assert!(plan.replacements.is_empty(), "{}", plan.reason);
 }
+
+/// Karpenter's `Balanced` policy: a replacement that saves little while moving many pods is
+/// not worth it (WhenEmptyOrUnderutilized takes it); deleting a node whose one pod fits
+/// elsewhere is.
+#[test]
+fn a_balanced_nodepool_takes_only_moves_worth_their_disruption() {
+    let mut s = cluster(T0 + 60 * MIN);
+    for i in 0..4 {
+        s.nodes.push(managed(&format!("n{i}"), "general", "gp.xlarge", "zone-a", T0));
+    }
+    // n0: ten small pods (a cheaper arm.xlarge would hold them, saving 10%); the others one
+    // big pod each.
+    for p in 0..10 {
+        s.pods.push(bound(&format!("small-{p}"), "n0", 1000, 1));
+    }
+    for i in 1..4 {
+        s.pods.push(bound(&format!("big-{i}"), &format!("n{i}"), 15_000, 1));
+    }
+    let plan = decide(&s).plan.expect("WhenEmptyOrUnderutilized replaces n0");
+    assert_eq!(plan.replacements.len(), 1, "{}", plan.reason);
+    s.nodepools[0].disruption.consolidation_policy = tenon_core::model::ConsolidationPolicy::Balanced;
+    assert!(decide(&s).plan.is_none(), "Balanced: 10% of n0's price for 11/17 of the pool's disruption");
+
+    // A node whose one small pod fits on n1: a quarter of the cost for a quarter of the
+    // disruption.
+    let mut s = cluster(T0 + 60 * MIN);
+    s.nodepools[0].disruption.consolidation_policy = tenon_core::model::ConsolidationPolicy::Balanced;
+    for i in 0..4 {
+        s.nodes.push(managed(&format!("n{i}"), "general", "gp.xlarge", "zone-a", T0));
+    }
+    s.pods.push(bound("small", "n0", 100, 1));
+    for i in 1..4 {
+        s.pods.push(bound(&format!("big-{i}"), &format!("n{i}"), 15_000, 1));
+    }
+    let plan = decide(&s).plan.expect("Balanced approves the delete");
+    assert_eq!(plan.candidates, [0]);
+    assert!(plan.replacements.is_empty());
+}

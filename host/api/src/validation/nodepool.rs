@@ -8,7 +8,8 @@ use super::{FieldPath, Problem, Report};
 use crate::cron::CronSchedule;
 use crate::duration::parse_budget_duration;
 use crate::nodepool::{
-    Budget, CONSOLIDATION_WHEN_EMPTY, CONSOLIDATION_WHEN_EMPTY_OR_UNDERUTILIZED, DISRUPTION_REASONS, NodePool,
+    Budget, CONSOLIDATION_BALANCED, CONSOLIDATION_WHEN_EMPTY, CONSOLIDATION_WHEN_EMPTY_OR_UNDERUTILIZED,
+    DISRUPTION_REASONS, NodePool,
 };
 use crate::policy::NodePoolPolicies;
 
@@ -92,11 +93,12 @@ pub fn validate_nodepool(np: &NodePool) -> Vec<Problem> {
         Some(v) => check_nillable_duration(&mut r, &d.field("consolidateAfter"), v),
     }
     let policy = s.disruption.consolidation_policy.as_str();
-    if policy != CONSOLIDATION_WHEN_EMPTY && policy != CONSOLIDATION_WHEN_EMPTY_OR_UNDERUTILIZED {
+    if ![CONSOLIDATION_WHEN_EMPTY, CONSOLIDATION_WHEN_EMPTY_OR_UNDERUTILIZED, CONSOLIDATION_BALANCED].contains(&policy)
+    {
         r.error(
             &d.field("consolidationPolicy"),
             format!("unsupported consolidationPolicy {policy:?}"),
-            "use WhenEmpty or WhenEmptyOrUnderutilized (WhenUnderutilized was renamed in v1)",
+            "use WhenEmpty, WhenEmptyOrUnderutilized or Balanced (WhenUnderutilized was renamed in v1)",
         );
     }
     if let Some(w) = &s.disruption.consolidate_when

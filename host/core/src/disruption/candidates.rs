@@ -53,6 +53,18 @@ pub fn eviction_cost(p: &Pod) -> f64 {
     cost.clamp(-10.0, 10.0)
 }
 
+/// Karpenter v1.14's `RescheduleDisruptionCost` of draining pods: 1 plus each pod's
+/// positive eviction cost.
+fn rescheduling<'p>(pods: impl Iterator<Item = &'p Pod>) -> f64 {
+    1.0 + pods.map(|p| eviction_cost(p).max(0.0)).sum::<f64>()
+}
+
+/// [`rescheduling`] of the pods a drain of snapshot node `n` would reschedule.
+pub fn reschedule_cost(snap: &ClusterSnapshot, n: usize) -> f64 {
+    let name = snap.nodes[n].name.as_str();
+    rescheduling(snap.pods.iter().filter(|p| p.node_name.as_deref() == Some(name) && reschedulable(p)))
+}
+
 /// Share of the node's lifetime left before it expires, 0..1 (1 when it never expires).
 pub fn lifetime_remaining(created: i64, expire_after: Option<i64>, now: i64) -> f64 {
     match expire_after {
@@ -190,7 +202,7 @@ pub fn candidates(snap: &ClusterSnapshot) -> (Vec<Candidate>, Vec<Blocked>) {
             tpl.replicas.is_none() && tpl.disruption.consolidate_after.is_some_and(|after| now >= last + after);
         let cost: f64 = pods.iter().map(|&p| eviction_cost(&snap.pods[p])).sum::<f64>()
             * lifetime_remaining(claim.created, claim.expire_after, now);
-        let reschedule_cost = 1.0 + pods.iter().map(|&p| eviction_cost(&snap.pods[p]).max(0.0)).sum::<f64>();
+        let reschedule_cost = rescheduling(pods.iter().map(|&p| &snap.pods[p]));
         out.push(Candidate {
             node: n,
             nodepool: pool,

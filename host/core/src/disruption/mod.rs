@@ -4,12 +4,13 @@
 //! consolidation; the first method with an approved plan wins. Expiration is not a round's
 //! (`orchestration::expiration`).
 
+pub mod balanced;
 pub mod budgets;
 pub mod candidates;
 pub mod consolidator;
 pub mod drain;
 
-use crate::model::{ClusterSnapshot, ConsolidationPolicy, DisruptionReason};
+use crate::model::{ClusterSnapshot, DisruptionReason};
 use crate::plan::NewNodeClaim;
 use crate::requirements::{Requirement, Requirements};
 use crate::scheduler::min_values_problem;
@@ -149,6 +150,8 @@ struct Round<'a> {
     evaluated: usize,
     /// Nodes not Initialized yet (in-flight NodeClaims included), by name.
     uninitialized: BTreeSet<&'a str>,
+    /// Totals of the Balanced NodePools, by index (empty when there are none).
+    balanced: BTreeMap<usize, balanced::Totals>,
 }
 
 /// Decides this round's disruptions.
@@ -173,7 +176,8 @@ fn decide(
         .filter(|n| n.in_flight || n.claim.as_ref().is_some_and(|c| !c.initialized))
         .map(|n| n.name.as_str())
         .collect();
-    let mut round = Round { snap, policies, sim: Simulator::new(snap), evaluated: 0, uninitialized };
+    let balanced = balanced::totals(snap);
+    let mut round = Round { snap, policies, sim: Simulator::new(snap), evaluated: 0, uninitialized, balanced };
 
     // Karpenter's nominated nodes: where pending pods and the pods of nodes being disrupted
     // would go as the cluster stands. Such a node is about to be used, so not a candidate
@@ -236,12 +240,7 @@ fn decide(
     let mut consolidatable: Vec<&Candidate> = live
         .iter()
         .copied()
-        .filter(|c| {
-            c.consolidatable
-                && c.blocked.is_none()
-                && dynamic(c)
-                && c.consolidation_policy == ConsolidationPolicy::WhenEmptyOrUnderutilized
-        })
+        .filter(|c| c.consolidatable && c.blocked.is_none() && dynamic(c) && c.consolidation_policy.underutilized())
         .collect();
     // Karpenter v1.14: the most saving per unit of disruption first.
     let ratio = |c: &Candidate| c.price / c.reschedule_cost;
@@ -292,7 +291,8 @@ pub fn revalidate(
         .filter(|n| n.in_flight || n.claim.as_ref().is_some_and(|c| !c.initialized))
         .map(|n| n.name.as_str())
         .collect();
-    let mut round = Round { snap, policies, sim: Simulator::new(snap), evaluated: 0, uninitialized };
+    let balanced = balanced::totals(snap);
+    let mut round = Round { snap, policies, sim: Simulator::new(snap), evaluated: 0, uninitialized, balanced };
     let nominated = round.nominated();
     if let Some(&c) = candidates.iter().find(|&&c| nominated.contains(snap.nodes[c].name.as_str())) {
         return Some(format!("{} is nominated for a pending pod", snap.nodes[c].name));
@@ -330,7 +330,7 @@ fn budget_constrained(
 ) -> bool {
     let mut want: BTreeMap<(usize, DisruptionReason), usize> = BTreeMap::new();
     for c in live.iter().filter(|c| c.blocked.is_none()) {
-        let underused = c.consolidatable && c.consolidation_policy == ConsolidationPolicy::WhenEmptyOrUnderutilized;
+        let underused = c.consolidatable && c.consolidation_policy.underutilized();
         for (reason, eligible) in [
             (DisruptionReason::Empty, c.empty && c.consolidatable),
             (DisruptionReason::Drifted, c.drifted.is_some()),
@@ -566,7 +566,8 @@ impl<'a> Round<'a> {
         while lo <= hi {
             let mid = (lo + hi) / 2;
             let plan = self.consolidate(&cands[..mid], Method::MultiNodeConsolidation);
-            match plan.and_then(|p| self.without_same_type(p, &cands[..mid])) {
+            let plan = plan.and_then(|p| self.without_same_type(p, &cands[..mid]));
+            match plan.filter(|p| balanced::approves(p, self.snap, &self.balanced)) {
                 Some(p) => {
                     best = Some(p);
                     lo = mid + 1;
@@ -631,7 +632,8 @@ impl<'a> Round<'a> {
             if found.contains_key(&c.nodepool) {
                 continue;
             }
-            if let Some(p) = self.consolidate(std::slice::from_ref(c), Method::SingleNodeConsolidation) {
+            let plan = self.consolidate(std::slice::from_ref(c), Method::SingleNodeConsolidation);
+            if let Some(p) = plan.filter(|p| balanced::approves(p, self.snap, &self.balanced)) {
                 order.push(c.nodepool);
                 found.insert(c.nodepool, p);
             }
