@@ -321,7 +321,7 @@ fn stamped(hash: &str, version: &str) -> ClusterSnapshot {
     s
 }
 
-/// karpenter:pkg/controllers/nodepool/hash/suite_test.go:163
+/// The decision part of Karpenter's nodepool/hash case 163 (the re-stamp is the controller's, ported there).
 #[test]
 fn nodeclaims_stamped_under_another_hash_version_are_not_drifted() {
     // Karpenter re-stamps them with today's hash and version, so they are not drifted until

@@ -15,7 +15,7 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
-use tenon_api::hash::EC2NODECLASS_HASH_VERSION;
+use tenon_api::hash::{EC2NODECLASS_HASH_VERSION, NODEPOOL_HASH_VERSION};
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_api::{EC2NodeClass, NodeClaim};
 use tenon_core::ClusterSnapshot;
@@ -74,6 +74,7 @@ impl Controller {
         let (mut snap, _) = snapshot(objects, catalogs);
         snap.spot_to_spot = self.spot_to_spot;
         command::hold(&mut snap, &command::held(&self.commands));
+        self.restamp_nodepool_hashes(objects, &snap).await;
         // Cloud drift is looked up fresh each round (the condition is only its record).
         let cloud = self.cloud_drift(objects).await;
         for n in &mut snap.nodes {
@@ -480,6 +481,41 @@ impl Controller {
     }
 }
 
+impl Controller {
+    /// Karpenter's NodePool hash migration: a NodeClaim stamped under another hash version
+    /// (an older Tenon, or Karpenter's own) gets today's, so template changes from now on
+    /// drift it; one already Drifted keeps its old hash and stays drifted.
+    async fn restamp_nodepool_hashes(&self, objects: &ClusterObjects, snap: &ClusterSnapshot) {
+        let claims: Api<NodeClaim> = Api::all(self.client.clone());
+        for nc in objects.nodeclaims.iter().filter(|nc| nc.metadata.deletion_timestamp.is_none()) {
+            let pool = super::pool_of(nc);
+            let Some(tpl) = snap.nodepools.iter().find(|t| t.name == pool) else { continue };
+            let Some(patch) = nodepool_stamp(nc, &tpl.hash) else { continue };
+            let name = nc.metadata.name.as_deref().unwrap_or_default();
+            if let Err(e) = claims.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                tracing::warn!(nodeclaim = %name, error = %e, "could not re-stamp the NodePool hash");
+            }
+        }
+    }
+}
+
+/// The annotations that bring a NodeClaim's NodePool hash to today's version, if it is
+/// stamped under another; `hash` is its NodePool's hash now.
+fn nodepool_stamp(nc: &NodeClaim, hash: &str) -> Option<serde_json::Value> {
+    let annotations = nc.metadata.annotations.as_ref();
+    let version = annotations.and_then(|a| a.get(wk::ANNOTATION_NODEPOOL_HASH_VERSION));
+    if version.map(String::as_str) == Some(NODEPOOL_HASH_VERSION) {
+        return None;
+    }
+    let drifted = conditions::has_condition(nc, condition::DRIFTED);
+    let mut stamp = serde_json::Map::new();
+    stamp.insert(wk::ANNOTATION_NODEPOOL_HASH_VERSION.into(), NODEPOOL_HASH_VERSION.into());
+    if !drifted {
+        stamp.insert(wk::ANNOTATION_NODEPOOL_HASH.into(), hash.into());
+    }
+    Some(json!({"metadata": {"annotations": stamp}}))
+}
+
 /// How a NodeClaim's stamped EC2NodeClass hash compares with its NodeClass' now.
 #[derive(Debug, PartialEq)]
 enum NodeClassHash {
@@ -528,6 +564,28 @@ mod tests {
         .unwrap();
         nc.metadata.annotations = Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
         nc
+    }
+
+    /// karpenter:pkg/controllers/nodepool/hash/suite_test.go:163
+    #[test]
+    fn nodeclaims_stamped_under_another_nodepool_hash_version_are_restamped_unless_drifted() {
+        let hash_of = |p: &serde_json::Value, k: &str| p["metadata"]["annotations"][k].as_str().map(String::from);
+        let karpenters = claim(&[(wk::ANNOTATION_NODEPOOL_HASH, "123"), (wk::ANNOTATION_NODEPOOL_HASH_VERSION, "v3")]);
+        let p = nodepool_stamp(&karpenters, "456").expect("re-stamped");
+        assert_eq!(hash_of(&p, wk::ANNOTATION_NODEPOOL_HASH).as_deref(), Some("456"));
+        assert_eq!(hash_of(&p, wk::ANNOTATION_NODEPOOL_HASH_VERSION).as_deref(), Some(NODEPOOL_HASH_VERSION));
+        assert!(nodepool_stamp(&claim(&[]), "456").is_some(), "no version at all");
+        let ours = claim(&[
+            (wk::ANNOTATION_NODEPOOL_HASH, "123"),
+            (wk::ANNOTATION_NODEPOOL_HASH_VERSION, NODEPOOL_HASH_VERSION),
+        ]);
+        assert_eq!(nodepool_stamp(&ours, "456"), None, "today's version: its hash is compared, not replaced");
+        // Already drifted: only the version moves, so it stays drifted.
+        let mut drifted = karpenters.clone();
+        drifted.status = Some(serde_json::from_value(serde_json::json!({"conditions": [{"type": "Drifted", "status": "True", "reason": "NodePoolDrifted", "message": "", "lastTransitionTime": "2026-12-01T00:00:00Z"}]})).unwrap());
+        let p = nodepool_stamp(&drifted, "456").expect("version bumped");
+        assert_eq!(hash_of(&p, wk::ANNOTATION_NODEPOOL_HASH), None);
+        assert_eq!(hash_of(&p, wk::ANNOTATION_NODEPOOL_HASH_VERSION).as_deref(), Some(NODEPOOL_HASH_VERSION));
     }
 
     #[test]
