@@ -79,26 +79,7 @@ fn set_budget(c: &mut Cluster, pool: &str, budget: &str) {
 /// zone and capacity type), and its Node `name`, registered, initialized and Ready
 /// (`test.NodeClaimAndNode` then `ExpectMakeNodesAndNodeClaimsInitializedAndStateUpdated`).
 fn node(c: &mut Cluster, name: &str, pool: &str, it: &str, allocatable: &str) {
-    let catalog = c.catalog.clone();
-    let t = catalog.iter().find(|t| t.name == it).unwrap_or_else(|| panic!("no type {it}"));
-    let o = &t.offerings[0];
-    let arch = t.label("kubernetes.io/arch").expect("arch");
-    let os = &t.requirements.get("kubernetes.io/os").expect("os").values()[0];
-    let labels = format!(
-        "karpenter.sh/nodepool: {pool}, node.kubernetes.io/instance-type: {it}, karpenter.sh/capacity-type: {}, topology.kubernetes.io/zone: {}",
-        o.capacity_type, o.zone
-    );
-    let at = at(INITIALIZED - NOW);
-    let t = format!("reason: Ready, message: \"\", lastTransitionTime: \"{at}\"");
-    c.objects.nodeclaims.push(
-        serde_yaml::from_str(&format!(
-            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: {name}, creationTimestamp: \"{at}\", labels: {{{labels}}}}}\nspec: {{requirements: [], nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}}\nstatus: {{nodeName: {name}, providerID: fake://{name}, allocatable: {allocatable}, capacity: {allocatable}, conditions: [{{type: Launched, status: \"True\", {t}}}, {{type: Registered, status: \"True\", {t}}}, {{type: Initialized, status: \"True\", {t}}}]}}\n"
-        ))
-        .expect("NodeClaim YAML"),
-    );
-    c.node(&format!(
-        "metadata: {{name: {name}, labels: {{{labels}, kubernetes.io/hostname: {name}, kubernetes.io/arch: {arch}, kubernetes.io/os: {os}, karpenter.sh/registered: \"true\", karpenter.sh/initialized: \"true\"}}}}\nspec: {{providerID: fake://{name}}}\nstatus: {{allocatable: {allocatable}, capacity: {allocatable}, conditions: [{{type: Ready, status: \"True\"}}]}}\n"
-    ));
+    c.initialized_node(name, pool, it, allocatable, INITIALIZED);
 }
 
 /// Removes label `key` from NodeClaim and Node `name`.

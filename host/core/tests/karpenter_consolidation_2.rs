@@ -19,7 +19,7 @@ mod support;
 use k8s_openapi::jiff::Timestamp;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use support::karpenter::{Cluster, NOW, assorted, fake, launched_labels};
+use support::karpenter::{Cluster, NOW, assorted, fake, launched_labels, offering_labels};
 use tenon_api::NodeClaim;
 use tenon_core::disruption::{DefaultPolicies, DisruptionDecision, DisruptionPlan, Method, disrupt};
 use tenon_core::model::ClusterSnapshot;
@@ -71,19 +71,7 @@ fn default_nodepool(c: &mut Cluster) {
 
 /// The labels Karpenter gives a NodeClaim launched as `it`'s offering (`ct`, `zone`).
 fn offer(pool: &str, it: &str, ct: &str, zone: &str) -> BTreeMap<String, String> {
-    [
-        ("karpenter.sh/nodepool", pool),
-        ("node.kubernetes.io/instance-type", it),
-        ("karpenter.sh/capacity-type", ct),
-        ("topology.kubernetes.io/zone", zone),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
-}
-
-fn flow(labels: &BTreeMap<String, String>) -> String {
-    labels.iter().map(|(k, v)| format!("\"{k}\": \"{v}\"")).collect::<Vec<_>>().join(", ")
+    offering_labels(pool, it, ct, zone)
 }
 
 /// A NodeClaim `name` with `labels` (its NodePool, instance type, capacity type and zone at
@@ -104,32 +92,13 @@ fn add_node_as(
     at: i64,
     initialized: bool,
 ) {
-    let l = flow(labels);
-    let at = ts(at);
-    let t = format!("reason: Ready, message: \"\", lastTransitionTime: \"{at}\"");
-    let (init_condition, init_label, ready) = if initialized {
-        (format!(", {{type: Initialized, status: \"True\", {t}}}"), ", karpenter.sh/initialized: \"true\"", "True")
-    } else {
-        (String::new(), "", "False")
-    };
-    c.objects.nodeclaims.push(
-        serde_yaml::from_str(&format!(
-            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: {name}, creationTimestamp: \"{at}\", labels: {{{l}}}}}\nspec: {{requirements: [], nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}}\nstatus: {{nodeName: {name}, providerID: fake://{name}, allocatable: {allocatable}, capacity: {allocatable}, conditions: [{{type: Launched, status: \"True\", {t}}}, {{type: Registered, status: \"True\", {t}}}{init_condition}]}}\n"
-        ))
-        .expect("NodeClaim YAML"),
-    );
-    c.node(&format!(
-        "metadata: {{name: {name}, labels: {{{l}, kubernetes.io/hostname: {name}, kubernetes.io/arch: amd64, kubernetes.io/os: linux, karpenter.sh/registered: \"true\"{init_label}}}}}\nspec: {{providerID: fake://{name}}}\nstatus: {{allocatable: {allocatable}, capacity: {allocatable}, conditions: [{{type: Ready, status: \"{ready}\"}}]}}\n"
-    ));
+    c.launched_node(name, labels, allocatable, at, initialized);
 }
 
 /// A node `name` of NodePool `pool` launched as catalog type `it` (its first offering's
 /// capacity type and zone), initialized at [`INITIALIZED`].
 fn node(c: &mut Cluster, name: &str, pool: &str, it: &str, allocatable: &str) {
-    let catalog = c.catalog.clone();
-    let t = catalog.iter().find(|t| t.name == it).unwrap_or_else(|| panic!("no type {it}"));
-    let o = &t.offerings[0];
-    add_node(c, name, &offer(pool, it, &o.capacity_type, &o.zone), allocatable, INITIALIZED);
+    c.initialized_node(name, pool, it, allocatable, INITIALIZED);
 }
 
 fn claim_mut<'a>(c: &'a mut Cluster, name: &str) -> &'a mut NodeClaim {

@@ -135,24 +135,7 @@ fn default_nodepool(c: &mut Cluster) {
 /// zone and capacity type), and its Node `name`, registered, initialized and Ready
 /// (`test.NodeClaimAndNode` then `ExpectMakeNodesAndNodeClaimsInitializedAndStateUpdated`).
 fn node(c: &mut Cluster, name: &str, pool: &str, it: &str, allocatable: &str) {
-    let catalog = c.catalog.clone();
-    let t = catalog.iter().find(|t| t.name == it).unwrap_or_else(|| panic!("no type {it}"));
-    let o = &t.offerings[0];
-    let labels = format!(
-        "karpenter.sh/nodepool: {pool}, node.kubernetes.io/instance-type: {it}, karpenter.sh/capacity-type: {}, topology.kubernetes.io/zone: {}",
-        o.capacity_type, o.zone
-    );
-    let at = at(INITIALIZED);
-    let conds = ["Launched", "Registered", "Initialized"].map(|k| condition(k, "True", k, INITIALIZED)).join(", ");
-    c.objects.nodeclaims.push(
-        serde_yaml::from_str(&format!(
-            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: {name}, creationTimestamp: \"{at}\", labels: {{{labels}}}}}\nspec: {{requirements: [], nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}}\nstatus: {{nodeName: {name}, providerID: fake://{name}, allocatable: {allocatable}, capacity: {allocatable}, conditions: [{conds}]}}\n"
-        ))
-        .expect("NodeClaim YAML"),
-    );
-    c.node(&format!(
-        "metadata: {{name: {name}, creationTimestamp: \"{at}\", labels: {{{labels}, kubernetes.io/hostname: {name}, kubernetes.io/arch: amd64, kubernetes.io/os: linux, karpenter.sh/registered: \"true\", karpenter.sh/initialized: \"true\"}}}}\nspec: {{providerID: fake://{name}}}\nstatus: {{allocatable: {allocatable}, capacity: {allocatable}, conditions: [{{type: Ready, status: \"True\"}}]}}\n"
-    ));
+    c.initialized_node(name, pool, it, allocatable, INITIALIZED);
 }
 
 /// `node` of the suite's `mostExpensiveInstance` with the suite's allocatable.

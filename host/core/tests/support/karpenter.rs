@@ -443,6 +443,60 @@ impl Decision {
     }
 }
 
+/// The labels Karpenter gives a NodeClaim of NodePool `pool` launched as `it` in an
+/// offering of capacity type `ct` in `zone`.
+pub fn offering_labels(pool: &str, it: &str, ct: &str, zone: &str) -> BTreeMap<String, String> {
+    [
+        ("karpenter.sh/nodepool", pool),
+        ("node.kubernetes.io/instance-type", it),
+        ("karpenter.sh/capacity-type", ct),
+        ("topology.kubernetes.io/zone", zone),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+impl Cluster {
+    /// A NodeClaim `name` with `labels` (its NodePool, instance type, capacity type and zone
+    /// at least) created at `at` (seconds since the epoch) and launched and registered then,
+    /// and its Node `name`; when `initialized`, also Initialized and Ready (Karpenter's
+    /// `test.NodeClaimAndNode` then `ExpectMakeNodesAndNodeClaimsInitializedAndStateUpdated`),
+    /// otherwise registered only and NotReady.
+    pub fn launched_node(
+        &mut self,
+        name: &str,
+        labels: &BTreeMap<String, String>,
+        allocatable: &str,
+        at: i64,
+        initialized: bool,
+    ) -> &mut Self {
+        let l = labels.iter().map(|(k, v)| format!("\"{k}\": \"{v}\"")).collect::<Vec<_>>().join(", ");
+        let at = k8s_openapi::jiff::Timestamp::from_second(at).expect("a time").to_string();
+        let t = format!("reason: Ready, message: \"\", lastTransitionTime: \"{at}\"");
+        let (init_condition, init_label, ready) = if initialized {
+            (format!(", {{type: Initialized, status: \"True\", {t}}}"), ", karpenter.sh/initialized: \"true\"", "True")
+        } else {
+            (String::new(), "", "False")
+        };
+        self.objects.nodeclaims.push(yaml(&format!(
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: {name}, creationTimestamp: \"{at}\", labels: {{{l}}}}}\nspec: {{requirements: [], nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}}\nstatus: {{nodeName: {name}, providerID: fake://{name}, allocatable: {allocatable}, capacity: {allocatable}, conditions: [{{type: Launched, status: \"True\", {t}}}, {{type: Registered, status: \"True\", {t}}}{init_condition}]}}\n"
+        )));
+        self.node(&format!(
+            "metadata: {{name: {name}, creationTimestamp: \"{at}\", labels: {{{l}, kubernetes.io/hostname: {name}, kubernetes.io/arch: amd64, kubernetes.io/os: linux, karpenter.sh/registered: \"true\"{init_label}}}}}\nspec: {{providerID: fake://{name}}}\nstatus: {{allocatable: {allocatable}, capacity: {allocatable}, conditions: [{{type: Ready, status: \"{ready}\"}}]}}\n"
+        ))
+    }
+
+    /// [`Cluster::launched_node`] of NodePool `pool` as catalog type `it` (its first
+    /// offering's capacity type and zone), Initialized at `at`.
+    pub fn initialized_node(&mut self, name: &str, pool: &str, it: &str, allocatable: &str, at: i64) -> &mut Self {
+        let catalog = self.catalog.clone();
+        let t = catalog.iter().find(|t| t.name == it).unwrap_or_else(|| panic!("no type {it}"));
+        let o = &t.offerings[0];
+        self.launched_node(name, &offering_labels(pool, it, &o.capacity_type, &o.zone), allocatable, at, true)
+    }
+}
+
 /// What Karpenter's fake `Create` labels a node with.
 pub fn launched_labels(snap: &ClusterSnapshot, nc: &NewNodeClaim) -> BTreeMap<String, String> {
     let cat = &snap.nodepools[nc.nodepool].instance_types;
