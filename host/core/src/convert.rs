@@ -384,6 +384,11 @@ pub fn pod(p: &core::Pod) -> Result<Pod, ConvertError> {
                 .chain(spec.init_containers.iter().flatten())
                 .any(|c| c.resources.as_ref().and_then(|r| r.claims.as_ref()).is_some_and(|c| !c.is_empty())),
         priority: spec.priority.unwrap_or(0),
+        unready: p
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "False")),
         node_name: spec.node_name.clone(),
         created: p.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second()),
         owner_kind: owner.map(|o| o.kind.clone()),
@@ -668,6 +673,8 @@ pub fn pdb(p: &policy::PodDisruptionBudget) -> PodDisruptionBudget {
         name: p.metadata.name.clone().unwrap_or_default(),
         selector: selector(p.spec.as_ref().and_then(|s| s.selector.as_ref())),
         disruptions_allowed: p.status.as_ref().map_or(0, |s| s.disruptions_allowed),
+        unhealthy_always_allow: p.spec.as_ref().and_then(|s| s.unhealthy_pod_eviction_policy.as_deref())
+            == Some("AlwaysAllow"),
     }
 }
 

@@ -97,6 +97,9 @@ pub struct Pod {
     /// Asks for devices through Dynamic Resource Allocation (resource claims): Tenon, like
     /// Karpenter without DRA support, provisions nothing for it.
     pub resource_claims: bool,
+    /// Its Ready condition is False: a PDB with `unhealthyPodEvictionPolicy: AlwaysAllow`
+    /// lets it be evicted whatever the budget.
+    pub unready: bool,
 }
 
 impl Default for Pod {
@@ -128,6 +131,7 @@ impl Default for Pod {
             deleted_at: None,
             critical: false,
             resource_claims: false,
+            unready: false,
         }
     }
 }
@@ -292,6 +296,8 @@ pub struct PodDisruptionBudget {
     pub name: String,
     pub selector: LabelSelector,
     pub disruptions_allowed: i32,
+    /// `unhealthyPodEvictionPolicy: AlwaysAllow`: unready pods are evictable regardless.
+    pub unhealthy_always_allow: bool,
 }
 
 /// A NodePool as the scheduler uses it.

@@ -224,6 +224,7 @@ pub fn consolidation_benchmark(nodes: usize, catalog: Arc<Vec<InstanceType>>, se
             name: format!("app-{app:02}"),
             selector: LabelSelector::from_labels(&labels_of(&[("app", &format!("app-{app:02}"))])),
             disruptions_allowed: if app == 0 { 0 } else { 2 },
+            unhealthy_always_allow: false,
         });
     }
     snap

@@ -75,6 +75,7 @@ fn build(nodes: &[NodeSpec], budgets: Vec<Budget>, pdb_allowed: i32) -> ClusterS
         name: "app0".into(),
         selector: LabelSelector::from_labels(&labels(&[("app", "app0")])),
         disruptions_allowed: pdb_allowed,
+        unhealthy_always_allow: false,
     });
     s
 }

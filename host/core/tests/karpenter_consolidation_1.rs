@@ -1002,18 +1002,14 @@ fn unhealthy_pods_under_an_always_allow_pdb_are_replaced(spot: bool) {
     replaced(&mut c, it);
 }
 
-/// Karpenter's case karpenter:pkg/controllers/disruption/consolidation_test.go:1977, ported once the ignore below is fixed.
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:1977
 #[test]
-#[ignore = "bug: disruption::candidates::pdb_problem counts only the PDB's status.disruptionsAllowed \
-            (convert::pdb drops unhealthyPodEvictionPolicy), so an AlwaysAllow PDB blocks its unready pods' node"]
 fn an_always_allow_pdb_does_not_keep_an_on_demand_node_of_unready_pods() {
     unhealthy_pods_under_an_always_allow_pdb_are_replaced(false);
 }
 
-/// Karpenter's case karpenter:pkg/controllers/disruption/consolidation_test.go:1978, ported once the ignore below is fixed.
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:1978
 #[test]
-#[ignore = "bug: disruption::candidates::pdb_problem counts only the PDB's status.disruptionsAllowed \
-            (convert::pdb drops unhealthyPodEvictionPolicy), so an AlwaysAllow PDB blocks its unready pods' node"]
 fn an_always_allow_pdb_does_not_keep_a_spot_node_of_unready_pods() {
     unhealthy_pods_under_an_always_allow_pdb_are_replaced(true);
 }

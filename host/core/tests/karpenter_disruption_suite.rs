@@ -70,6 +70,7 @@ fn pdb(name: &str, app: &str, allowed: i32) -> PodDisruptionBudget {
         name: name.into(),
         selector: LabelSelector::from_labels(&labels(&[("app", app)])),
         disruptions_allowed: allowed,
+        unhealthy_always_allow: false,
     }
 }
 

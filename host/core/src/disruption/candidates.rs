@@ -115,6 +115,9 @@ pub fn pdb_problem(pods: &[usize], snap: &ClusterSnapshot) -> Option<String> {
             ));
         }
         if let Some(b) = matching.first() {
+            if b.unhealthy_always_allow && pod.unready {
+                continue;
+            }
             let n = used.entry((b.namespace.as_str(), b.name.as_str())).or_default();
             *n += 1;
             if *n > b.disruptions_allowed {

@@ -77,6 +77,7 @@ impl World<'_> {
                     name: b.name.clone(),
                     selector: b.selector.clone(),
                     disruptions_allowed: allowed.max(0),
+                    unhealthy_always_allow: false,
                 }
             })
             .collect();
