@@ -170,14 +170,7 @@ fn decide(
 ) -> DisruptionDecision {
     let (allowed, budget_blocked) = allowances(snap, policies);
     let mut decision = DisruptionDecision { allowed, budget_blocked, ..Default::default() };
-    let uninitialized = snap
-        .nodes
-        .iter()
-        .filter(|n| n.in_flight || n.claim.as_ref().is_some_and(|c| !c.initialized))
-        .map(|n| n.name.as_str())
-        .collect();
-    let balanced = balanced::totals(snap);
-    let mut round = Round { snap, policies, sim: Simulator::new(snap), evaluated: 0, uninitialized, balanced };
+    let mut round = Round::new(snap, policies);
 
     // Karpenter's nominated nodes: where pending pods and the pods of nodes being disrupted
     // would go as the cluster stands. Such a node is about to be used, so not a candidate
@@ -285,14 +278,7 @@ pub fn revalidate(
             return Some(format!("NodePool {pool}'s budget allows {left} {} disruption(s) now", reason.as_str()));
         }
     }
-    let uninitialized = snap
-        .nodes
-        .iter()
-        .filter(|n| n.in_flight || n.claim.as_ref().is_some_and(|c| !c.initialized))
-        .map(|n| n.name.as_str())
-        .collect();
-    let balanced = balanced::totals(snap);
-    let mut round = Round { snap, policies, sim: Simulator::new(snap), evaluated: 0, uninitialized, balanced };
+    let mut round = Round::new(snap, policies);
     let nominated = round.nominated();
     if let Some(&c) = candidates.iter().find(|&&c| nominated.contains(snap.nodes[c].name.as_str())) {
         return Some(format!("{} is nominated for a pending pod", snap.nodes[c].name));
@@ -445,6 +431,19 @@ fn cheapest(nc: &NewNodeClaim, snap: &ClusterSnapshot) -> Option<(String, f64)> 
 }
 
 impl<'a> Round<'a> {
+    /// What every decision over `snap` shares: the simulator, the uninitialized nodes and
+    /// the Balanced NodePools' totals, built once.
+    fn new(snap: &'a ClusterSnapshot, policies: &'a dyn PolicySet) -> Self {
+        let uninitialized = snap
+            .nodes
+            .iter()
+            .filter(|n| n.in_flight || n.claim.as_ref().is_some_and(|c| !c.initialized))
+            .map(|n| n.name.as_str())
+            .collect();
+        let balanced = balanced::totals(snap);
+        Round { snap, policies, sim: Simulator::new(snap), evaluated: 0, uninitialized, balanced }
+    }
+
     fn simulate(&mut self, nodes: &[usize]) -> SimOutcome {
         self.evaluated += nodes.len();
         self.sim.remove(nodes, self.policies.scorer())
