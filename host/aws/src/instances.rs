@@ -3,6 +3,7 @@
 //! once, in chunks EC2 accepts.
 
 use crate::error::{api, code};
+use crate::nodeclass::ami_serves;
 use aws_sdk_ec2::types::Filter;
 use std::collections::BTreeMap;
 use tenon_api::EC2NodeClass;
@@ -108,11 +109,29 @@ pub(crate) async fn terminate(ec2: &aws_sdk_ec2::Client, ids: &[String]) -> Resu
 }
 
 /// Why the instance no longer matches the NodeClass' resolved status: its AMI, subnet or
-/// security groups are no longer what the selectors pick.
-pub fn drift(instance: &Instance, nc: &EC2NodeClass) -> Option<String> {
+/// security groups are no longer what the selectors pick. `labels` are its NodeClaim's
+/// (its instance type's): the AMI it should run is the one a launch would pick for them
+/// now, the first status AMI serving them (Karpenter's `MapToInstanceTypes`), so a newer
+/// image for its architecture and variant drifts it even while the old one is still
+/// selected. Labels no status AMI serves (a NodeClaim written without them) fall back to
+/// "still selected at all".
+pub fn drift(instance: &Instance, labels: &BTreeMap<String, String>, nc: &EC2NodeClass) -> Option<String> {
     let status = nc.status.as_ref()?;
-    if !status.amis.is_empty() && !status.amis.iter().any(|a| a.id == instance.image_id) {
-        return Some(format!("AMIDrift: image {} is no longer selected by spec.amiSelectorTerms", instance.image_id));
+    let current = status.amis.iter().find(|a| ami_serves(a, labels));
+    match current {
+        Some(ami) if ami.id != instance.image_id => {
+            return Some(format!(
+                "AMIDrift: image {} is not {}, the image spec.amiSelectorTerms select for {} now",
+                instance.image_id, ami.id, instance.instance_type
+            ));
+        }
+        None if !status.amis.is_empty() && !status.amis.iter().any(|a| a.id == instance.image_id) => {
+            return Some(format!(
+                "AMIDrift: image {} is no longer selected by spec.amiSelectorTerms",
+                instance.image_id
+            ));
+        }
+        _ => {}
     }
     if !status.subnets.is_empty() && !status.subnets.iter().any(|s| s.id == instance.subnet_id) {
         return Some(format!(

@@ -295,7 +295,12 @@ impl CloudProvider for AwsProvider {
         instances::list(&self.clients.ec2, &self.settings.cluster.name).await
     }
 
-    fn is_drifted(&self, instance: &Instance, nodeclass: &EC2NodeClass) -> Option<String> {
-        instances::drift(instance, nodeclass)
+    fn is_drifted(
+        &self,
+        instance: &Instance,
+        labels: &std::collections::BTreeMap<String, String>,
+        nodeclass: &EC2NodeClass,
+    ) -> Option<String> {
+        instances::drift(instance, labels, nodeclass)
     }
 }

@@ -208,13 +208,78 @@ status:
         launched_at: None,
         tags: BTreeMap::new(),
     };
-    assert_eq!(tenon_aws::instances::drift(&instance, &nc), None);
+    let none = BTreeMap::new();
+    assert_eq!(tenon_aws::instances::drift(&instance, &none, &nc), None);
     let old_ami = Instance { image_id: "ami-old".into(), ..instance.clone() };
-    assert!(tenon_aws::instances::drift(&old_ami, &nc).unwrap().starts_with("AMIDrift"));
+    assert!(tenon_aws::instances::drift(&old_ami, &none, &nc).unwrap().starts_with("AMIDrift"));
     let moved = Instance { subnet_id: "subnet-z".into(), ..instance.clone() };
-    assert!(tenon_aws::instances::drift(&moved, &nc).unwrap().starts_with("SubnetDrift"));
+    assert!(tenon_aws::instances::drift(&moved, &none, &nc).unwrap().starts_with("SubnetDrift"));
     let fewer = Instance { security_groups: vec!["sg-1".into()], ..instance.clone() };
-    assert!(tenon_aws::instances::drift(&fewer, &nc).unwrap().starts_with("SecurityGroupDrift"));
+    assert!(tenon_aws::instances::drift(&fewer, &none, &nc).unwrap().starts_with("SecurityGroupDrift"));
     let unreported = Instance { security_groups: vec![], ..instance };
-    assert_eq!(tenon_aws::instances::drift(&unreported, &nc), None, "no groups reported is not drift");
+    assert_eq!(tenon_aws::instances::drift(&unreported, &none, &nc), None, "no groups reported is not drift");
+}
+
+/// Karpenter's AMI drift maps each NodeClaim to the AMI a launch would pick for its instance
+/// type now (the first status AMI whose requirements its labels meet): a GPU node running
+/// the standard image is drifted although that image is still selected, and a NodeClaim
+/// whose labels no AMI serves is judged only by whether its image is still selected.
+#[test]
+fn ami_drift_compares_with_the_image_a_launch_would_pick_for_the_instance_type() {
+    let nc: tenon_api::EC2NodeClass = serde_yaml::from_str(
+        r#"
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: lab}
+spec:
+  role: r
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {a: b}}]
+  securityGroupSelectorTerms: [{tags: {a: b}}]
+status:
+  amis:
+  - id: ami-nvidia
+    requirements:
+    - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+    - {key: karpenter.k8s.aws/instance-gpu-count, operator: Exists}
+  - id: ami-standard
+    requirements:
+    - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+    - {key: karpenter.k8s.aws/instance-gpu-count, operator: DoesNotExist}
+    - {key: karpenter.k8s.aws/instance-accelerator-count, operator: DoesNotExist}
+  - id: ami-arm
+    requirements:
+    - {key: kubernetes.io/arch, operator: In, values: [arm64]}
+"#,
+    )
+    .unwrap();
+    let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    };
+    let on = |image: &str, instance_type: &str| Instance {
+        id: "i-1".into(),
+        provider_id: "aws:///us-east-1a/i-1".into(),
+        instance_type: instance_type.into(),
+        zone: "us-east-1a".into(),
+        capacity_type: "on-demand".into(),
+        image_id: image.into(),
+        subnet_id: String::new(),
+        security_groups: vec![],
+        state: InstanceState::Running,
+        launched_at: None,
+        tags: BTreeMap::new(),
+    };
+    let gpu = labels(&[("kubernetes.io/arch", "amd64"), ("karpenter.k8s.aws/instance-gpu-count", "1")]);
+    let plain = labels(&[("kubernetes.io/arch", "amd64")]);
+    let arm = labels(&[("kubernetes.io/arch", "arm64")]);
+    assert_eq!(tenon_aws::instances::drift(&on("ami-nvidia", "g5.xlarge"), &gpu, &nc), None);
+    let reason = tenon_aws::instances::drift(&on("ami-standard", "g5.xlarge"), &gpu, &nc).unwrap();
+    assert!(reason.starts_with("AMIDrift") && reason.contains("ami-nvidia"), "{reason}");
+    assert_eq!(tenon_aws::instances::drift(&on("ami-standard", "m5.large"), &plain, &nc), None);
+    assert!(tenon_aws::instances::drift(&on("ami-nvidia", "m5.large"), &plain, &nc).is_some());
+    assert_eq!(tenon_aws::instances::drift(&on("ami-arm", "m6g.large"), &arm, &nc), None);
+    // Labels nothing serves (no architecture label): still selected is enough.
+    let unlabelled = BTreeMap::new();
+    assert_eq!(tenon_aws::instances::drift(&on("ami-arm", "m5.large"), &unlabelled, &nc), None);
+    assert!(tenon_aws::instances::drift(&on("ami-gone", "m5.large"), &unlabelled, &nc).is_some());
 }

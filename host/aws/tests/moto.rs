@@ -705,3 +705,48 @@ async fn each_capacity_shaping_kubelet_setting_changes_the_instance_types() {
         }
     }
 }
+
+/// Newest-AMI drift: the selector keeps matching the image an instance was launched with,
+/// but a newer image for the same architecture appears (a new release tagged for the
+/// cluster). Re-resolved, the NodeClass launches the new image, and the instance on the old
+/// one is drifted; an arm64 instance, whose image did not change, is not.
+#[tokio::test]
+async fn a_newer_image_for_the_same_architecture_drifts_instances_on_the_older_one() {
+    let moto = Moto::start();
+    let p = moto.provider("newami").await;
+    let lab = lab(&p, "newami").await;
+    let nc = resolved(&p, lab_nodeclass("newami")).await;
+    let old = p.create(&request("newami-old", &nc, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap();
+    let arm = p.create(&request("newami-arm", &nc, vec![option("m6g.large", "us-east-1a", "arm64")])).await.unwrap();
+    assert_eq!((old.image_id.as_str(), arm.image_id.as_str()), (lab.ami_amd64.as_str(), lab.ami_arm64.as_str()));
+    let amd64 = BTreeMap::from([(wk::LABEL_ARCH.to_string(), "amd64".to_string())]);
+    let arm64 = BTreeMap::from([(wk::LABEL_ARCH.to_string(), "arm64".to_string())]);
+    assert_eq!(p.is_drifted(&old, &amd64, &nc), None);
+
+    // The release: an image of the old one's architecture, tagged like it, named later.
+    let ec2 = &p.clients.ec2;
+    let run = ec2
+        .run_instances()
+        .image_id(&lab.ami_amd64)
+        .instance_type(aws_sdk_ec2::types::InstanceType::M5Large)
+        .min_count(1)
+        .max_count(1)
+        .send()
+        .await
+        .unwrap();
+    let builder = run.instances()[0].instance_id().unwrap().to_string();
+    let img = ec2.create_image().instance_id(&builder).name("newami-al2023-x86_64-v20261201").send().await.unwrap();
+    let newer = img.image_id().unwrap().to_string();
+    ec2.create_tags().resources(&newer).tags(tag(DISCOVERY, "newami")).send().await.unwrap();
+    ec2.terminate_instances().instance_ids(builder).send().await.unwrap();
+
+    let nc = resolved(&p, lab_nodeclass("newami")).await;
+    let ids: Vec<&str> = nc.status.as_ref().unwrap().amis.iter().map(|a| a.id.as_str()).collect();
+    assert!(ids.contains(&newer.as_str()) && !ids.contains(&lab.ami_amd64.as_str()), "{ids:?}");
+    let reason = p.is_drifted(&old, &amd64, &nc).expect("the instance on the older image is drifted");
+    assert!(reason.starts_with("AMIDrift") && reason.contains(&newer), "{reason}");
+    assert_eq!(p.is_drifted(&arm, &arm64, &nc), None, "the arm64 image did not change");
+    // And its replacement is launched from the new image.
+    let fresh = p.create(&request("newami-new", &nc, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap();
+    assert_eq!(fresh.image_id, newer);
+}

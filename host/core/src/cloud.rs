@@ -135,6 +135,12 @@ pub trait CloudProvider: Send + Sync {
     fn get(&self, id: &str) -> impl Future<Output = Result<Instance, CloudError>> + Send;
     /// Every live instance this cluster owns (for garbage collection).
     fn list(&self) -> impl Future<Output = Result<Vec<Instance>, CloudError>> + Send;
-    /// Why `instance` no longer matches its NodeClass' resolved status, if it does not.
-    fn is_drifted(&self, instance: &Instance, nodeclass: &EC2NodeClass) -> Option<String>;
+    /// Why `instance` no longer matches its NodeClass' resolved status, if it does not;
+    /// `labels` are its NodeClaim's (its instance type's and offering's).
+    fn is_drifted(
+        &self,
+        instance: &Instance,
+        labels: &BTreeMap<String, String>,
+        nodeclass: &EC2NodeClass,
+    ) -> Option<String>;
 }

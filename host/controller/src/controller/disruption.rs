@@ -473,7 +473,8 @@ impl Controller {
                 }
                 NodeClassHash::Same => {}
             }
-            if let Some(reason) = self.provider.is_drifted(instance, nodeclass) {
+            let labels = nc.metadata.labels.clone().unwrap_or_default();
+            if let Some(reason) = self.provider.is_drifted(instance, &labels, nodeclass) {
                 out.insert(nc.metadata.name.clone().unwrap_or_default(), reason);
             }
         }
