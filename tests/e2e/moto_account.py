@@ -16,6 +16,9 @@ the first template config, and never runs out of capacity): offerings listed in 
 "spot" or "on-demand"}, read at every call) have no capacity; the best-priority override
 with capacity launches, and every override before it is reported in `Errors` as
 InsufficientInstanceCapacity (all of them, and no instance, when none has capacity).
+Instances listed in `<READY_FILE without extension>.impaired.json` (a JSON list of instance
+ids, read at every call) fail their system reachability check in DescribeInstanceStatus,
+impaired since an hour ago (moto reports every running instance healthy).
 Writes READY_FILE once everything is in place; runs until killed.
 """
 
@@ -31,6 +34,7 @@ import boto3
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.responses import ActionResult
 from moto.ec2.responses.fleets import Fleets
+from moto.ec2.responses.instances import InstanceResponse
 from moto.ec2.responses.spot_instances import SpotInstances
 from moto.server import ThreadedMotoServer
 from moto.ssm.models import Parameter, ssm_backends
@@ -130,10 +134,43 @@ def capacity_errors(exhausted_file: str) -> None:
     Fleets.create_fleet = create_fleet
 
 
+def impaired_instances(impaired_file: str) -> None:
+    """DescribeInstanceStatus reports the listed instances' system reachability check failed."""
+    describe = InstanceResponse.describe_instance_status
+
+    def describe_instance_status(self):  # type: ignore[no-untyped-def]
+        result = describe(self)
+        impaired = set(exhausted_offerings(impaired_file))
+        since = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)
+        statuses = []
+        for status in result.result["InstanceStatuses"]:
+            if status.id not in impaired:
+                statuses.append(status)
+                continue
+            ok = {"Status": "ok", "Details": [{"Name": "reachability", "Status": "passed"}]}
+            statuses.append(
+                {
+                    "AvailabilityZone": getattr(status.placement, "zone", None) or REGION + "a",
+                    "InstanceId": status.id,
+                    "InstanceState": {"Code": 16, "Name": "running"},
+                    "InstanceStatus": ok,
+                    "SystemStatus": {
+                        "Status": "impaired",
+                        "Details": [{"Name": "reachability", "Status": "failed", "ImpairedSince": since}],
+                    },
+                }
+            )
+        result.result["InstanceStatuses"] = statuses
+        return result
+
+    InstanceResponse.describe_instance_status = describe_instance_status
+
+
 def main() -> None:
     zonal_spot_prices()
     port, ready_file, clusters = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
     capacity_errors(os.path.splitext(ready_file)[0] + ".exhausted.json")
+    impaired_instances(os.path.splitext(ready_file)[0] + ".impaired.json")
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"

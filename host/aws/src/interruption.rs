@@ -8,17 +8,7 @@ use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tenon_core::cloud::CloudError;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum InterruptionKind {
-    /// Two minutes before EC2 reclaims a spot instance.
-    SpotInterruption,
-    /// EC2 says the spot instance is at elevated risk of interruption.
-    RebalanceRecommendation,
-    /// AWS Health scheduled maintenance (retirement, reboot) for these instances.
-    ScheduledChange,
-    /// The instance changed state (`stopping`, `stopped`, `shutting-down`, `terminated`).
-    StateChange(String),
-}
+pub use tenon_core::orchestration::interruption::InterruptionKind;
 
 /// One parsed message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,20 +17,6 @@ pub struct InterruptionEvent {
     pub instance_ids: Vec<String>,
     /// The event's `time` as sent (RFC 3339).
     pub time: String,
-}
-
-impl InterruptionEvent {
-    /// Whether the node should be drained and replaced now (Karpenter acts on all but
-    /// rebalance recommendations and non-terminal state changes).
-    pub fn is_actionable(&self) -> bool {
-        match &self.kind {
-            InterruptionKind::SpotInterruption | InterruptionKind::ScheduledChange => true,
-            InterruptionKind::RebalanceRecommendation => false,
-            InterruptionKind::StateChange(s) => {
-                matches!(s.as_str(), "stopping" | "stopped" | "shutting-down" | "terminated")
-            }
-        }
-    }
 }
 
 /// Parses an EventBridge message body.

@@ -12,6 +12,7 @@ mod error;
 pub mod catalog;
 pub mod cluster;
 pub mod fleet;
+pub mod instance_status;
 pub mod instances;
 pub mod interruption;
 pub mod launch_template;

@@ -154,14 +154,20 @@ fn the_four_interruption_kinds_parse_and_others_are_refused() {
         assert_eq!(e.kind, kind);
         assert_eq!(e.instance_ids, ids);
         assert_eq!(e.time, "2026-11-30T10:00:00Z");
-        assert_eq!(e.is_actionable(), kind != InterruptionKind::RebalanceRecommendation);
+        let acted_on =
+            tenon_core::orchestration::interruption::kind(&e.kind).is_some_and(|k| k != "rebalance_recommendation");
+        assert_eq!(acted_on, kind != InterruptionKind::RebalanceRecommendation);
     }
     let running = event(
         "EC2 Instance State-change Notification",
         "aws.ec2",
         serde_json::json!({"instance-id": "i-1", "state": "running"}),
     );
-    assert!(!parse(&running).unwrap().is_actionable(), "a start is not an interruption");
+    assert_eq!(
+        tenon_core::orchestration::interruption::kind(&parse(&running).unwrap().kind),
+        None,
+        "a start is not an interruption"
+    );
     for bad in [
         "not json".to_string(),
         event("EC2 Spot Instance Interruption Warning", "aws.ec2", serde_json::json!({})),

@@ -9,6 +9,8 @@ pub struct Moto {
     pub url: String,
     /// Offerings CreateFleet finds no capacity for (moto_account.py reads it at every call).
     exhausted: PathBuf,
+    /// Instances whose system status check has failed (read at every DescribeInstanceStatus).
+    impaired: PathBuf,
 }
 
 impl Moto {
@@ -40,7 +42,12 @@ impl Moto {
             assert!(Instant::now() < deadline, "moto did not come up within 60 s; log: {}", log.display());
             std::thread::sleep(Duration::from_millis(50));
         }
-        Moto { child, url: format!("http://127.0.0.1:{port}"), exhausted: log.with_extension("exhausted.json") }
+        Moto {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            exhausted: log.with_extension("exhausted.json"),
+            impaired: log.with_extension("impaired.json"),
+        }
     }
 
     /// From now on CreateFleet has no capacity for these offerings: (instance type or
@@ -51,6 +58,13 @@ impl Moto {
             .map(|(t, z, c)| serde_json::json!({"instanceType": t, "zone": z, "capacityType": c}))
             .collect();
         std::fs::write(&self.exhausted, serde_json::Value::Array(list).to_string()).expect("exhausted offerings file");
+    }
+}
+
+impl Moto {
+    /// From now on these instances' system reachability check has failed, since an hour ago.
+    pub fn impair(&self, instance_ids: &[&str]) {
+        std::fs::write(&self.impaired, serde_json::json!(instance_ids).to_string()).expect("impaired instances file");
     }
 }
 

@@ -1,5 +1,5 @@
-//! What happens to capacity from outside: interruption messages on the SQS queue, and
-//! instances no NodeClaim accounts for.
+//! What happens to capacity from outside: interruption messages on the SQS queue, EC2's
+//! status checks, and instances no NodeClaim accounts for.
 
 use aws_sdk_ec2::types::{InstanceType, ResourceType, Tag, TagSpecification};
 use kube::Api;
@@ -41,11 +41,11 @@ async fn a_spot_interruption_replaces_the_node_and_a_rebalance_is_only_an_event(
         async move { sqs.send_message().queue_url(url).message_body(body).send().await.unwrap() }
     };
     send(message("EC2 Instance Rebalance Recommendation", serde_json::json!({"instance-id": id}))).await;
-    eventually(Duration::from_secs(60), "a RebalanceRecommendation Event", || async {
+    eventually(Duration::from_secs(60), "a SpotRebalanceRecommendation Event", || async {
         c.events_for(&old_name)
             .await
             .iter()
-            .any(|e| e.reason.as_deref() == Some("RebalanceRecommendation"))
+            .any(|e| e.reason.as_deref() == Some("SpotRebalanceRecommendation"))
             .then_some(())
     })
     .await;
@@ -70,7 +70,9 @@ async fn a_spot_interruption_replaces_the_node_and_a_rebalance_is_only_an_event(
     let took = sent.elapsed();
     c.assert_controller_running();
     let events = c.events_for(&old_name).await;
-    assert!(events.iter().any(|e| e.reason.as_deref() == Some("SpotInterrupted")), "{events:#?}");
+    for reason in ["SpotInterrupted", "TerminatingOnInterruption"] {
+        assert!(events.iter().any(|e| e.reason.as_deref() == Some(reason)), "no {reason} Event: {events:#?}");
+    }
     let claims = c.nodeclaims().await;
     assert_eq!(claims.len(), 1, "one replacement");
     let live = c.instances().await;
@@ -151,4 +153,37 @@ async fn an_instance_with_the_clusters_tags_but_no_nodeclaim_is_terminated() {
         "e2e garbage collection: stray instance terminated {:.1}s after launch (grace 30 s, period 10 s)",
         after.as_secs_f64()
     );
+}
+
+/// Karpenter's instance health checks, with no interruption queue: an instance whose system
+/// reachability check has failed is terminated without waiting for its drain (a PDB that
+/// allows no eviction does not hold it), and its pods run again on a replacement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_failing_its_status_checks_is_replaced_without_waiting_for_its_drain() {
+    let mut c = Cluster::start("instance-health").await;
+    lab_general_running(&mut c, 4).await;
+    let old = c.nodeclaims().await.remove(0);
+    let name = old.metadata.name.clone().unwrap();
+    let pid = old.status.as_ref().and_then(|s| s.provider_id.clone()).unwrap();
+    let id = pid.rsplit('/').next().unwrap().to_string();
+    c.apply_yaml(
+        "pdb",
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: inflate, namespace: karpenter-lab}\nspec:\n  maxUnavailable: 0\n  selector: {matchLabels: {app: inflate}}\n",
+    );
+    let impaired = Instant::now();
+    c.moto.impair(&[id.as_str()]);
+    // The checks are read once a minute.
+    eventually(Duration::from_secs(150), "the unhealthy NodeClaim gone", || async {
+        c.nodeclaims().await.iter().all(|nc| nc.metadata.name.as_deref() != Some(name.as_str())).then_some(())
+    })
+    .await;
+    let took = impaired.elapsed();
+    all_bound(&c, INFLATE_NS, 4, Duration::from_secs(60)).await;
+    let events = c.events_for(&name).await;
+    for reason in ["InstanceUnhealthy", "TerminatingOnInterruption"] {
+        assert!(events.iter().any(|e| e.reason.as_deref() == Some(reason)), "no {reason} Event: {events:#?}");
+    }
+    assert!(c.instances().await.iter().all(|i| i.id != id), "the unhealthy instance is terminated");
+    c.assert_controller_running();
+    eprintln!("e2e instance health: unhealthy NodeClaim gone {:.1}s after its check failed", took.as_secs_f64());
 }

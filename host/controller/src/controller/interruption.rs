@@ -1,38 +1,35 @@
-//! The interruption controller: long-polls the SQS queue `tenon-aws` reads, and acts as
-//! Karpenter does, outside disruption budgets. A spot interruption warning or a scheduled
-//! change deletes the NodeClaim (a spot offering is also marked unavailable, so the
-//! replacement goes elsewhere); a state change to stopping/stopped/shutting-down/terminated
-//! deletes it; a rebalance recommendation is an Event only. The pods being drained count as
-//! pending for the provisioner, so their replacement is launched while the node drains.
+//! The interruption controller: long-polls the SQS queue `tenon-aws` reads and carries out
+//! what `tenon_core::orchestration::interruption::plan` decides, as Karpenter does and outside
+//! disruption budgets: a spot warning, scheduled change or stop/termination deletes the
+//! NodeClaim (a spot warning also marks its offering unavailable, so the replacement goes
+//! elsewhere); a rebalance recommendation is an Event only. A message is deleted only once
+//! every NodeClaim delete succeeded or found it gone; otherwise SQS delivers it again. The
+//! pods being drained count as pending for the provisioner, so their replacement is
+//! launched while the node drains.
 
-use super::events::Recorder;
+use super::events::{Involved, Recorder};
 use super::health::Metrics;
 use super::involved_nodeclaim;
 use super::state::Stores;
-use kube::api::DeleteParams;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client};
+use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tenon_api::NodeClaim;
+use tenon_api::wellknown as wk;
 use tenon_aws::AwsProvider;
 use tenon_aws::interruption::{InterruptionKind, InterruptionQueue, Received};
-use tenon_core::cloud::UnavailableOffering;
+use tenon_core::orchestration::interruption::{self as handling, Owner, Step};
 
+#[derive(Clone)]
 pub struct Interruption {
     pub client: Client,
     pub stores: Stores,
     pub provider: Arc<AwsProvider>,
     pub recorder: Arc<Recorder>,
     pub metrics: Arc<Metrics>,
-}
-
-fn kind_name(k: &InterruptionKind) -> &'static str {
-    match k {
-        InterruptionKind::SpotInterruption => "spot_interrupted",
-        InterruptionKind::RebalanceRecommendation => "rebalance_recommendation",
-        InterruptionKind::ScheduledChange => "scheduled_change",
-        InterruptionKind::StateChange(_) => "state_change",
-    }
 }
 
 impl Interruption {
@@ -75,68 +72,128 @@ impl Interruption {
         }
     }
 
-    /// Acts on one message; an error means it must be handled again.
+    /// Acts on one message; an error means it must be handled again, so the message is kept.
     async fn handle(&self, m: &Received) -> Result<(), kube::Error> {
-        let kind = &m.event.kind;
+        let kind = handling::kind(&m.event.kind);
         self.metrics.add(
-            &format!("karpenter_interruption_received_messages_total{{message_type=\"{}\"}}", kind_name(kind)),
+            &format!("karpenter_interruption_received_messages_total{{message_type=\"{}\"}}", kind.unwrap_or("no_op")),
             1.0,
         );
+        self.act(&m.event.kind, &m.event.instance_ids).await.map(|_| ())
+    }
+
+    /// Carries out `tenon_core::orchestration::interruption::plan` for a message of kind
+    /// `of` naming instances `ids`. Whether any NodeClaim owns one of them; an error when
+    /// a NodeClaim could not be deleted or stamped.
+    pub(super) async fn act(&self, of: &InterruptionKind, ids: &[String]) -> Result<bool, kube::Error> {
+        let kind = handling::kind(of);
         let claims = self.stores.nodeclaims.state();
-        for id in &m.event.instance_ids {
-            let Some(nc) = claims.iter().find(|c| {
+        let mut owners = Vec::new();
+        let mut found = Vec::new();
+        for id in ids {
+            let mine = claims.iter().filter(|c| {
                 c.status
                     .as_ref()
                     .and_then(|s| s.provider_id.as_deref())
                     .is_some_and(|p| super::termination::instance_id(p) == Some(id.as_str()))
-            }) else {
-                tracing::info!(instance = %id, kind = kind_name(kind), "interruption for an instance no NodeClaim owns; ignored");
-                continue;
-            };
-            let (reason, message) = match kind {
-                InterruptionKind::RebalanceRecommendation => {
-                    ("RebalanceRecommendation", format!("EC2 recommends rebalancing instance {id}"))
-                }
-                InterruptionKind::SpotInterruption => {
-                    ("SpotInterrupted", format!("spot instance {id} will be reclaimed"))
-                }
-                InterruptionKind::ScheduledChange => {
-                    ("InstanceScheduledChange", format!("AWS scheduled maintenance for instance {id}"))
-                }
-                InterruptionKind::StateChange(s) => ("InstanceStateChange", format!("instance {id} is {s}")),
-            };
-            let type_ = if m.event.is_actionable() { "Warning" } else { "Normal" };
-            self.recorder.publish(&self.client, &involved_nodeclaim(nc), type_, reason, &message).await;
-            if !m.event.is_actionable() || nc.metadata.deletion_timestamp.is_some() {
-                continue;
+            });
+            let before = owners.len();
+            for nc in mine {
+                owners.push(owner(nc, id));
+                found.push(nc.clone());
             }
-            if *kind == InterruptionKind::SpotInterruption {
-                let labels = nc.metadata.labels.clone().unwrap_or_default();
-                let label = |k: &str| labels.get(k).cloned().unwrap_or_default();
-                self.provider.unavailable.mark(
-                    UnavailableOffering {
-                        instance_type: label(tenon_api::wellknown::LABEL_INSTANCE_TYPE),
-                        zone: label(tenon_api::wellknown::LABEL_ZONE),
-                        capacity_type: label(tenon_api::wellknown::LABEL_CAPACITY_TYPE),
-                    },
-                    Instant::now(),
-                );
+            if owners.len() == before {
+                tracing::info!(instance = %id, kind = kind.unwrap_or("no_op"), "interruption for an instance no NodeClaim owns; ignored");
             }
-            let name = nc.metadata.name.clone().unwrap_or_default();
-            match Api::<NodeClaim>::all(self.client.clone()).delete(&name, &DeleteParams::default()).await {
-                Ok(_) => {
-                    tracing::info!(nodeclaim = %name, instance = %id, %reason, "interruption: NodeClaim deleted");
-                    self.metrics
-                        .add(&format!("karpenter_nodeclaims_disrupted_total{{reason=\"{}\"}}", kind_name(kind)), 1.0);
+        }
+        let nodes = self.stores.nodes.state();
+        let mut failed = None;
+        for step in handling::plan(of, &owners) {
+            match step {
+                Step::Notify { owner, notice } => {
+                    self.notify(&found[owner], &owners[owner], &nodes, notice.type_, notice.reason, &notice.message)
+                        .await;
                 }
-                // Gone already: nothing left to do.
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                Err(e) => {
-                    tracing::warn!(nodeclaim = %name, error = %e, "interruption: could not delete the NodeClaim");
-                    return Err(e);
+                Step::MarkUnavailable(offering) => self.provider.unavailable.mark(offering, Instant::now()),
+                Step::StampTermination { owner } => {
+                    let name = &owners[owner].nodeclaim;
+                    let at = super::conditions::now_time().0.to_string();
+                    let patch = json!({"metadata": {"annotations": {wk::ANNOTATION_NODECLAIM_TERMINATION_TIME: at}}});
+                    match Api::<NodeClaim>::all(self.client.clone())
+                        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                    {
+                        Ok(_) => {
+                            tracing::info!(nodeclaim = %name, "unhealthy instance: its drain will not be waited for")
+                        }
+                        Err(kube::Error::Api(s)) if s.code == 404 => {}
+                        Err(e) => {
+                            tracing::warn!(nodeclaim = %name, error = %e, "could not stamp the termination time");
+                            failed = Some(e);
+                        }
+                    }
+                }
+                Step::Delete { owner, reason } => {
+                    let o = &owners[owner];
+                    match Api::<NodeClaim>::all(self.client.clone())
+                        .delete(&o.nodeclaim, &DeleteParams::default())
+                        .await
+                    {
+                        Ok(_) => {
+                            tracing::info!(nodeclaim = %o.nodeclaim, instance = %o.instance_id, %reason, "interruption: NodeClaim deleted");
+                            self.metrics.add(
+                                &format!(
+                                    "karpenter_nodeclaims_disrupted_total{{nodepool=\"{}\",reason=\"{reason}\"}}",
+                                    o.nodepool
+                                ),
+                                1.0,
+                            );
+                            let message =
+                                format!("Interruption triggered termination for the NodeClaim {}", o.nodeclaim);
+                            self.notify(&found[owner], o, &nodes, "Warning", "TerminatingOnInterruption", &message)
+                                .await;
+                        }
+                        // Gone already: nothing left to do.
+                        Err(kube::Error::Api(s)) if s.code == 404 => {}
+                        Err(e) => {
+                            tracing::warn!(nodeclaim = %o.nodeclaim, error = %e, "interruption: could not delete the NodeClaim");
+                            failed = Some(e);
+                        }
+                    }
                 }
             }
         }
-        Ok(())
+        failed.map_or(Ok(!owners.is_empty()), Err)
+    }
+
+    /// An Event on the NodeClaim and, when it has registered, its Node (as Karpenter does).
+    async fn notify(&self, nc: &NodeClaim, o: &Owner, nodes: &[Arc<Node>], type_: &str, reason: &str, message: &str) {
+        self.recorder.publish(&self.client, &involved_nodeclaim(nc), type_, reason, message).await;
+        if let Some(node) = o.node.as_deref().and_then(|n| nodes.iter().find(|x| x.metadata.name.as_deref() == Some(n)))
+        {
+            let obj = Involved::cluster_scoped("v1", "Node", &node.metadata);
+            self.recorder.publish(&self.client, &obj, type_, reason, message).await;
+        }
+    }
+}
+
+/// What the handler needs of a NodeClaim on instance `id`.
+fn owner(nc: &NodeClaim, id: &str) -> Owner {
+    let labels = nc.metadata.labels.clone().unwrap_or_default();
+    let label = |k: &str| labels.get(k).cloned().unwrap_or_default();
+    Owner {
+        nodeclaim: nc.metadata.name.clone().unwrap_or_default(),
+        node: nc.status.as_ref().and_then(|s| s.node_name.clone()),
+        nodepool: super::pool_of(nc).to_string(),
+        instance_id: id.to_string(),
+        instance_type: label(wk::LABEL_INSTANCE_TYPE),
+        zone: label(wk::LABEL_ZONE),
+        capacity_type: label(wk::LABEL_CAPACITY_TYPE),
+        deleting: nc.metadata.deletion_timestamp.is_some(),
+        termination_stamped: nc
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(wk::ANNOTATION_NODECLAIM_TERMINATION_TIME)),
     }
 }

@@ -13,6 +13,7 @@ pub mod eviction_backoff;
 pub mod expiration;
 pub mod garbage;
 pub mod health;
+pub mod instance_health;
 pub mod interruption;
 pub mod launch;
 pub mod leader;
@@ -244,14 +245,15 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         last_orphans: None,
         instances: None,
     };
+    let handler = interruption::Interruption {
+        client: c.client.clone(),
+        stores: c.stores.clone(),
+        provider: c.provider.clone(),
+        recorder: c.recorder.clone(),
+        metrics: c.metrics.clone(),
+    };
+    tokio::spawn(handler.clone().check_health());
     if let Some(queue) = c.settings.interruption_queue.clone() {
-        let handler = interruption::Interruption {
-            client: c.client.clone(),
-            stores: c.stores.clone(),
-            provider: c.provider.clone(),
-            recorder: c.recorder.clone(),
-            metrics: c.metrics.clone(),
-        };
         tokio::spawn(handler.run(queue));
     }
     let changed = c.stores.changed.clone();

@@ -9,6 +9,8 @@ pub mod budget_events;
 pub mod command;
 pub mod expiration;
 pub mod ice;
+pub mod instance_health;
+pub mod interruption;
 pub mod launch;
 pub mod liveness;
 pub mod registration_health;

@@ -12,8 +12,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeSet;
 use tenon_api::wellknown as wk;
 use tenon_api::{EC2NodeClass, NodePool};
-use tenon_core::cloud::UnavailableOffering;
 use tenon_core::convert;
+use tenon_core::orchestration::interruption::{self, InterruptionKind, Owner, Step as InterruptionStep};
 
 impl World<'_> {
     /// Applies Kubernetes documents as `kubectl apply` would (create or replace).
@@ -156,26 +156,43 @@ impl World<'_> {
                 )));
             }
             for i in spot.into_iter().take(x.count) {
-                let (it, zone) = (self.nodes[i].instance_type.clone(), self.nodes[i].zone.clone());
-                // Karpenter marks the offering unavailable and deletes the NodeClaim at once;
-                // the cloud takes the instance back after the two-minute warning.
+                let node = &self.nodes[i];
+                let (it, zone, name) = (node.instance_type.clone(), node.zone.clone(), node.name.clone());
+                // The cloud takes the instance back after the two-minute warning.
                 self.cloud.exhaust(&it, Some(zone.clone()), Some(wk::CAPACITY_TYPE_SPOT.into()));
-                let offering = UnavailableOffering {
-                    instance_type: it.clone(),
-                    zone: zone.clone(),
+                let owner = Owner {
+                    nodeclaim: name.clone(),
+                    node: Some(name.clone()),
+                    nodepool: node.nodepool.clone(),
+                    instance_id: name.clone(),
+                    instance_type: it,
+                    zone,
                     capacity_type: wk::CAPACITY_TYPE_SPOT.into(),
+                    deleting: node.draining.is_some(),
+                    termination_stamped: false,
                 };
-                let now = self.now_ms();
-                self.cloud.mark(vec![offering], now, &mut self.nodepools);
                 self.nodes[i].reclaim_at = Some(self.now + 120);
-                let name = self.nodes[i].name.clone();
-                self.event(
-                    "SpotInterrupted",
-                    format!("Node/{name}"),
-                    format!("spot interruption warning for {it} in {zone}: draining, reclaimed in 2m"),
-                );
-                if self.nodes[i].draining.is_none() {
-                    self.start_drain(i, "spot interruption");
+                // What the controller does with the warning, step for step.
+                for s in interruption::plan(&InterruptionKind::SpotInterruption, std::slice::from_ref(&owner)) {
+                    match s {
+                        InterruptionStep::Notify { notice, .. } => {
+                            self.event(notice.reason, format!("Node/{name}"), notice.message)
+                        }
+                        InterruptionStep::MarkUnavailable(offering) => {
+                            let now = self.now_ms();
+                            self.cloud.mark(vec![offering], now, &mut self.nodepools);
+                        }
+                        // The simulator scripts spot warnings only, which stamp nothing.
+                        InterruptionStep::StampTermination { .. } => {}
+                        InterruptionStep::Delete { .. } => {
+                            self.event(
+                                "TerminatingOnInterruption",
+                                format!("Node/{name}"),
+                                format!("Interruption triggered termination for the NodeClaim {name}"),
+                            );
+                            self.start_drain(i, "spot interruption");
+                        }
+                    }
                 }
             }
         }

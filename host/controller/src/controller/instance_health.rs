@@ -1,0 +1,51 @@
+//! Karpenter's instance health checks, with or without an interruption queue: every minute
+//! EC2's status checks are read (`tenon_aws::instance_status`); an instance a NodeClaim owns
+//! that `tenon_core::orchestration::instance_health` finds unhealthy is handled like an
+//! interruption message (failed reachability checks: terminated without waiting for its
+//! drain; a scheduled event: drained and replaced). Each unhealthy episode is counted once.
+
+use super::interruption::Interruption;
+use std::time::Duration;
+use tenon_core::orchestration::instance_health::{self, CHECK_EVERY_MS, UnhealthySeen};
+use tenon_core::orchestration::interruption::InterruptionKind;
+
+impl Interruption {
+    /// Runs forever: one check a minute.
+    pub async fn check_health(self) {
+        let mut seen = UnhealthySeen::default();
+        loop {
+            tokio::time::sleep(Duration::from_millis(CHECK_EVERY_MS as u64)).await;
+            let statuses = match tenon_aws::instance_status::list(&self.provider.clients.ec2).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "instance health: could not read EC2's status checks (ec2:DescribeInstanceStatus); retrying in a minute");
+                    continue;
+                }
+            };
+            let now_ms = super::conditions::now_time().0.as_millisecond();
+            let mut owned = Vec::new();
+            for (id, categories) in instance_health::unhealthy(&statuses, now_ms) {
+                for category in categories {
+                    match self.act(&InterruptionKind::Unhealthy(category), std::slice::from_ref(&id)).await {
+                        Ok(true) => owned.push((id.clone(), category)),
+                        Ok(false) => {}
+                        Err(e) => {
+                            tracing::warn!(instance = %id, error = %e, "instance health: handling failed; tried again next minute");
+                            owned.push((id.clone(), category));
+                        }
+                    }
+                }
+            }
+            for (id, category) in seen.record(owned) {
+                tracing::info!(instance = %id, category = category.as_str(), "unhealthy instance owned by the cluster");
+                self.metrics.add(
+                    &format!(
+                        "karpenter_interruption_instance_status_unhealthy_total{{category=\"{}\"}}",
+                        category.as_str()
+                    ),
+                    1.0,
+                );
+            }
+        }
+    }
+}
