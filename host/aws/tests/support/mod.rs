@@ -118,8 +118,9 @@ pub fn interruption_messages() -> Vec<(String, InterruptionKind, Vec<&'static st
     ]
 }
 
-/// A fault injector in front of moto: the first `failures` requests get EC2's throttling
-/// error (HTTP 503 `RequestLimitExceeded`); the rest are forwarded to moto unchanged.
+/// A fault injector in front of moto: the first `failures` requests get an error (EC2's
+/// throttling error, HTTP 503 `RequestLimitExceeded`, unless [`fault_matching`] names
+/// another); the rest are forwarded to moto unchanged.
 pub struct Throttle {
     pub url: String,
     pub seen: std::sync::Arc<std::sync::atomic::AtomicUsize>,
@@ -132,7 +133,19 @@ pub async fn throttle(moto: &Moto, failures: usize) -> Throttle {
 /// As [`throttle`], counting (and throttling) only the requests whose headers or body contain
 /// `needle` (an operation's name, e.g. `AmazonSSM.GetParameter`); the others pass through.
 pub async fn throttle_matching(moto: &Moto, failures: usize, needle: &str) -> Throttle {
+    let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error></Errors><RequestID>throttled</RequestID></Response>";
+    let resp = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    fault_matching(moto, failures, needle, resp).await
+}
+
+/// As [`throttle_matching`], answering the matching requests with `response` (a whole HTTP
+/// response) instead of the throttling error.
+pub async fn fault_matching(moto: &Moto, failures: usize, needle: &str, response: String) -> Throttle {
     let needle = needle.to_string();
+    let response = std::sync::Arc::new(response);
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -146,6 +159,7 @@ pub async fn throttle_matching(moto: &Moto, failures: usize, needle: &str) -> Th
             let upstream = upstream.clone();
             let count = count.clone();
             let needle = needle.clone();
+            let response = response.clone();
             tokio::spawn(async move {
                 // Read one request: headers, then Content-Length bytes of body.
                 let mut buf = Vec::new();
@@ -176,12 +190,7 @@ pub async fn throttle_matching(moto: &Moto, failures: usize, needle: &str) -> Th
                 let matches = String::from_utf8_lossy(&buf).contains(&needle);
                 let n = if matches { count.fetch_add(1, Ordering::SeqCst) } else { usize::MAX };
                 if n < failures {
-                    let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error></Errors><RequestID>throttled</RequestID></Response>";
-                    let resp = format!(
-                        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = client.write_all(resp.as_bytes()).await;
+                    let _ = client.write_all(response.as_bytes()).await;
                     return;
                 }
                 // Forward with Connection: close so the upstream response ends at EOF.
