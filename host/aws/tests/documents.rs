@@ -182,37 +182,42 @@ fn the_four_interruption_kinds_parse_and_others_are_refused() {
     }
 }
 
+/// A lab NodeClass with `status` (YAML under `status:`) as the controller resolved it.
+fn resolved_nodeclass(status: &str) -> tenon_api::EC2NodeClass {
+    let spec = "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: lab}\nspec:\n  role: r\n  amiSelectorTerms: [{alias: al2023@latest}]\n  subnetSelectorTerms: [{tags: {a: b}}]\n  securityGroupSelectorTerms: [{tags: {a: b}}]\nstatus:\n";
+    serde_yaml::from_str(&format!("{spec}{status}")).unwrap()
+}
+
+/// A running on-demand instance of `instance_type` in us-east-1a from `image`.
+fn running(image: &str, instance_type: &str) -> Instance {
+    Instance {
+        id: "i-1".into(),
+        provider_id: "aws:///us-east-1a/i-1".into(),
+        instance_type: instance_type.into(),
+        zone: "us-east-1a".into(),
+        capacity_type: "on-demand".into(),
+        image_id: image.into(),
+        subnet_id: String::new(),
+        security_groups: vec![],
+        state: InstanceState::Running,
+        launched_at: None,
+        tags: BTreeMap::new(),
+    }
+}
+
 #[test]
 fn drift_names_the_field_that_moved() {
-    let nc: tenon_api::EC2NodeClass = serde_yaml::from_str(
+    let nc = resolved_nodeclass(
         r#"
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: lab}
-spec:
-  role: r
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {a: b}}]
-  securityGroupSelectorTerms: [{tags: {a: b}}]
-status:
   subnets: [{id: subnet-a, zone: us-east-1a}]
   securityGroups: [{id: sg-1}, {id: sg-2}]
   amis: [{id: ami-new, requirements: []}]
 "#,
-    )
-    .unwrap();
+    );
     let instance = Instance {
-        id: "i-1".into(),
-        provider_id: "aws:///us-east-1a/i-1".into(),
-        instance_type: "m5.large".into(),
-        zone: "us-east-1a".into(),
-        capacity_type: "on-demand".into(),
-        image_id: "ami-new".into(),
         subnet_id: "subnet-a".into(),
         security_groups: vec!["sg-2".into(), "sg-1".into()],
-        state: InstanceState::Running,
-        launched_at: None,
-        tags: BTreeMap::new(),
+        ..running("ami-new", "m5.large")
     };
     let none = BTreeMap::new();
     assert_eq!(tenon_aws::instances::drift(&instance, &none, &nc), None);
@@ -232,17 +237,8 @@ status:
 /// whose labels no AMI serves is judged only by whether its image is still selected.
 #[test]
 fn ami_drift_compares_with_the_image_a_launch_would_pick_for_the_instance_type() {
-    let nc: tenon_api::EC2NodeClass = serde_yaml::from_str(
+    let nc = resolved_nodeclass(
         r#"
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: lab}
-spec:
-  role: r
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {a: b}}]
-  securityGroupSelectorTerms: [{tags: {a: b}}]
-status:
   amis:
   - id: ami-nvidia
     requirements:
@@ -257,24 +253,11 @@ status:
     requirements:
     - {key: kubernetes.io/arch, operator: In, values: [arm64]}
 "#,
-    )
-    .unwrap();
+    );
     let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     };
-    let on = |image: &str, instance_type: &str| Instance {
-        id: "i-1".into(),
-        provider_id: "aws:///us-east-1a/i-1".into(),
-        instance_type: instance_type.into(),
-        zone: "us-east-1a".into(),
-        capacity_type: "on-demand".into(),
-        image_id: image.into(),
-        subnet_id: String::new(),
-        security_groups: vec![],
-        state: InstanceState::Running,
-        launched_at: None,
-        tags: BTreeMap::new(),
-    };
+    let on = running;
     let gpu = labels(&[("kubernetes.io/arch", "amd64"), ("karpenter.k8s.aws/instance-gpu-count", "1")]);
     let plain = labels(&[("kubernetes.io/arch", "amd64")]);
     let arm = labels(&[("kubernetes.io/arch", "arm64")]);

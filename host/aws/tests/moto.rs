@@ -724,21 +724,7 @@ async fn a_newer_image_for_the_same_architecture_drifts_instances_on_the_older_o
     assert_eq!(p.is_drifted(&old, &amd64, &nc), None);
 
     // The release: an image of the old one's architecture, tagged like it, named later.
-    let ec2 = &p.clients.ec2;
-    let run = ec2
-        .run_instances()
-        .image_id(&lab.ami_amd64)
-        .instance_type(aws_sdk_ec2::types::InstanceType::M5Large)
-        .min_count(1)
-        .max_count(1)
-        .send()
-        .await
-        .unwrap();
-    let builder = run.instances()[0].instance_id().unwrap().to_string();
-    let img = ec2.create_image().instance_id(&builder).name("newami-al2023-x86_64-v20261201").send().await.unwrap();
-    let newer = img.image_id().unwrap().to_string();
-    ec2.create_tags().resources(&newer).tags(tag(DISCOVERY, "newami")).send().await.unwrap();
-    ec2.terminate_instances().instance_ids(builder).send().await.unwrap();
+    let newer = cluster_image(&p, &lab.ami_amd64, "m5.large", "newami-al2023-x86_64-v20261201", "newami").await;
 
     let nc = resolved(&p, lab_nodeclass("newami")).await;
     let ids: Vec<&str> = nc.status.as_ref().unwrap().amis.iter().map(|a| a.id.as_str()).collect();

@@ -76,33 +76,34 @@ pub async fn lab(p: &AwsProvider, cluster: &str) -> Lab {
             .await
             .unwrap();
         let base = base.images()[0].image_id().unwrap().to_string();
-        let run = ec2
-            .run_instances()
-            .image_id(base)
-            .instance_type(aws_sdk_ec2::types::InstanceType::from(base_type))
-            .min_count(1)
-            .max_count(1)
-            .send()
-            .await
-            .unwrap();
-        let builder = run.instances()[0].instance_id().unwrap().to_string();
-        let img = ec2
-            .create_image()
-            .instance_id(&builder)
-            .name(format!("{cluster}-al2023-{name}-v20251101"))
-            .send()
-            .await
-            .unwrap();
-        let id = img.image_id().unwrap().to_string();
-        ec2.create_tags().resources(&id).tags(tag(DISCOVERY, cluster)).send().await.unwrap();
-        ec2.terminate_instances().instance_ids(builder).send().await.unwrap();
-        amis.push(id);
+        amis.push(cluster_image(p, &base, base_type, &format!("{cluster}-al2023-{name}-v20251101"), cluster).await);
     }
     let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
     for role in [format!("KarpenterNodeRole-{cluster}"), format!("OtherRole-{cluster}")] {
         p.clients.iam.create_role().role_name(role).assume_role_policy_document(trust).send().await.unwrap();
     }
     Lab { subnets, untagged_subnet, security_group, ami_amd64: amis[0].clone(), ami_arm64: amis[1].clone() }
+}
+
+/// An image named `name` made from an instance of `base` (so it keeps `base`'s
+/// architecture) and tagged for `cluster`'s AMI selector.
+pub async fn cluster_image(p: &AwsProvider, base: &str, base_type: &str, name: &str, cluster: &str) -> String {
+    let ec2 = &p.clients.ec2;
+    let run = ec2
+        .run_instances()
+        .image_id(base)
+        .instance_type(aws_sdk_ec2::types::InstanceType::from(base_type))
+        .min_count(1)
+        .max_count(1)
+        .send()
+        .await
+        .unwrap();
+    let builder = run.instances()[0].instance_id().unwrap().to_string();
+    let img = ec2.create_image().instance_id(&builder).name(name).send().await.unwrap();
+    let id = img.image_id().unwrap().to_string();
+    ec2.create_tags().resources(&id).tags(tag(DISCOVERY, cluster)).send().await.unwrap();
+    ec2.terminate_instances().instance_ids(builder).send().await.unwrap();
+    id
 }
 
 /// A NodeClass manifest, checked as `tenon check` would: test fixtures are valid Karpenter.
