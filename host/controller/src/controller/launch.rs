@@ -9,13 +9,17 @@ use super::{Catalogs, Controller, conditions, involved_nodeclaim, lifecycle, uni
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::json;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_api::{EC2NodeClass, NodeClaim};
 use tenon_aws::AwsProvider;
 use tenon_core::cloud::{CloudError, LaunchOption};
 use tenon_core::instancetype::InstanceType;
 use tenon_core::orchestration::launch::{AfterFailure, LaunchFailure, after_failure};
+
+/// How long a NodeClaim deleted after a failed launch is held from launching again while the
+/// watch catches up with the deletion.
+const DELETE_SEEN_WITHIN: Duration = Duration::from_secs(30);
 
 impl Controller {
     /// Starts the launch of `nc` unless one is under way.
@@ -43,6 +47,7 @@ impl Controller {
             self.launching.clone(),
             nc.clone(),
         );
+        let claims = self.stores.nodeclaims.clone();
         tokio::spawn(async move {
             let options = lifecycle::launch_options(&nc, &types);
             let result = launch_one(&client, &provider, &nc, nodeclass.as_deref(), options, &types, &metrics).await;
@@ -64,6 +69,17 @@ impl Controller {
                         );
                         if let Err(e) = api.delete(&name, &DeleteParams::default()).await {
                             tracing::warn!(nodeclaim = %name, error = %e, "could not delete a NodeClaim that failed to launch");
+                        }
+                        // Held as launching until the watch shows the deletion: a pass that
+                        // still sees the NodeClaim undeleted would otherwise launch it again.
+                        let deadline = Instant::now() + DELETE_SEEN_WITHIN;
+                        while Instant::now() < deadline
+                            && claims.state().iter().any(|c| {
+                                c.metadata.name.as_deref() == Some(name.as_str())
+                                    && c.metadata.deletion_timestamp.is_none()
+                            })
+                        {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
                         }
                     }
                     AfterFailure::Retry { at, reason, message } => {
