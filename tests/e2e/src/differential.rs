@@ -36,6 +36,10 @@ pub const DECISION_EVENTS: &[&str] = &[
     "Expired",
 ];
 
+/// A candidate blocked because pending pods would go to it: whether a round falls in the
+/// moment between a scale-up and the binding depends on the clock, not on a decision.
+const NOMINATED: &str = "nominated for a pending pod";
+
 /// The shared scenario list.
 pub fn scenarios() -> Vec<PathBuf> {
     let dir = super::repo().join("examples/scenarios/differential");
@@ -98,8 +102,8 @@ impl Builder {
     }
 
     /// An event on `kind/name` (a NodeClaim's name becomes its ordinal).
-    fn event(&mut self, kind: &str, name: &str, reason: &str) {
-        if !DECISION_EVENTS.contains(&reason) {
+    fn event(&mut self, kind: &str, name: &str, reason: &str, message: &str) {
+        if !DECISION_EVENTS.contains(&reason) || message == NOMINATED {
             return;
         }
         let object = if kind == "NodeClaim" { self.name(name) } else { name.to_string() };
@@ -137,7 +141,7 @@ pub fn from_report(report: &serde_json::Value) -> Trace {
     for e in report["events"].as_array().into_iter().flatten() {
         let object = e["object"].as_str().unwrap_or_default();
         let (kind, name) = object.split_once('/').unwrap_or(("", object));
-        b.event(kind, name, e["reason"].as_str().unwrap_or_default());
+        b.event(kind, name, e["reason"].as_str().unwrap_or_default(), e["message"].as_str().unwrap_or_default());
     }
     b.trace
 }
@@ -233,7 +237,7 @@ async fn controller_trace(c: &Cluster, claims: &Claims) -> Trace {
     }
     for ((kind, name), evs) in &by_object {
         for e in evs {
-            b.event(kind, name, e.reason.as_deref().unwrap_or_default());
+            b.event(kind, name, e.reason.as_deref().unwrap_or_default(), e.message.as_deref().unwrap_or_default());
         }
     }
     b.trace
