@@ -10,10 +10,12 @@ pub mod patch;
 pub mod registry;
 pub mod selectors;
 pub mod server;
+pub mod skew;
 pub mod store;
 pub mod table;
 
-use server::{Fault, Shared};
+pub use server::Fault;
+use server::Shared;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -57,6 +59,9 @@ impl Emulator {
             faults: Mutex::new(Vec::new()),
             audit: Mutex::new(Default::default()),
             latency: Mutex::new(Duration::ZERO),
+            client_latency: Mutex::new(Default::default()),
+            silent_watches: Mutex::new(Default::default()),
+            clock_offset: Mutex::new(Default::default()),
             watch_epoch,
             pod_grace_cap: opts.pod_grace_cap,
             addr: addr.to_string(),
@@ -92,8 +97,42 @@ impl Emulator {
     /// `patch`, `delete`, `*`) and `resource` (`pods`, `pods/eviction`, `*`) fail with
     /// `status` (500, 409 or 429).
     pub fn fail_next(&self, verb: &str, resource: &str, status: u16, count: usize) {
+        self.inject(Fault {
+            verb: verb.into(),
+            resource: resource.into(),
+            status,
+            remaining: count,
+            ..Fault::default()
+        });
+    }
+
+    /// Adds a fault (see [`Fault`]: per client, after storing, 429 without `Retry-After`).
+    pub fn inject(&self, fault: Fault) {
         if let Ok(mut f) = self.shared.faults.lock() {
-            f.push(Fault { verb: verb.into(), resource: resource.into(), status, remaining: count });
+            f.push(fault);
+        }
+    }
+
+    /// Requests with bearer token `token` wait `d` more than the others.
+    pub fn set_client_latency(&self, token: &str, d: Duration) {
+        if let Ok(mut l) = self.shared.client_latency.lock() {
+            l.insert(token.to_string(), d);
+        }
+    }
+
+    /// Watches of `plural` stay open and deliver nothing for `d` (a stalled watch); then
+    /// they deliver what was held back.
+    pub fn silence_watches(&self, plural: &str, d: Duration) {
+        if let Ok(mut m) = self.shared.silent_watches.lock() {
+            m.insert(plural.to_string(), tokio::time::Instant::now() + d);
+        }
+    }
+
+    /// The client with bearer token `token` has a clock `secs` ahead (behind, if negative)
+    /// of everyone else's.
+    pub fn set_clock_offset(&self, token: &str, secs: i64) {
+        if let Ok(mut o) = self.shared.clock_offset.lock() {
+            o.insert(token.to_string(), secs);
         }
     }
 

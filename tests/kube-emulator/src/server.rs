@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
-/// A fault to inject: the next `remaining` requests matching `verb` and `resource` fail
-/// with `status`.
-#[derive(Clone, Debug)]
+/// A fault to inject: the next `remaining` requests matching `verb`, `resource` and
+/// `client` fail with `status`.
+#[derive(Clone, Debug, Default)]
 pub struct Fault {
     /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, or `*`.
     pub verb: String,
@@ -26,6 +26,14 @@ pub struct Fault {
     pub resource: String,
     pub status: u16,
     pub remaining: usize,
+    /// Only requests with this bearer token (one replica of several); any when `None`.
+    pub client: Option<String>,
+    /// The request is carried out and stored first, then answered with `status` (a write
+    /// that reached etcd but whose answer was lost: a 504 from the API server's timeout).
+    pub after_storing: bool,
+    /// A 429 without `Retry-After` (API Priority and Fairness sends one; a PDB's refusal
+    /// does not).
+    pub no_retry_after: bool,
 }
 
 pub struct Shared {
@@ -36,6 +44,15 @@ pub struct Shared {
     /// RBAC would have to allow that identity.
     pub audit: Mutex<std::collections::BTreeSet<(String, String, String, String)>>,
     pub latency: Mutex<Duration>,
+    /// Extra latency for requests with a bearer token (one client slower than the others).
+    pub client_latency: Mutex<BTreeMap<String, Duration>>,
+    /// Resource plural → until when its watches deliver nothing (held open and silent);
+    /// afterwards they deliver what was held back.
+    pub silent_watches: Mutex<BTreeMap<String, tokio::time::Instant>>,
+    /// Bearer token → how far that client's clock is off, seconds: Lease times it writes
+    /// are moved by it, and Lease times it reads by its opposite, so it sees the Lease as a
+    /// process with that clock would.
+    pub clock_offset: Mutex<BTreeMap<String, i64>>,
     /// Bumped to cut every open watch.
     pub watch_epoch: watch::Sender<u64>,
     /// The longest a bound pod's graceful deletion takes (the kubelet stand-in).
@@ -143,16 +160,24 @@ fn verb(method: &Method, named: bool, q: &BTreeMap<String, String>) -> &'static 
     }
 }
 
-fn take_fault(s: &Shared, verb: &str, resource: &str) -> Option<u16> {
+fn take_fault(s: &Shared, verb: &str, resource: &str, token: Option<&str>) -> Option<Fault> {
     let mut faults = s.faults.lock().ok()?;
     let f = faults.iter_mut().find(|f| {
-        f.remaining > 0 && (f.verb == "*" || f.verb == verb) && (f.resource == "*" || f.resource == resource)
+        f.remaining > 0
+            && (f.verb == "*" || f.verb == verb)
+            && (f.resource == "*" || f.resource == resource)
+            && f.client.as_deref().is_none_or(|c| Some(c) == token)
     })?;
     f.remaining -= 1;
-    Some(f.status)
+    Some(f.clone())
 }
 
-fn injected(code: u16) -> ApiError {
+fn injected(f: &Fault) -> ApiError {
+    let e = injected_status(f.status);
+    if f.no_retry_after { ApiError { retry_after: None, ..e } } else { e }
+}
+
+fn injected_status(code: u16) -> ApiError {
     match code {
         409 => ApiError::new(
             409,
@@ -167,6 +192,14 @@ fn injected(code: u16) -> ApiError {
                 "the server has received too many requests and has asked us to try again later (injected)",
             )
         },
+        504 => ApiError::new(
+            504,
+            "Timeout",
+            "The request did not complete in time; it may have been stored (injected): the server was unable to return a response in the time allotted, but may still be processing the request",
+        ),
+        503 => {
+            ApiError::new(503, "ServiceUnavailable", "the server is currently unable to handle the request (injected)")
+        }
         c => ApiError::new(
             c,
             "InternalError",
@@ -186,7 +219,15 @@ pub async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let latency = s.latency.lock().map(|l| *l).unwrap_or_default();
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(str::to_string);
+    let mut latency = s.latency.lock().map(|l| *l).unwrap_or_default();
+    if let Some(t) = &token {
+        latency += s.client_latency.lock().ok().and_then(|l| l.get(t).copied()).unwrap_or_default();
+    }
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
@@ -216,20 +257,40 @@ pub async fn handle(
         Some(sub) => format!("{}/{sub}", target.t.plural),
         None => target.t.plural.clone(),
     };
-    if let Some(token) =
-        headers.get(header::AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(|h| h.strip_prefix("Bearer "))
+    if let Some(token) = &token
         && let Ok(mut audit) = s.audit.lock()
     {
-        audit.insert((token.to_string(), target.t.group.clone(), resource.clone(), v.to_string()));
+        audit.insert((token.clone(), target.t.group.clone(), resource.clone(), v.to_string()));
     }
-    if let Some(code) = take_fault(&s, v, &resource) {
-        return error(injected(code));
+    let fault = take_fault(&s, v, &resource, token.as_deref());
+    if let Some(f) = &fault
+        && !f.after_storing
+    {
+        return error(injected(f));
     }
     if v == "watch" {
         return watch_stream(s.clone(), target, q, wants_table(&headers)).await;
     }
     let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json").to_string();
+    let offset = match &token {
+        Some(t) if target.t.plural == "leases" => s.clock_offset.lock().ok().and_then(|o| o.get(t).copied()),
+        _ => None,
+    };
+    let body = match offset {
+        Some(secs) => crate::skew::shift_lease_body(&body, secs),
+        None => body,
+    };
     let result = serve(&s, &target, v, &q, &ct, &body);
+    if let Some(f) = &fault {
+        return error(injected(f));
+    }
+    let result = match offset {
+        Some(secs) => result.map(|(code, mut value)| {
+            crate::skew::shift_lease_times(&mut value, -secs);
+            (code, value)
+        }),
+        None => result,
+    };
     match result {
         Ok((code, value)) => {
             if wants_table(&headers) && v == "get" && value.get("kind").and_then(Value::as_str) != Some("Status") {
@@ -503,6 +564,23 @@ fn schedule_pod_finish(s: &Arc<Shared>, store: &Store, ns: &str, name: &str) {
     });
 }
 
+/// Waits while watches of `plural` are held silent (the stream stays open, nothing is
+/// sent); false when the watch was cut meanwhile.
+async fn held_silent(s: &Shared, plural: &str, epoch: &mut watch::Receiver<u64>) -> bool {
+    loop {
+        let until = s.silent_watches.lock().ok().and_then(|m| m.get(plural).copied());
+        match until {
+            Some(until) if tokio::time::Instant::now() < until => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(until) => {}
+                    _ = epoch.changed() => return false,
+                }
+            }
+            _ => return true,
+        }
+    }
+}
+
 fn event_line(kind: &str, object: Value) -> Bytes {
     let mut line = json!({"type": kind, "object": object}).to_string();
     line.push('\n');
@@ -548,6 +626,9 @@ async fn watch_stream(s: Arc<Shared>, target: Target, q: BTreeMap<String, String
                 }
             }
         };
+        if !held_silent(&s, &target.t.plural, &mut epoch).await {
+            return;
+        }
         for o in initial {
             if tx.send(Ok(event_line("ADDED", render(o, now)))).await.is_err() {
                 return;
@@ -555,6 +636,9 @@ async fn watch_stream(s: Arc<Shared>, target: Target, q: BTreeMap<String, String
         }
         let deadline = timeout.map(|d| tokio::time::Instant::now() + d);
         loop {
+            if !held_silent(&s, &target.t.plural, &mut epoch).await {
+                return;
+            }
             let batch: Result<(Vec<Change>, u64, i64), ApiError> = match s.store.lock() {
                 Ok(st) => st
                     .changes_since(last, &target.t.group, &target.t.plural, ns.as_deref())
