@@ -6,6 +6,7 @@
 //! `tenon_core::orchestration`, the same state machines the simulator runs. This module is
 //! start-up and the pass; each step lives in its own module.
 
+pub mod client_policy;
 pub mod conditions;
 pub mod disruption;
 pub mod events;
@@ -72,8 +73,6 @@ use tenon_core::orchestration::budget_events::BudgetEvents;
 
 struct Controller {
     client: Client,
-    /// The same API server without the client's own retries (evictions).
-    evictions: Client,
     settings: Settings,
     stores: Stores,
     provider: Arc<AwsProvider>,
@@ -137,12 +136,9 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     };
     let namespace = settings.system_namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
     let limit = ratelimit::RateLimitLayer { qps: settings.kube_client_qps, burst: settings.kube_client_burst };
-    // Evictions a PDB refuses (429) are the drain's to back off per pod and re-plan, not the
-    // client's to retry in place (kube-rs retries 429s by default, blocking the pass).
-    let mut once = config.clone();
-    once.default_retry = false;
-    let evictions = kube::client::ClientBuilder::try_from(once)?.with_layer(&limit).build();
-    let client = kube::client::ClientBuilder::try_from(config)?.with_layer(&limit).build();
+    // Evictions a PDB refuses (429) are the drain's to back off per pod; a write the server
+    // may have stored is its caller's to check: the client retries only reads.
+    let client = client_policy::client(config, &limit)?;
     let gates = feature_gates(&settings.feature_gates)?;
     let k8s_version = match &settings.kubernetes_version {
         Some(v) => v.clone(),
@@ -218,7 +214,6 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     }
     let mut c = Controller {
         client,
-        evictions,
         settings,
         stores,
         provider,

@@ -220,7 +220,7 @@ impl Controller {
         let (snap, _) = snapshot(objects, &Catalogs::new());
         let ctx = termination::Ctx {
             client: &self.client,
-            evictions: &self.evictions,
+            evictions: &self.client,
             cloud: self.provider.as_ref(),
             recorder: &self.recorder,
             metrics: &self.metrics,
