@@ -19,6 +19,7 @@ pub mod interruption;
 pub mod launch;
 pub mod leader;
 pub mod lifecycle;
+pub mod names;
 pub mod nodeclaims;
 pub mod nodeclasses;
 pub mod nodepool_status;
@@ -114,10 +115,6 @@ struct Controller {
     /// The last instance listing, shared by the drift check and garbage collection.
     instances: Option<(Instant, Arc<Vec<tenon_core::cloud::Instance>>)>,
 }
-
-/// How long a created NodeClaim may stay out of the cache before decisions stop waiting for
-/// it (it was deleted at once, or the watch is broken and the relist will tell).
-const OBSERVE_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub fn run(settings: Settings) -> anyhow::Result<u8> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
@@ -387,7 +384,7 @@ impl Controller {
         self.orphans(&objects).await;
         let pending_view = provisioner::with_displaced_pods(&objects);
         let closed = self.batch_closed(&pending_view);
-        let observed = self.cache_has_created(&objects);
+        let observed = self.cache_has_created(&objects).await;
         let decide = (closed || self.decision_due) && observed;
         self.decision_due = (closed || self.decision_due) && !decide;
         let launches = objects

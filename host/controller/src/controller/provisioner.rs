@@ -6,11 +6,11 @@
 
 use super::events::Involved;
 use super::health::Metrics;
-use super::{Catalogs, Controller, OBSERVE_TIMEOUT, off_loop, snapshot};
+use super::{Catalogs, Controller, names, off_loop, snapshot};
 use kube::Api;
 use kube::api::PostParams;
 use std::collections::BTreeSet;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tenon_api::NodeClaim;
 use tenon_api::wellknown as wk;
 use tenon_core::ProvisioningPlan;
@@ -86,10 +86,33 @@ pub fn with_displaced_pods(objects: &ClusterObjects) -> std::borrow::Cow<'_, Clu
 }
 
 impl Controller {
-    /// True when every NodeClaim this process created is in the cache (or overdue).
-    pub(super) fn cache_has_created(&mut self, objects: &ClusterObjects) -> bool {
+    /// True when every NodeClaim this process created (or may have) is in the cache, or
+    /// known not to exist. One the cache has not shown for [`CONFIRM_AFTER`] is read from the
+    /// API server: gone, it is forgotten; there, decisions keep waiting for the cache (a
+    /// stalled watch), as Karpenter waits for its cluster state to sync, since deciding
+    /// without it would provision its pods twice and overrun the NodePool's limits.
+    pub(super) async fn cache_has_created(&mut self, objects: &ClusterObjects) -> bool {
         let seen: BTreeSet<&str> = objects.nodeclaims.iter().filter_map(|nc| nc.metadata.name.as_deref()).collect();
-        self.unobserved.retain(|name, at| !seen.contains(name.as_str()) && at.elapsed() < OBSERVE_TIMEOUT);
+        self.unobserved.retain(|name, _| !seen.contains(name.as_str()));
+        let overdue: Vec<String> =
+            self.unobserved.iter().filter(|(_, at)| at.elapsed() >= CONFIRM_AFTER).map(|(n, _)| n.clone()).collect();
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        for name in overdue {
+            match api.get_opt(&name).await {
+                Ok(None) => {
+                    tracing::info!(nodeclaim = %name, "a NodeClaim the cache never showed does not exist; deciding without it");
+                    self.unobserved.remove(&name);
+                }
+                Ok(Some(_)) => {
+                    tracing::warn!(nodeclaim = %name, "the cache does not show a NodeClaim that exists (a stalled watch?); decisions wait for it");
+                    self.unobserved.insert(name, Instant::now());
+                }
+                Err(e) => {
+                    tracing::warn!(nodeclaim = %name, error = %e, "could not read a NodeClaim the cache does not show; decisions wait for it");
+                    self.unobserved.insert(name, Instant::now());
+                }
+            }
+        }
         self.unobserved.is_empty()
     }
 
@@ -208,11 +231,20 @@ impl Controller {
     }
 
     /// Creates `nc` (provisioning or a disruption's replacement); its name, or `None` when
-    /// the API refused it (logged).
+    /// the API refused it (logged). The name is chosen here rather than by `generateName`,
+    /// so a create whose answer was lost (a 504, a timeout) names the NodeClaim that may
+    /// exist: decisions wait until the cache shows it or a read says it does not.
     pub(super) async fn create_nodeclaim(&mut self, nc: &NodeClaim, reason: &str) -> Option<String> {
         let pool = nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)).cloned().unwrap_or_default();
         let api: Api<NodeClaim> = Api::all(self.client.clone());
-        match api.create(&PostParams::default(), nc).await {
+        let mut nc = nc.clone();
+        if nc.metadata.name.is_none()
+            && let Some(prefix) = nc.metadata.generate_name.take()
+        {
+            nc.metadata.name = Some(format!("{prefix}{}", names::suffix()));
+        }
+        let name = nc.metadata.name.clone().unwrap_or_default();
+        match api.create(&PostParams::default(), &nc).await {
             Ok(created) => {
                 let name = created.metadata.name.clone().unwrap_or_default();
                 self.unobserved.insert(name.clone(), Instant::now());
@@ -223,13 +255,22 @@ impl Controller {
                 tracing::info!(nodeclaim = %name, nodepool = %pool, %reason, "created NodeClaim");
                 Some(name)
             }
+            Err(e) if names::maybe_stored(&e) => {
+                tracing::warn!(nodeclaim = %name, nodepool = %pool, error = %e, "could not tell whether the NodeClaim was created; decisions wait until that is known");
+                self.unobserved.insert(name, Instant::now());
+                None
+            }
             Err(e) => {
-                tracing::warn!(nodepool = %pool, error = %e, "could not create NodeClaim");
+                tracing::warn!(nodeclaim = %name, nodepool = %pool, error = %e, "could not create NodeClaim");
                 None
             }
         }
     }
 }
+
+/// How long a NodeClaim this process created may be missing from the cache before the API
+/// server is asked whether it exists.
+const CONFIRM_AFTER: Duration = Duration::from_secs(5);
 
 #[cfg(test)]
 mod tests {
