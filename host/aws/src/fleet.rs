@@ -183,6 +183,7 @@ pub(crate) async fn create(
     }
     let tags = instance_tags(p, req);
     let spot = capacity_type == wk::CAPACITY_TYPE_SPOT;
+    p.fence.check("CreateFleet")?;
     let mut fleet = p
         .clients
         .ec2

@@ -85,6 +85,29 @@ impl Default for LaunchSettings {
     }
 }
 
+/// Whether this process may still launch or terminate instances: of several replicas, only
+/// the one holding the leader Lease may, and it must stop the moment it cannot tell that it
+/// still does. Open (always may) unless the controller sets it.
+#[derive(Clone, Default)]
+pub struct Fence(Option<Arc<dyn Fn() -> bool + Send + Sync>>);
+
+impl Fence {
+    pub fn new(may_act: impl Fn() -> bool + Send + Sync + 'static) -> Fence {
+        Fence(Some(Arc::new(may_act)))
+    }
+
+    /// `Err` when `operation` may not be called now.
+    pub fn check(&self, operation: &str) -> Result<(), CloudError> {
+        match &self.0 {
+            Some(may_act) if !may_act() => Err(CloudError::Api {
+                operation: operation.into(),
+                message: "not called: this replica no longer holds the leader Lease".into(),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
 pub struct AwsProvider {
     pub clients: Clients,
     pub settings: Settings,
@@ -92,6 +115,8 @@ pub struct AwsProvider {
     pub unavailable: UnavailableOfferings,
     /// The provider's series, for the controller's `/metrics`.
     pub metrics: metrics::Metrics,
+    /// Asked before every launch and termination: whether this process may still act.
+    pub fence: Fence,
     catalog: tokio::sync::Mutex<Option<(Instant, Arc<RawCatalog>)>>,
 }
 
@@ -108,6 +133,7 @@ impl AwsProvider {
             launch: LaunchSettings::default(),
             unavailable: UnavailableOfferings::default(),
             metrics: metrics::Metrics::default(),
+            fence: Fence::default(),
             catalog: tokio::sync::Mutex::new(None),
         }
     }
@@ -285,6 +311,7 @@ impl CloudProvider for AwsProvider {
     }
 
     async fn delete(&self, ids: &[String]) -> Result<(), CloudError> {
+        self.fence.check("TerminateInstances")?;
         instances::terminate(&self.clients.ec2, ids).await
     }
 

@@ -1,13 +1,18 @@
-//! Leader election on a `coordination.k8s.io/v1` Lease, as controller-runtime does it for
-//! Karpenter: replicas wait until the Lease is free or expired, the holder renews it, and a
-//! holder that cannot renew within the lease duration exits (the Deployment restarts it as a
-//! follower) rather than risk two replicas acting.
+//! Leader election on a `coordination.k8s.io/v1` Lease, as client-go's leaderelection does it
+//! for Karpenter: a follower takes the Lease only when it has seen it unchanged for a whole
+//! lease duration, measured on its own monotonic clock (never by comparing the holder's
+//! timestamps with its own clock, which skew would fool); the holder renews it and may act
+//! only while its last renewal is younger than the renew deadline, which is shorter than the
+//! lease. A watchdog exits the process at that deadline even when a renewal is stuck in a
+//! call, so the old leader has stopped before any follower can take over (crash-only, as
+//! controller-runtime: the restart comes back as a follower).
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 pub const LEASE_NAME: &str = "tenon-leader-election";
@@ -17,71 +22,160 @@ pub struct Election {
     pub namespace: String,
     pub identity: String,
     pub lease_duration: Duration,
-    pub renew_every: Duration,
-    /// How often a follower tries to take the Lease: a leader that stops releases it, so
-    /// this is how long a rollout leaves the cluster without a leader.
-    pub retry_every: Duration,
+    /// How long the holder may go without a renewal before it stops acting (and exits).
+    pub renew_deadline: Duration,
+    /// How often the holder renews and a follower tries to take the Lease.
+    pub retry_period: Duration,
+}
+
+impl Election {
+    /// client-go's (and Karpenter's) defaults: 15 s lease, 10 s renew deadline, 2 s retry.
+    pub fn new(namespace: String, identity: String) -> Election {
+        Election {
+            namespace,
+            identity,
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Whether this process may act: always without leader election; with it, while the last
+/// renewal (timed from when it was sent) is younger than the renew deadline.
+#[derive(Debug)]
+pub struct Leadership {
+    deadline: Option<Duration>,
+    renewed: Mutex<Option<Instant>>,
+}
+
+impl Leadership {
+    /// No leader election: the only replica always acts.
+    pub fn sole() -> Leadership {
+        Leadership { deadline: None, renewed: Mutex::new(None) }
+    }
+
+    pub fn elected(renew_deadline: Duration) -> Leadership {
+        Leadership { deadline: Some(renew_deadline), renewed: Mutex::new(None) }
+    }
+
+    pub fn leading(&self) -> bool {
+        self.leading_at(Instant::now())
+    }
+
+    fn leading_at(&self, now: Instant) -> bool {
+        let Some(deadline) = self.deadline else { return true };
+        let renewed = self.renewed.lock().map(|r| *r).unwrap_or(None);
+        renewed.is_some_and(|t| now.saturating_duration_since(t) < deadline)
+    }
+
+    fn renewed(&self, sent: Instant) {
+        if let Ok(mut r) = self.renewed.lock() {
+            *r = Some(sent);
+        }
+    }
 }
 
 fn now() -> MicroTime {
     MicroTime(k8s_openapi::jiff::Timestamp::now())
 }
 
-/// True when `lease` may be taken by `me` now.
-fn available(lease: &Lease, me: &str) -> bool {
-    let Some(spec) = lease.spec.as_ref() else { return true };
-    let holder = spec.holder_identity.as_deref().unwrap_or("");
-    if holder.is_empty() || holder == me {
-        return true;
+/// What a follower last saw of the Lease and when it first saw it so.
+#[derive(Debug, Default)]
+struct Observed {
+    record: Option<Record>,
+    at: Option<Instant>,
+}
+
+/// The parts of a Lease whose change shows its holder alive.
+#[derive(Clone, Debug, PartialEq)]
+struct Record {
+    holder: String,
+    renew_time: Option<String>,
+    acquire_time: Option<String>,
+    transitions: Option<i32>,
+}
+
+fn record(lease: &Lease) -> Record {
+    let spec = lease.spec.clone().unwrap_or_default();
+    Record {
+        holder: spec.holder_identity.unwrap_or_default(),
+        renew_time: spec.renew_time.map(|t| t.0.to_string()),
+        acquire_time: spec.acquire_time.map(|t| t.0.to_string()),
+        transitions: spec.lease_transitions,
     }
-    let duration = spec.lease_duration_seconds.unwrap_or(15) as i64;
-    let Some(renewed) = spec.renew_time.as_ref() else { return true };
-    let expires = renewed.0.as_second() + duration;
-    k8s_openapi::jiff::Timestamp::now().as_second() > expires
+}
+
+impl Observed {
+    /// Notes `lease` as seen at `now`; true when `me` may take it: unheld, ours, or
+    /// unchanged for its whole lease duration since we first saw it so.
+    fn may_take(&mut self, lease: &Lease, me: &str, now: Instant) -> bool {
+        let r = record(lease);
+        if self.record.as_ref() != Some(&r) {
+            self.record = Some(r.clone());
+            self.at = Some(now);
+        }
+        if r.holder.is_empty() || r.holder == me {
+            return true;
+        }
+        let duration = lease.spec.as_ref().and_then(|s| s.lease_duration_seconds).unwrap_or(15).max(1) as u64;
+        self.at.is_some_and(|at| now.saturating_duration_since(at) > Duration::from_secs(duration))
+    }
 }
 
 impl Election {
     /// Waits until this replica holds the Lease.
-    pub async fn acquire(&self, client: &Client) {
+    pub async fn acquire(&self, client: &Client, leadership: &Leadership) {
         let api: Api<Lease> = Api::namespaced(client.clone(), &self.namespace);
+        let mut observed = Observed::default();
         let mut waiting_logged = false;
         loop {
-            match self.try_acquire(&api).await {
-                Ok(true) => {
+            let sent = Instant::now();
+            match tokio::time::timeout(self.retry_period, self.try_acquire(&api, &mut observed)).await {
+                Ok(Ok(true)) => {
+                    leadership.renewed(sent);
                     tracing::info!(lease = LEASE_NAME, identity = %self.identity, "acquired leadership");
                     return;
                 }
-                Ok(false) if !waiting_logged => {
+                Ok(Ok(false)) if !waiting_logged => {
                     tracing::info!(lease = LEASE_NAME, "another replica leads; waiting");
                     waiting_logged = true;
                 }
-                Ok(false) => {}
-                Err(e) => tracing::warn!(lease = LEASE_NAME, error = %e, "leader election failed; retrying"),
+                Ok(Ok(false)) => {}
+                Ok(Err(e)) => tracing::warn!(lease = LEASE_NAME, error = %e, "leader election failed; retrying"),
+                Err(_) => tracing::warn!(lease = LEASE_NAME, "leader election timed out; retrying"),
             }
-            tokio::time::sleep(self.retry_every).await;
+            tokio::time::sleep(self.retry_period).await;
         }
     }
 
-    async fn try_acquire(&self, api: &Api<Lease>) -> Result<bool, kube::Error> {
-        let spec = json!({
+    fn spec(&self) -> serde_json::Value {
+        json!({
             "holderIdentity": self.identity,
             "leaseDurationSeconds": self.lease_duration.as_secs(),
             "acquireTime": now(),
             "renewTime": now(),
-        });
+        })
+    }
+
+    async fn try_acquire(&self, api: &Api<Lease>, observed: &mut Observed) -> Result<bool, kube::Error> {
         match api.get_opt(LEASE_NAME).await? {
             None => {
                 let lease: Lease =
-                    serde_json::from_value(json!({"metadata": {"name": LEASE_NAME}, "spec": spec})).expect("a Lease");
+                    serde_json::from_value(json!({"metadata": {"name": LEASE_NAME}, "spec": self.spec()}))
+                        .expect("a Lease");
                 match api.create(&PostParams::default(), &lease).await {
                     Ok(_) => Ok(true),
                     Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
                     Err(e) => Err(e),
                 }
             }
-            Some(lease) if available(&lease, &self.identity) => {
+            Some(lease) if observed.may_take(&lease, &self.identity, Instant::now()) => {
                 // The resourceVersion makes the takeover a compare-and-swap: of two
                 // replicas racing for an expired Lease, one gets 409.
+                let transitions = lease.spec.as_ref().and_then(|s| s.lease_transitions).unwrap_or(0);
+                let mut spec = self.spec();
+                spec["leaseTransitions"] = json!(transitions + 1);
                 let patch = json!({"metadata": {"resourceVersion": lease.metadata.resource_version}, "spec": spec});
                 match api.patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&patch)).await {
                     Ok(_) => Ok(true),
@@ -97,7 +191,7 @@ impl Election {
     /// waiting out the lease. Only a Lease this replica holds is touched.
     pub async fn release(&self, client: &Client) {
         let api: Api<Lease> = Api::namespaced(client.clone(), &self.namespace);
-        let Ok(lease) = api.get(LEASE_NAME).await else { return };
+        let Ok(Ok(lease)) = tokio::time::timeout(self.retry_period, api.get(LEASE_NAME)).await else { return };
         if lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) != Some(&self.identity) {
             return;
         }
@@ -105,39 +199,57 @@ impl Election {
             "metadata": {"resourceVersion": lease.metadata.resource_version},
             "spec": {"holderIdentity": "", "renewTime": now()},
         });
-        match api.patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            Ok(_) => tracing::info!(lease = LEASE_NAME, "leadership released"),
-            Err(e) => tracing::warn!(lease = LEASE_NAME, error = %e, "could not release the lease"),
+        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        match tokio::time::timeout(self.retry_period, api.patch(LEASE_NAME, &params, &patch)).await {
+            Ok(Ok(_)) => tracing::info!(lease = LEASE_NAME, "leadership released"),
+            Ok(Err(e)) => tracing::warn!(lease = LEASE_NAME, error = %e, "could not release the lease"),
+            Err(_) => tracing::warn!(lease = LEASE_NAME, "could not release the lease: timed out"),
         }
     }
 
-    /// Renews the Lease until it cannot for a whole lease duration (or another replica took
-    /// it); then returns, and the caller exits.
-    pub async fn keep(&self, client: Client) {
+    /// Renews the Lease every retry period; returns when another replica holds it. Each
+    /// renewal may take only what is left of the renew deadline.
+    pub async fn keep(&self, client: Client, leadership: &Leadership) {
         let api: Api<Lease> = Api::namespaced(client, &self.namespace);
-        let mut last_renewed = Instant::now();
         loop {
-            tokio::time::sleep(self.renew_every).await;
-            match api.get(LEASE_NAME).await {
-                Ok(lease) if lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) != Some(&self.identity) => {
+            tokio::time::sleep(self.retry_period).await;
+            let sent = Instant::now();
+            let left = self.renew_deadline.saturating_sub(
+                leadership.renewed.lock().ok().and_then(|r| *r).map_or(self.renew_deadline, |t| sent.duration_since(t)),
+            );
+            match tokio::time::timeout(left.max(Duration::from_millis(100)), self.renew(&api)).await {
+                Ok(Ok(true)) => leadership.renewed(sent),
+                Ok(Ok(false)) => {
                     tracing::error!(lease = LEASE_NAME, "another replica holds the lease");
                     return;
                 }
-                Ok(lease) => {
-                    let patch = json!({
-                        "metadata": {"resourceVersion": lease.metadata.resource_version},
-                        "spec": {"renewTime": now()},
-                    });
-                    match api.patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                        Ok(_) => last_renewed = Instant::now(),
-                        Err(e) => tracing::warn!(lease = LEASE_NAME, error = %e, "could not renew the lease"),
-                    }
-                }
-                Err(e) => tracing::warn!(lease = LEASE_NAME, error = %e, "could not read the lease"),
+                Ok(Err(e)) => tracing::warn!(lease = LEASE_NAME, error = %e, "could not renew the lease"),
+                Err(_) => tracing::warn!(lease = LEASE_NAME, "could not renew the lease: timed out"),
             }
-            if last_renewed.elapsed() >= self.lease_duration {
-                tracing::error!(lease = LEASE_NAME, "lease not renewed within its duration");
-                return;
+        }
+    }
+
+    /// One renewal: `Ok(false)` when the Lease is no longer ours.
+    async fn renew(&self, api: &Api<Lease>) -> Result<bool, kube::Error> {
+        let lease = api.get(LEASE_NAME).await?;
+        if lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) != Some(&self.identity) {
+            return Ok(false);
+        }
+        let patch = json!({
+            "metadata": {"resourceVersion": lease.metadata.resource_version},
+            "spec": {"renewTime": now()},
+        });
+        api.patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+        Ok(true)
+    }
+
+    /// Exits the process the moment `leadership` lapses, whatever the renewal is doing.
+    pub async fn watchdog(leadership: std::sync::Arc<Leadership>) {
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if !leadership.leading() {
+                tracing::error!(lease = LEASE_NAME, "leader Lease not renewed within the renew deadline; exiting");
+                std::process::exit(1);
             }
         }
     }
@@ -147,24 +259,39 @@ impl Election {
 mod tests {
     use super::*;
 
-    fn lease(holder: &str, renewed_secs_ago: i64) -> Lease {
-        let t = k8s_openapi::jiff::Timestamp::now().as_second() - renewed_secs_ago;
+    fn lease(holder: &str, renew_time: &str) -> Lease {
         serde_json::from_value(json!({
             "metadata": {"name": LEASE_NAME},
-            "spec": {
-                "holderIdentity": holder,
-                "leaseDurationSeconds": 15,
-                "renewTime": MicroTime(k8s_openapi::jiff::Timestamp::from_second(t).unwrap()),
-            },
+            "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15, "renewTime": renew_time},
         }))
         .unwrap()
     }
 
     #[test]
-    fn a_lease_is_available_when_unheld_mine_or_expired() {
-        assert!(available(&lease("", 0), "a"));
-        assert!(available(&lease("a", 0), "a"));
-        assert!(!available(&lease("b", 3), "a"), "held and fresh");
-        assert!(available(&lease("b", 20), "a"), "expired 5 s ago");
+    fn a_lease_is_taken_when_unheld_mine_or_unchanged_for_its_duration_on_our_clock() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut o = Observed::default();
+        assert!(o.may_take(&lease("", "2026-01-01T00:00:00Z"), "a", t0));
+        assert!(o.may_take(&lease("a", "2026-01-01T00:00:00Z"), "a", t0));
+        // The holder's timestamps say nothing about expiry: a renewTime a year old (a
+        // holder whose clock is behind ours) is fresh while it keeps changing.
+        let mut o = Observed::default();
+        assert!(!o.may_take(&lease("b", "2025-01-01T00:00:00Z"), "a", at(0)));
+        assert!(!o.may_take(&lease("b", "2025-01-01T00:00:00Z"), "a", at(15)), "15 s is not more than 15 s");
+        assert!(!o.may_take(&lease("b", "2025-01-01T00:00:02Z"), "a", at(16)), "renewed: the clock restarts");
+        assert!(!o.may_take(&lease("b", "2025-01-01T00:00:02Z"), "a", at(30)));
+        assert!(o.may_take(&lease("b", "2025-01-01T00:00:02Z"), "a", at(32)), "unchanged for 16 s");
+    }
+
+    #[test]
+    fn the_holder_acts_only_within_the_renew_deadline_of_its_last_renewal() {
+        let l = Leadership::elected(Duration::from_secs(10));
+        let t0 = Instant::now();
+        assert!(!l.leading_at(t0), "not before the first acquisition");
+        l.renewed(t0);
+        assert!(l.leading_at(t0 + Duration::from_millis(9_900)));
+        assert!(!l.leading_at(t0 + Duration::from_secs(10)));
+        assert!(Leadership::sole().leading(), "no election: always");
     }
 }

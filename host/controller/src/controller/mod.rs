@@ -74,6 +74,8 @@ use tenon_core::orchestration::budget_events::BudgetEvents;
 
 struct Controller {
     client: Client,
+    /// Whether this replica may act (holds the leader Lease, or runs alone).
+    leadership: Arc<leader::Leadership>,
     settings: Settings,
     stores: Stores,
     provider: Arc<AwsProvider>,
@@ -164,6 +166,14 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         cluster_dns: cluster_dns(&client).await,
         reserved_capacity: gates.get("ReservedCapacity").copied().unwrap_or(true),
     };
+    let election = (!settings.disable_leader_election).then(|| Arc::new(leader::Election::new(namespace, identity())));
+    let leadership = Arc::new(match &election {
+        Some(e) => leader::Leadership::elected(e.renew_deadline),
+        None => leader::Leadership::sole(),
+    });
+    // No launch or termination unless this replica still leads, whoever calls.
+    let fenced = leadership.clone();
+    provider.fence = tenon_aws::Fence::new(move || fenced.leading());
     let provider = Arc::new(provider);
     let metrics = Arc::new(Metrics::default());
     let policies = policies::Policies::new(settings.policy_dir.as_deref(), settings.policy_deadline_ms)?;
@@ -189,20 +199,12 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     }
     metrics.set_ready();
     tracing::info!("caches synced");
-    let election = (!settings.disable_leader_election).then(|| {
-        Arc::new(leader::Election {
-            namespace,
-            identity: identity(),
-            lease_duration: Duration::from_secs(15),
-            renew_every: Duration::from_secs(2),
-            retry_every: Duration::from_secs(1),
-        })
-    });
     if let Some(election) = election.clone() {
-        election.acquire(&client).await;
-        let keep_client = client.clone();
+        election.acquire(&client, &leadership).await;
+        tokio::spawn(leader::Election::watchdog(leadership.clone()));
+        let (keep_client, held) = (client.clone(), leadership.clone());
         tokio::spawn(async move {
-            election.keep(keep_client).await;
+            election.keep(keep_client, &held).await;
             // Crash-only, as controller-runtime: a replica that may no longer lead must not
             // act; the restart comes back as a follower.
             tracing::error!("leadership lost; exiting");
@@ -211,6 +213,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     }
     let mut c = Controller {
         client,
+        leadership,
         settings,
         stores,
         provider,
@@ -376,6 +379,10 @@ impl Controller {
     }
 
     async fn reconcile(&mut self) -> anyhow::Result<()> {
+        if !self.leadership.leading() {
+            // The watchdog is about to exit the process; nothing is done meanwhile.
+            return Ok(());
+        }
         self.nodeclasses().await;
         self.policies.refresh(&self.stores.nodepools.state());
         self.policies.log_failures();
