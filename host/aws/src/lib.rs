@@ -5,6 +5,7 @@
 //! Every AWS operation this crate calls is listed in `docs/iam.md`; a test keeps the two in
 //! step.
 
+pub mod call_health;
 mod clients;
 mod conditions;
 mod error;

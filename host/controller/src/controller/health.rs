@@ -12,8 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// A control-loop pass running longer than this makes `/healthz` fail (the kubelet then
-/// restarts the controller): something it waits on is stuck.
-pub const STUCK_AFTER: Duration = Duration::from_secs(180);
+/// restarts the controller): something it waits on is stuck. A pass takes well under a
+/// second; the AWS calls it makes give up an attempt after 30 s.
+pub const STUCK_AFTER: Duration = Duration::from_secs(60);
 
 #[derive(Default)]
 pub struct Metrics {
@@ -185,8 +186,9 @@ pub async fn serve(
     let health = Router::new()
         .route(
             "/healthz",
-            get(|State(m): State<Arc<Metrics>>| async move {
-                match m.passes().check(Instant::now(), STUCK_AFTER) {
+            get(|State((m, aws)): State<(Arc<Metrics>, Arc<tenon_aws::AwsProvider>)>| async move {
+                let now = Instant::now();
+                match m.passes().check(now, STUCK_AFTER).and_then(|ok| aws.clients.calls.check(now).map(|()| ok)) {
                     Ok(text) => (StatusCode::OK, text),
                     Err(text) => (StatusCode::SERVICE_UNAVAILABLE, text),
                 }
@@ -194,7 +196,7 @@ pub async fn serve(
         )
         .route(
             "/readyz",
-            get(|State(m): State<Arc<Metrics>>| async move {
+            get(|State((m, _)): State<(Arc<Metrics>, Arc<tenon_aws::AwsProvider>)>| async move {
                 if m.ready.load(Ordering::SeqCst) {
                     (StatusCode::OK, "ok")
                 } else {
@@ -202,7 +204,7 @@ pub async fn serve(
                 }
             }),
         )
-        .with_state(metrics.clone());
+        .with_state((metrics.clone(), provider.clone()));
     type All = (Arc<Metrics>, Arc<tenon_policy::metrics::Metrics>, Arc<tenon_aws::AwsProvider>);
     let metrics_app = Router::new()
         .route(
@@ -249,13 +251,13 @@ mod tests {
     #[test]
     fn healthz_fails_only_while_a_pass_is_stuck() {
         let t0 = Instant::now();
-        let stuck = Duration::from_secs(180);
+        let stuck = Duration::from_secs(60);
         let later = |s: u64| t0 + Duration::from_secs(s);
         assert!(Passes::default().check(later(1000), stuck).is_ok(), "a follower runs no passes");
         let running = Passes { running_since: Some(t0), last_completed: None };
         assert!(running.check(later(10), stuck).is_ok());
-        let err = running.check(later(181), stuck).unwrap_err();
-        assert!(err.contains("stuck") && err.contains("181.0s ago"), "{err}");
+        let err = running.check(later(61), stuck).unwrap_err();
+        assert!(err.contains("stuck") && err.contains("61.0s ago"), "{err}");
         let done = Passes { running_since: None, last_completed: Some(later(200)) };
         assert!(done.check(later(1000), stuck).unwrap().contains("800.0s ago"));
     }
