@@ -19,6 +19,8 @@ InsufficientInstanceCapacity (all of them, and no instance, when none has capaci
 Instances listed in `<READY_FILE without extension>.impaired.json` (a JSON list of instance
 ids, read at every call) fail their system reachability check in DescribeInstanceStatus,
 impaired since an hour ago (moto reports every running instance healthy).
+CreateFleet hangs (answers nothing, holding the connection) while
+`<READY_FILE without extension>.hung.json` (a JSON list of actions) lists "CreateFleet".
 Writes READY_FILE once everything is in place; runs until killed.
 """
 
@@ -69,7 +71,7 @@ def exhausted_offerings(path: str):  # type: ignore[no-untyped-def]
         return []
 
 
-def capacity_errors(exhausted_file: str) -> None:
+def capacity_errors(exhausted_file: str, hung_file: str) -> None:
     """CreateFleet as a prioritized instant fleet over offerings that may have no capacity."""
     create = Fleets.create_fleet
     lock = threading.Lock()
@@ -84,6 +86,8 @@ def capacity_errors(exhausted_file: str) -> None:
         )
 
     def create_fleet(self):  # type: ignore[no-untyped-def]
+        while "CreateFleet" in exhausted_offerings(hung_file):
+            time.sleep(0.2)
         # Always chosen here, capacity or not: moto alone launches the first override of
         # the first template config, whatever the priorities say.
         exhausted = exhausted_offerings(exhausted_file)
@@ -169,7 +173,8 @@ def impaired_instances(impaired_file: str) -> None:
 def main() -> None:
     zonal_spot_prices()
     port, ready_file, clusters = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
-    capacity_errors(os.path.splitext(ready_file)[0] + ".exhausted.json")
+    base = os.path.splitext(ready_file)[0]
+    capacity_errors(base + ".exhausted.json", base + ".hung.json")
     impaired_instances(os.path.splitext(ready_file)[0] + ".impaired.json")
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()

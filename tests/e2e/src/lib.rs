@@ -47,6 +47,11 @@ pub const JOIN_DELAY: Duration = Duration::from_secs(1);
 pub const READY_DELAY: Duration = Duration::from_secs(1);
 /// The controller's bearer token: the emulator records what each token calls (RBAC tests).
 pub const CONTROLLER_TOKEN: &str = "tenon-controller";
+/// Replica `i`'s bearer token: replica 0's is [`CONTROLLER_TOKEN`].
+pub fn replica_token(i: usize) -> String {
+    if i == 0 { CONTROLLER_TOKEN.to_string() } else { format!("{CONTROLLER_TOKEN}-{i}") }
+}
+
 /// How often the stand-ins look at the cluster.
 pub const STANDIN_PERIOD: Duration = Duration::from_millis(200);
 
@@ -142,8 +147,9 @@ pub struct Cluster {
     pub aws: Arc<AwsProvider>,
     pub dir: PathBuf,
     pub metrics_port: u16,
+    /// Each replica's `/healthz` port (by replica index).
+    health_ports: Vec<u16>,
     kubeconfig: PathBuf,
-    controller_kubeconfig: PathBuf,
     /// Controller replicas (index 0 is the one most tests run); `None` once killed.
     controllers: Vec<Option<Child>>,
     /// Extra environment for the controller.
@@ -168,9 +174,6 @@ impl Cluster {
             .expect("emulator listens");
         let kubeconfig = dir.join("kubeconfig");
         std::fs::write(&kubeconfig, emu.kubeconfig()).expect("kubeconfig");
-        let controller_kubeconfig = dir.join("controller.kubeconfig");
-        let with_token = emu.kubeconfig().replace("  user: {}", &format!("  user:\n    token: {CONTROLLER_TOKEN}"));
-        std::fs::write(&controller_kubeconfig, with_token).expect("kubeconfig");
         let moto = Moto::start(&[CLUSTER, OTHER_CLUSTER], &dir.join("moto.log"));
         let config = kube::Config::new(emu.url.parse().expect("emulator URL"));
         let client = Client::try_from(config).expect("kube client");
@@ -199,8 +202,8 @@ impl Cluster {
             aws: Arc::new(aws),
             dir,
             metrics_port: free_port(),
+            health_ports: Vec::new(),
             kubeconfig,
-            controller_kubeconfig,
             controllers: Vec::new(),
             controller_env: Vec::new(),
             leader_election: false,
@@ -245,6 +248,14 @@ impl Cluster {
             self.controllers.resize_with(i + 1, || None);
         }
         assert!(self.controllers[i].is_none(), "replica {i} is already running");
+        // Each replica its own token, so the emulator can tell them apart (faults, clocks).
+        let kubeconfig = self.dir.join(format!("controller-{i}.kubeconfig"));
+        let with_token =
+            self.emu.kubeconfig().replace("  user: {}", &format!("  user:\n    token: {}", replica_token(i)));
+        std::fs::write(&kubeconfig, with_token).expect("kubeconfig");
+        if self.health_ports.len() <= i {
+            self.health_ports.resize_with(i + 1, free_port);
+        }
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -252,7 +263,7 @@ impl Cluster {
             .expect("controller log");
         let mut cmd = Command::new(tenon_bin());
         cmd.arg("controller")
-            .env("KUBECONFIG", &self.controller_kubeconfig)
+            .env("KUBECONFIG", &kubeconfig)
             .env("CLUSTER_NAME", CLUSTER)
             .env("AWS_ENDPOINT_URL", &self.moto.url)
             .env("AWS_REGION", "us-east-1")
@@ -262,7 +273,7 @@ impl Cluster {
             .env("KUBERNETES_VERSION", "1.33")
             .env("PROBE_BIND_ADDRESS", "127.0.0.1")
             .env("METRICS_PORT", if i == 0 { self.metrics_port } else { free_port() }.to_string())
-            .env("HEALTH_PROBE_PORT", free_port().to_string())
+            .env("HEALTH_PROBE_PORT", self.health_ports[i].to_string())
             .env("LOG_FORMAT", "text")
             .env("LOG_LEVEL", "info")
             .env("DISABLE_LEADER_ELECTION", (!self.leader_election).to_string())
@@ -381,6 +392,22 @@ impl Cluster {
         self.aws.list().await.expect("DescribeInstances on moto")
     }
 
+    /// Replica `i`'s `/healthz`: (healthy, what it says), `None` when it does not answer.
+    pub fn healthz(&self, i: usize) -> Option<(bool, String)> {
+        let port = *self.health_ports.get(i)?;
+        let raw = tokio::task::block_in_place(|| http_get_raw(&format!("127.0.0.1:{port}"), "/healthz"))?;
+        let (head, body) = raw.split_once("\r\n\r\n")?;
+        Some((head.lines().next()?.contains(" 200 "), body.to_string()))
+    }
+
+    /// Whether replica `i` has exited (or was never started).
+    pub fn replica_exited(&mut self, i: usize) -> bool {
+        match self.controllers.get_mut(i).and_then(Option::as_mut) {
+            Some(c) => !matches!(c.try_wait(), Ok(None)),
+            None => true,
+        }
+    }
+
     /// A sample of the controller's `/metrics` (`name` with labels, exactly as exposed).
     pub async fn metric(&self, name: &str) -> Option<f64> {
         let body = tokio::task::block_in_place(|| http_get(&format!("127.0.0.1:{}", self.metrics_port), "/metrics"))?;
@@ -440,11 +467,16 @@ pub fn label<'a>(labels: &'a Option<BTreeMap<String, String>>, key: &str) -> Opt
 
 /// A plain HTTP/1.0 GET (the metrics endpoint; no client library needed).
 fn http_get(addr: &str, path: &str) -> Option<String> {
+    http_get_raw(addr, path)?.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
+}
+
+/// The whole answer, status line and headers included.
+fn http_get_raw(addr: &str, path: &str) -> Option<String> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
-    out.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
+    Some(out)
 }

@@ -11,6 +11,8 @@ pub struct Moto {
     exhausted: PathBuf,
     /// Instances whose system status check has failed (read at every DescribeInstanceStatus).
     impaired: PathBuf,
+    /// EC2 actions that hang (read while a call waits).
+    hung: PathBuf,
 }
 
 impl Moto {
@@ -47,6 +49,7 @@ impl Moto {
             url: format!("http://127.0.0.1:{port}"),
             exhausted: log.with_extension("exhausted.json"),
             impaired: log.with_extension("impaired.json"),
+            hung: log.with_extension("hung.json"),
         }
     }
 
@@ -65,6 +68,14 @@ impl Moto {
     /// From now on these instances' system reachability check has failed, since an hour ago.
     pub fn impair(&self, instance_ids: &[&str]) {
         std::fs::write(&self.impaired, serde_json::json!(instance_ids).to_string()).expect("impaired instances file");
+    }
+}
+
+impl Moto {
+    /// From now on calls of these EC2 actions (only `CreateFleet` so far) get no answer,
+    /// holding their connection open, until `hang(&[])`.
+    pub fn hang(&self, actions: &[&str]) {
+        std::fs::write(&self.hung, serde_json::json!(actions).to_string()).expect("hung actions file");
     }
 }
 
