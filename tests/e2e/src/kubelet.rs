@@ -2,9 +2,10 @@
 //! user data says (its labels and taints, as `--node-labels`/`--register-with-taints`, an
 //! AL2023 NodeConfig's `kubelet.config.registerWithTaints` or Bottlerocket's
 //! `settings.kubernetes.node-labels`/`node-taints`), nothing more: a taint the user data
-//! leaves out is not there. A node labelled [`NEVER_READY`] stays NotReady.
+//! leaves out is not there. A node labelled [`NEVER_READY`] stays NotReady. Pods bound to a
+//! Ready node start: `Running` and `Ready`, which is what a PodDisruptionBudget counts.
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
@@ -37,7 +38,9 @@ pub fn node_name(instance_id: &str) -> String {
 }
 
 pub async fn run(client: Client, aws: Arc<AwsProvider>, catalog: Arc<BTreeMap<String, InstanceType>>) {
-    let nodes: Api<Node> = Api::all(client);
+    let nodes: Api<Node> = Api::all(client.clone());
+    let pods: Api<Pod> = Api::all(client.clone());
+    let mut ready: BTreeSet<String> = BTreeSet::new();
     let mut seen: BTreeMap<String, Instant> = BTreeMap::new();
     let mut joined: BTreeSet<String> = BTreeSet::new();
     let mut not_ready: BTreeMap<String, Instant> = BTreeMap::new();
@@ -96,6 +99,7 @@ pub async fn run(client: Client, aws: Arc<AwsProvider>, catalog: Arc<BTreeMap<St
             match nodes.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await {
                 Ok(_) => {
                     not_ready.remove(&name);
+                    ready.insert(name);
                 }
                 // Deleted before it became Ready (a terminated NodeClaim): nothing to do.
                 Err(kube::Error::Api(e)) if e.code == 404 => {
@@ -104,6 +108,32 @@ pub async fn run(client: Client, aws: Arc<AwsProvider>, catalog: Arc<BTreeMap<St
                 Err(_) => {}
             }
         }
+        start_pods(&client, &pods, &ready).await;
+    }
+}
+
+/// Pods bound to a Ready node of this kubelet and not started yet are started.
+async fn start_pods(client: &Client, pods: &Api<Pod>, ready: &BTreeSet<String>) {
+    if ready.is_empty() {
+        return;
+    }
+    let Ok(list) = pods.list(&Default::default()).await else { return };
+    for p in list.items {
+        let on = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+        let phase = p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
+        if !ready.contains(&on) || phase != "Pending" || p.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let (Some(ns), Some(name)) = (p.metadata.namespace.as_deref(), p.metadata.name.as_deref()) else { continue };
+        let now = k8s_openapi::jiff::Timestamp::now().to_string();
+        let condition = |t: &str| json!({"type": t, "status": "True", "lastTransitionTime": now});
+        let status = json!({"status": {
+            "phase": "Running",
+            "startTime": now,
+            "conditions": [condition("PodScheduled"), condition("Initialized"), condition("ContainersReady"), condition("Ready")],
+        }});
+        let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+        let _ = api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await;
     }
 }
 
