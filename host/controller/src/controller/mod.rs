@@ -217,7 +217,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         settings,
         stores,
         provider,
-        recorder: Arc::new(Recorder::default()),
+        recorder: Arc::new(Recorder::queued()),
         metrics,
         started: Instant::now(),
         batcher: Batcher::default(),
@@ -417,6 +417,8 @@ impl Controller {
         self.disruption(&objects, &catalogs, !decide && observed).await;
         self.terminate(&objects).await;
         self.garbage(&objects).await;
+        let dropped = self.recorder.dropped.load(std::sync::atomic::Ordering::Relaxed);
+        self.metrics.set("tenon_events_dropped_total", dropped as f64);
         Ok(())
     }
 
