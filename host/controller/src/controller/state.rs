@@ -20,6 +20,9 @@ use tenon_api::{EC2NodeClass, NodeClaim, NodePool};
 use tenon_core::convert::ClusterObjects;
 use tokio::sync::Notify;
 
+/// kubectl's copy of the last applied manifest.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
 #[derive(Clone)]
 pub struct Stores {
     pub pods: Store<Pod>,
@@ -50,8 +53,19 @@ where
 {
     let (reader, writer) = reflector::store::<K>();
     let api: Api<K> = Api::all(client.clone());
-    let stream =
-        reflector::reflector(writer, watcher(api, watcher::Config::default().any_semantic()).default_backoff());
+    // managedFields and kubectl's last-applied copy are most of a typical object's bytes and
+    // nothing reads them: the cache does not keep them (nothing writes a cached object back
+    // whole; every write is a patch).
+    let stream = reflector::reflector(
+        writer,
+        watcher(api, watcher::Config::default().any_semantic()).default_backoff().modify(|o: &mut K| {
+            let meta = o.meta_mut();
+            meta.managed_fields = None;
+            if let Some(a) = meta.annotations.as_mut() {
+                a.remove(LAST_APPLIED);
+            }
+        }),
+    );
     tokio::spawn(async move {
         stream
             .for_each(|ev| {
@@ -162,5 +176,45 @@ impl Stores {
                 .unwrap_or_default(),
             scheduler: self.scheduler.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_keeps_neither_managed_fields_nor_the_last_applied_copy() {
+        // The emulator outlives the runtime: its shutdown waits for the reflector's watch,
+        // which ends only when the runtime's tasks do.
+        let emu = tenon_kube_emulator::Emulator::start().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        rt.block_on(async {
+            let client = Client::try_from(kube::Config::new(emu.url.parse().unwrap())).unwrap();
+            let pod: Pod = serde_json::from_value(serde_json::json!({
+                "metadata": {
+                    "name": "p",
+                    "namespace": "default",
+                    "annotations": {LAST_APPLIED: "{\"big\": true}", "karpenter.sh/do-not-disrupt": "true"},
+                    "managedFields": [{"manager": "kubectl", "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}],
+                },
+                "spec": {"containers": [{"name": "c", "image": "i"}]},
+            }))
+            .unwrap();
+            Api::<Pod>::namespaced(client.clone(), "default").create(&Default::default(), &pod).await.unwrap();
+            let pods = watch::<Pod>(&client, Arc::new(Notify::new()));
+            tokio::time::timeout(std::time::Duration::from_secs(10), pods.wait_until_ready())
+                .await
+                .expect("the pod cache syncs")
+                .unwrap();
+            let cached = pods.state();
+            let meta = &cached[0].metadata;
+            assert!(meta.managed_fields.is_none(), "{meta:?}");
+            let annotations = meta.annotations.clone().unwrap_or_default();
+            assert!(!annotations.contains_key(LAST_APPLIED));
+            assert_eq!(annotations.get("karpenter.sh/do-not-disrupt").map(String::as_str), Some("true"), "others stay");
+        });
+        drop(rt);
+        drop(emu);
     }
 }
