@@ -20,7 +20,9 @@ Instances listed in `<READY_FILE without extension>.impaired.json` (a JSON list 
 ids, read at every call) fail their system reachability check in DescribeInstanceStatus,
 impaired since an hour ago (moto reports every running instance healthy).
 CreateFleet hangs (answers nothing, holding the connection) while
-`<READY_FILE without extension>.hung.json` (a JSON list of actions) lists "CreateFleet".
+`<READY_FILE without extension>.hung.json` (a JSON list of actions) lists "CreateFleet";
+DescribeSubnets is refused (UnauthorizedOperation, as for a node role missing the
+permission) while `<READY_FILE without extension>.refused.json` lists "DescribeSubnets".
 Writes READY_FILE once everything is in place; runs until killed.
 """
 
@@ -36,7 +38,9 @@ import boto3
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.responses import ActionResult
 from moto.ec2.responses.fleets import Fleets
+from moto.ec2.exceptions import EC2ClientError
 from moto.ec2.responses.instances import InstanceResponse
+from moto.ec2.responses.subnets import Subnets
 from moto.ec2.responses.spot_instances import SpotInstances
 from moto.server import ThreadedMotoServer
 from moto.ssm.models import Parameter, ssm_backends
@@ -170,11 +174,26 @@ def impaired_instances(impaired_file: str) -> None:
     InstanceResponse.describe_instance_status = describe_instance_status
 
 
+def refusals(refused_file: str) -> None:
+    """DescribeSubnets answers UnauthorizedOperation while the refused file lists it."""
+    describe = Subnets.describe_subnets
+
+    def describe_subnets(self):  # type: ignore[no-untyped-def]
+        if "DescribeSubnets" in exhausted_offerings(refused_file):
+            raise EC2ClientError(
+                "UnauthorizedOperation", "You are not authorized to perform this operation. (ec2:DescribeSubnets)"
+            )
+        return describe(self)
+
+    Subnets.describe_subnets = describe_subnets
+
+
 def main() -> None:
     zonal_spot_prices()
     port, ready_file, clusters = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
     base = os.path.splitext(ready_file)[0]
     capacity_errors(base + ".exhausted.json", base + ".hung.json")
+    refusals(base + ".refused.json")
     impaired_instances(os.path.splitext(ready_file)[0] + ".impaired.json")
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()

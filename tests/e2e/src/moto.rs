@@ -13,6 +13,8 @@ pub struct Moto {
     impaired: PathBuf,
     /// EC2 actions that hang (read while a call waits).
     hung: PathBuf,
+    /// EC2 actions refused as unauthorized (read at every call).
+    refused: PathBuf,
 }
 
 impl Moto {
@@ -50,6 +52,7 @@ impl Moto {
             exhausted: log.with_extension("exhausted.json"),
             impaired: log.with_extension("impaired.json"),
             hung: log.with_extension("hung.json"),
+            refused: log.with_extension("refused.json"),
         }
     }
 
@@ -76,6 +79,14 @@ impl Moto {
     /// holding their connection open, until `hang(&[])`.
     pub fn hang(&self, actions: &[&str]) {
         std::fs::write(&self.hung, serde_json::json!(actions).to_string()).expect("hung actions file");
+    }
+}
+
+impl Moto {
+    /// From now on calls of these EC2 actions (only `DescribeSubnets` so far) are refused with
+    /// `UnauthorizedOperation`, until `refuse(&[])`.
+    pub fn refuse(&self, actions: &[&str]) {
+        std::fs::write(&self.refused, serde_json::json!(actions).to_string()).expect("refused actions file");
     }
 }
 
