@@ -278,3 +278,40 @@ async fn a_leader_that_cannot_renew_stops_before_a_skewed_follower_takes_over() 
         acquired_at.duration_since(exited_at).as_secs_f64()
     );
 }
+
+/// EC2NodeClass `name`'s `Ready` condition: (status, reason, message).
+async fn nodeclass_ready_condition(c: &Cluster, name: &str) -> Option<(String, String, String)> {
+    let nc = Api::<tenon_api::EC2NodeClass>::all(c.client.clone()).get(name).await.ok()?;
+    let cond = nc.status?.conditions.into_iter().find(|x| x.type_ == "Ready")?;
+    Some((cond.status, cond.reason, cond.message))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ec2nodeclass_aws_refuses_is_not_ready_says_why_and_backs_off() {
+    let mut c = Cluster::start("hostile-denied").await;
+    // The controller's role may not DescribeSubnets.
+    c.moto.refuse(&["DescribeSubnets"]);
+    apply_lab_general(&c);
+    c.start_controller();
+    let message = eventually(Duration::from_secs(60), "Ready=False with AWS's error", || async {
+        nodeclass_ready_condition(&c, "lab-general")
+            .await
+            .filter(|(status, reason, _)| status == "False" && reason == "ResolutionFailed")
+            .map(|(_, _, message)| message)
+    })
+    .await;
+    assert!(message.contains("UnauthorizedOperation"), "the condition names the error: {message}");
+    eventually(Duration::from_secs(30), "a ResolutionFailed Event", || async {
+        let events = c.events_for("lab-general").await;
+        events.iter().any(|e| e.reason.as_deref() == Some("ResolutionFailed")).then_some(())
+    })
+    .await;
+    // Tried again with a backoff (1, 2, 4, 8 s…), not on every pass (twice a second).
+    let first = Instant::now();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let tries = c.controller_log().matches("could not resolve EC2NodeClass").count();
+    assert!(tries <= 8, "{tries} resolutions in {:.0} s", first.elapsed().as_secs_f64());
+    c.moto.refuse(&[]);
+    nodeclass_ready(&c, "lab-general").await;
+    c.assert_controller_running();
+}

@@ -89,6 +89,8 @@ struct Controller {
     eviction_backoff: eviction_backoff::EvictionBackoff,
     /// EC2NodeClass name → (generation, when) of its last resolution.
     resolved: BTreeMap<String, (Option<i64>, Instant)>,
+    /// EC2NodeClasses whose resolution AWS refused, backing off.
+    resolve_failures: nodeclasses::Failures,
     /// NodeClaims this process created that its cache has not shown yet, with when. A
     /// decision waits for them (Karpenter's cluster-state sync): deciding without them
     /// would provision their pods a second time.
@@ -224,6 +226,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         launching: Arc::default(),
         eviction_backoff: Default::default(),
         resolved: BTreeMap::new(),
+        resolve_failures: Default::default(),
         unobserved: BTreeMap::new(),
         decision_due: false,
         policies,

@@ -1,7 +1,9 @@
 //! EC2NodeClass status and finalization: each EC2NodeClass is resolved against AWS
 //! (subnets, security groups, AMIs, instance profile) on a new generation and every
-//! [`RESOLVE_EVERY`], with a Warning Event per failed check; one being deleted is finalized
-//! once no NodeClaim uses it.
+//! [`RESOLVE_EVERY`], with a Warning Event per failed check; a resolution AWS refuses
+//! (AccessDenied, throttling) makes it `Ready=False` with the error and an Event, and is tried
+//! again with a per-NodeClass backoff (1 s doubling to 5 minutes), not on every pass. One
+//! being deleted is finalized once no NodeClaim uses it.
 
 use super::events::Involved;
 use super::{Controller, conditions};
@@ -10,9 +12,17 @@ use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use std::time::{Duration, Instant};
 use tenon_api::EC2NodeClass;
-use tenon_api::wellknown as wk;
+use tenon_api::wellknown::{self as wk, condition};
 
 pub const RESOLVE_EVERY: Duration = Duration::from_secs(300);
+
+/// How long after its `failures`th failed resolution in a row a NodeClass is tried again.
+pub fn retry_after(failures: u32) -> Duration {
+    Duration::from_secs(1u64 << failures.saturating_sub(1).min(9)).min(Duration::from_secs(300))
+}
+
+/// A NodeClass' failed resolutions in a row: at which generation, how many, when to retry.
+pub type Failures = std::collections::BTreeMap<String, (Option<i64>, u32, Instant)>;
 
 impl Controller {
     /// EC2NodeClass status: resolved on a new generation and every 5 minutes.
@@ -37,6 +47,10 @@ impl Controller {
             if self.resolved.get(&name).is_some_and(|(g, at)| *g == gen_ && at.elapsed() < RESOLVE_EVERY) {
                 continue;
             }
+            // A new generation is tried at once: it may be the fix.
+            if self.resolve_failures.get(&name).is_some_and(|(g, _, next)| *g == gen_ && Instant::now() < *next) {
+                continue;
+            }
             match self.provider.resolve(&nc).await {
                 Ok(r) => {
                     let status = r.status(nc.status.as_ref(), gen_, &conditions::now_time());
@@ -49,11 +63,34 @@ impl Controller {
                         let obj = Involved::cluster_scoped("karpenter.k8s.aws/v1", "EC2NodeClass", &nc.metadata);
                         self.recorder.publish(&self.client, &obj, "Warning", c.reason.as_str(), &c.message).await;
                     }
+                    self.resolve_failures.remove(&name);
                     self.resolved.insert(name, (gen_, Instant::now()));
                 }
-                Err(e) => tracing::warn!(nodeclass = %name, error = %e, "could not resolve EC2NodeClass"),
+                Err(e) => self.resolution_failed(&nc, gen_, &e.to_string()).await,
             }
         }
+    }
+
+    /// AWS refused a resolution: `Ready=False` with the error, a Warning Event, and a backoff.
+    async fn resolution_failed(&mut self, nc: &EC2NodeClass, gen_: Option<i64>, error: &str) {
+        let name = nc.metadata.name.clone().unwrap_or_default();
+        let failures = match self.resolve_failures.get(&name) {
+            Some((g, n, _)) if *g == gen_ => n + 1,
+            _ => 1,
+        };
+        let delay = retry_after(failures);
+        self.resolve_failures.insert(name.clone(), (gen_, failures, Instant::now() + delay));
+        tracing::warn!(nodeclass = %name, error, failures, retry_in = ?delay, "could not resolve EC2NodeClass");
+        let message = format!("could not resolve against AWS: {error}");
+        let mut conds = nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
+        conditions::set_condition(&mut conds, condition::READY, false, "ResolutionFailed", &message, gen_);
+        let api: Api<EC2NodeClass> = Api::all(self.client.clone());
+        let patch = json!({"status": {"conditions": conds}});
+        if let Err(e) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            tracing::warn!(nodeclass = %name, error = %e, "could not write EC2NodeClass status");
+        }
+        let obj = Involved::cluster_scoped("karpenter.k8s.aws/v1", "EC2NodeClass", &nc.metadata);
+        self.recorder.publish(&self.client, &obj, "Warning", "ResolutionFailed", &message).await;
     }
 
     /// An EC2NodeClass being deleted: once no NodeClaim uses it, its managed instance
@@ -91,5 +128,16 @@ impl Controller {
             }
             Err(e) => tracing::warn!(nodeclass = %name, error = %e, "could not release the EC2NodeClass finalizer"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_resolutions_back_off_doubling_to_five_minutes() {
+        let secs: Vec<u64> = (1..=12).map(|n| retry_after(n).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
     }
 }
