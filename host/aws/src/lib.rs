@@ -109,6 +109,48 @@ impl Fence {
     }
 }
 
+/// The catalog cache: the last good catalog, and how its refresh goes.
+#[derive(Default)]
+struct CatalogSlot {
+    state: std::sync::Mutex<CatalogState>,
+    /// Bumped when a refresh ends.
+    done: tokio::sync::watch::Sender<u64>,
+}
+
+#[derive(Default)]
+struct CatalogState {
+    current: Option<(Instant, Arc<RawCatalog>)>,
+    refreshing: bool,
+    failures: u32,
+    retry_at: Option<Instant>,
+    last_error: Option<String>,
+}
+
+impl CatalogSlot {
+    fn finish(&self, fetched: Result<RawCatalog, CloudError>) {
+        if let Ok(mut s) = self.state.lock() {
+            let now = Instant::now();
+            match fetched {
+                Ok(c) => {
+                    s.current = Some((now, Arc::new(c)));
+                    s.failures = 0;
+                    s.retry_at = None;
+                    s.last_error = None;
+                }
+                Err(e) => {
+                    s.failures += 1;
+                    let delay = Duration::from_secs(1u64 << (s.failures - 1).min(9)).min(Duration::from_secs(300));
+                    tracing::warn!(error = %e, retry_in = ?delay, serving_stale = s.current.is_some(), "could not refresh the instance catalog");
+                    s.retry_at = Some(now + delay);
+                    s.last_error = Some(e.to_string());
+                }
+            }
+            s.refreshing = false;
+        }
+        self.done.send_modify(|n| *n += 1);
+    }
+}
+
 pub struct AwsProvider {
     pub clients: Clients,
     pub settings: Settings,
@@ -118,7 +160,9 @@ pub struct AwsProvider {
     pub metrics: metrics::Metrics,
     /// Asked before every launch and termination: whether this process may still act.
     pub fence: Fence,
-    catalog: tokio::sync::Mutex<Option<(Instant, Arc<RawCatalog>)>>,
+    /// How long a fetched catalog is served before it is refreshed ([`CATALOG_TTL`]).
+    pub catalog_ttl: Duration,
+    catalog: Arc<CatalogSlot>,
 }
 
 impl AwsProvider {
@@ -135,21 +179,63 @@ impl AwsProvider {
             unavailable: UnavailableOfferings::default(),
             metrics: metrics::Metrics::default(),
             fence: Fence::default(),
-            catalog: tokio::sync::Mutex::new(None),
+            catalog_ttl: CATALOG_TTL,
+            catalog: Arc::default(),
         }
     }
 
-    /// The region's catalog, fetched at most every [`CATALOG_TTL`].
+    /// The region's catalog. A stale one is served while a refresh runs in the background; a
+    /// refresh that fails keeps the last good catalog and is tried again after 1 s doubling
+    /// to 5 minutes, not on every call. Only when there has never been a catalog does a call
+    /// wait, for the fetch under way (or fail at once, naming the last error, while backing
+    /// off).
     pub async fn catalog(&self) -> Result<Arc<RawCatalog>, CloudError> {
-        let mut slot = self.catalog.lock().await;
-        if let Some((at, c)) = slot.as_ref()
-            && at.elapsed() < CATALOG_TTL
-        {
-            return Ok(c.clone());
+        let mut done = self.catalog.done.subscribe();
+        let now = Instant::now();
+        let (current, start) = {
+            let Ok(mut s) = self.catalog.state.lock() else {
+                return Err(CloudError::Api { operation: "catalog".into(), message: "poisoned".into() });
+            };
+            if let Some((at, c)) = &s.current
+                && now.duration_since(*at) < self.catalog_ttl
+            {
+                return Ok(c.clone());
+            }
+            let start = !s.refreshing && s.retry_at.is_none_or(|t| now >= t);
+            s.refreshing |= start;
+            (s.current.as_ref().map(|(_, c)| c.clone()), start)
+        };
+        if start {
+            let (clients, region, slot) = (self.clients.clone(), self.settings.region.clone(), self.catalog.clone());
+            tokio::spawn(async move {
+                let fetched = catalog::fetch(&clients, &region).await;
+                slot.finish(fetched);
+            });
         }
-        let c = Arc::new(catalog::fetch(&self.clients, &self.settings.region).await?);
-        *slot = Some((Instant::now(), c.clone()));
-        Ok(c)
+        if let Some(c) = current {
+            return Ok(c);
+        }
+        loop {
+            {
+                let s = self
+                    .catalog
+                    .state
+                    .lock()
+                    .map_err(|_| CloudError::Api { operation: "catalog".into(), message: "poisoned".into() })?;
+                if let Some((_, c)) = &s.current {
+                    return Ok(c.clone());
+                }
+                if !s.refreshing {
+                    return Err(CloudError::Api {
+                        operation: "catalog".into(),
+                        message: s.last_error.clone().unwrap_or_else(|| "not fetched yet".into()),
+                    });
+                }
+            }
+            if done.changed().await.is_err() {
+                return Err(CloudError::Api { operation: "catalog".into(), message: "refresh abandoned".into() });
+            }
+        }
     }
 
     /// Instance types a NodeClass can launch: offered in the zones of its resolved subnets,

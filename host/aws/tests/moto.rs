@@ -736,3 +736,55 @@ async fn a_newer_image_for_the_same_architecture_drifts_instances_on_the_older_o
     let fresh = p.create(&request("newami-new", &nc, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap();
     assert_eq!(fresh.image_id, newer);
 }
+
+/// An EC2 authorization failure, as the fault proxy answers it.
+fn unauthorized() -> String {
+    let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>UnauthorizedOperation</Code><Message>You are not authorized to perform this operation.</Message></Error></Errors><RequestID>denied</RequestID></Response>";
+    format!(
+        "HTTP/1.1 403 Forbidden\r\nContent-Type: text/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test]
+async fn a_failing_catalog_refresh_serves_the_last_good_catalog_and_backs_off() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+    let moto = Moto::start();
+    let failing = Arc::new(AtomicBool::new(true));
+    let proxy =
+        support::fault_while(&moto, "Action=DescribeInstanceTypeOfferings", unauthorized(), failing.clone()).await;
+    let mut conn = moto.connection();
+    conn.endpoint_url = Some(proxy.url.clone());
+    let mut p = AwsProvider::connect(&conn, moto.provider("cat").await.settings.clone()).await;
+    p.catalog_ttl = Duration::ZERO;
+    let calls = || proxy.seen.load(Ordering::SeqCst);
+    // Never fetched: the first call waits for the fetch and fails with AWS's error.
+    let e = p.catalog().await.unwrap_err().to_string();
+    assert!(e.contains("UnauthorizedOperation") || e.contains("not authorized"), "{e}");
+    let after_first = calls();
+    // Within the backoff, calls fail at once without asking AWS again.
+    for _ in 0..20 {
+        assert!(p.catalog().await.is_err());
+    }
+    assert_eq!(calls(), after_first, "no refetch within the backoff");
+    failing.store(false, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let good = p.catalog().await.expect("fetched once the backoff has passed");
+    // Stale at once (TTL 0) and every refresh failing: the last good catalog is served.
+    failing.store(true, Ordering::SeqCst);
+    let started = Instant::now();
+    for _ in 0..20 {
+        let served = p.catalog().await.expect("the last good catalog");
+        assert!(Arc::ptr_eq(&served, &good));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(started.elapsed() < Duration::from_secs(3), "served without waiting on the refresh");
+    let refreshes = calls();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for _ in 0..20 {
+        p.catalog().await.unwrap();
+    }
+    assert!(calls() <= refreshes + 1, "a failed refresh is not retried on every call: {} then {}", refreshes, calls());
+}

@@ -144,6 +144,24 @@ pub async fn throttle_matching(moto: &Moto, failures: usize, needle: &str) -> Th
 /// As [`throttle_matching`], answering the matching requests with `response` (a whole HTTP
 /// response) instead of the throttling error.
 pub async fn fault_matching(moto: &Moto, failures: usize, needle: &str, response: String) -> Throttle {
+    fault_when(moto, needle, response, std::sync::Arc::new(move |n| n < failures)).await
+}
+
+/// As [`fault_matching`], failing the matching requests while `failing` is set.
+pub async fn fault_while(
+    moto: &Moto,
+    needle: &str,
+    response: String,
+    failing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Throttle {
+    fault_when(moto, needle, response, std::sync::Arc::new(move |_| failing.load(std::sync::atomic::Ordering::SeqCst)))
+        .await
+}
+
+/// Which matching requests fail, by their index among the matching ones.
+type Fails = std::sync::Arc<dyn Fn(usize) -> bool + Send + Sync>;
+
+async fn fault_when(moto: &Moto, needle: &str, response: String, fails: Fails) -> Throttle {
     let needle = needle.to_string();
     let response = std::sync::Arc::new(response);
     use std::sync::Arc;
@@ -160,6 +178,7 @@ pub async fn fault_matching(moto: &Moto, failures: usize, needle: &str, response
             let count = count.clone();
             let needle = needle.clone();
             let response = response.clone();
+            let fails = fails.clone();
             tokio::spawn(async move {
                 // Read one request: headers, then Content-Length bytes of body.
                 let mut buf = Vec::new();
@@ -188,8 +207,7 @@ pub async fn fault_matching(moto: &Moto, failures: usize, needle: &str, response
                     buf.extend_from_slice(&chunk[..r]);
                 }
                 let matches = String::from_utf8_lossy(&buf).contains(&needle);
-                let n = if matches { count.fetch_add(1, Ordering::SeqCst) } else { usize::MAX };
-                if n < failures {
+                if matches && fails(count.fetch_add(1, Ordering::SeqCst)) {
                     let _ = client.write_all(response.as_bytes()).await;
                     return;
                 }
