@@ -12,7 +12,13 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How long after its `failures`th failure in a row something AWS refused (a catalog refresh,
+/// a NodeClass resolution) is tried again: 1 s doubling to 5 minutes.
+pub fn retry_after(failures: u32) -> Duration {
+    Duration::from_secs(1u64 << failures.saturating_sub(1).min(9)).min(Duration::from_secs(300))
+}
 
 /// Per operation (`service:Operation`): since when its attempts have been timing out
 /// without an answer in between.
@@ -76,7 +82,12 @@ impl Intercept for Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+
+    #[test]
+    fn failures_back_off_doubling_to_five_minutes() {
+        let secs: Vec<u64> = (1..=12).map(|n| retry_after(n).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
+    }
 
     #[test]
     fn an_operation_is_hung_from_its_first_timeout_until_it_is_answered() {

@@ -139,7 +139,7 @@ impl CatalogSlot {
                 }
                 Err(e) => {
                     s.failures += 1;
-                    let delay = Duration::from_secs(1u64 << (s.failures - 1).min(9)).min(Duration::from_secs(300));
+                    let delay = call_health::retry_after(s.failures);
                     tracing::warn!(error = %e, retry_in = ?delay, serving_stale = s.current.is_some(), "could not refresh the instance catalog");
                     s.retry_at = Some(now + delay);
                     s.last_error = Some(e.to_string());

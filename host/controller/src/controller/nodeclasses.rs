@@ -16,11 +16,6 @@ use tenon_api::wellknown::{self as wk, condition};
 
 pub const RESOLVE_EVERY: Duration = Duration::from_secs(300);
 
-/// How long after its `failures`th failed resolution in a row a NodeClass is tried again.
-pub fn retry_after(failures: u32) -> Duration {
-    Duration::from_secs(1u64 << failures.saturating_sub(1).min(9)).min(Duration::from_secs(300))
-}
-
 /// A NodeClass' failed resolutions in a row: at which generation, how many, when to retry.
 pub type Failures = std::collections::BTreeMap<String, (Option<i64>, u32, Instant)>;
 
@@ -78,7 +73,7 @@ impl Controller {
             Some((g, n, _)) if *g == gen_ => n + 1,
             _ => 1,
         };
-        let delay = retry_after(failures);
+        let delay = tenon_aws::call_health::retry_after(failures);
         self.resolve_failures.insert(name.clone(), (gen_, failures, Instant::now() + delay));
         tracing::warn!(nodeclass = %name, error, failures, retry_in = ?delay, "could not resolve EC2NodeClass");
         let message = format!("could not resolve against AWS: {error}");
@@ -128,16 +123,5 @@ impl Controller {
             }
             Err(e) => tracing::warn!(nodeclass = %name, error = %e, "could not release the EC2NodeClass finalizer"),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn failed_resolutions_back_off_doubling_to_five_minutes() {
-        let secs: Vec<u64> = (1..=12).map(|n| retry_after(n).as_secs()).collect();
-        assert_eq!(secs, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
     }
 }
