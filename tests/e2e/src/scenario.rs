@@ -27,6 +27,12 @@ pub fn apply_lab(c: &Cluster, workload: &str) {
     ]);
 }
 
+/// inflate's pods get `secs` of termination grace (they take that long to go).
+pub fn inflate_grace(c: &Cluster, secs: u32) {
+    let patch = format!(r#"{{"spec":{{"template":{{"spec":{{"terminationGracePeriodSeconds":{secs}}}}}}}}}"#);
+    c.kubectl(&["patch", "deployment", "inflate", "-n", INFLATE_NS, "--type", "merge", "-p", &patch]);
+}
+
 pub fn scale_inflate(c: &Cluster, replicas: u32) {
     c.kubectl(&["scale", "deployment", "inflate", "-n", INFLATE_NS, "--replicas", &replicas.to_string()]);
 }

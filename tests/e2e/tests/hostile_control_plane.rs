@@ -5,7 +5,9 @@
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use std::time::{Duration, Instant, SystemTime};
-use tenon_e2e::scenario::{INFLATE_NS, all_bound, apply_lab_general, nodeclass_ready, patch_nodepool, scale_inflate};
+use tenon_e2e::scenario::{
+    INFLATE_NS, all_bound, apply_lab_general, inflate_grace, nodeclass_ready, patch_nodepool, scale_inflate,
+};
 use tenon_e2e::{CONTROLLER_TOKEN, Cluster, eventually, replica_token};
 use tenon_kube_emulator::Fault;
 
@@ -39,17 +41,7 @@ async fn two_drains_held_by_one_pdb_stop_no_provisioning() {
     c.start_controller();
     nodeclass_ready(&c, "lab-general").await;
     // Pods that take a minute to go: the one eviction the PDB allows keeps it exhausted.
-    c.kubectl(&[
-        "patch",
-        "deployment",
-        "inflate",
-        "-n",
-        INFLATE_NS,
-        "--type",
-        "merge",
-        "-p",
-        r#"{"spec":{"template":{"spec":{"terminationGracePeriodSeconds":60}}}}"#,
-    ]);
+    inflate_grace(&c, 60);
     scale_inflate(&c, 6);
     all_bound(&c, INFLATE_NS, 6, Duration::from_secs(120)).await;
     let claims = c.nodeclaims().await;

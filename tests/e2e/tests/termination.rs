@@ -4,7 +4,7 @@
 //! and a weighted fallback when spot capacity runs out.
 
 use std::time::{Duration, Instant};
-use tenon_e2e::scenario::{INFLATE_NS, all_bound, lab_general_running, scale_inflate};
+use tenon_e2e::scenario::{INFLATE_NS, all_bound, inflate_grace, lab_general_running, scale_inflate};
 use tenon_e2e::{Cluster, eventually};
 
 /// The one NodeClaim: (name, node, instance id).
@@ -43,17 +43,7 @@ fn bound_pod(c: &Cluster, name: &str, node: &str, meta: &str, extra: &str) {
 async fn an_instance_outlives_its_pods_grace_and_its_attached_volumes() {
     let mut c = Cluster::start("termination-grace").await;
     lab_general_running(&mut c, 0).await;
-    c.kubectl(&[
-        "patch",
-        "deployment",
-        "inflate",
-        "-n",
-        INFLATE_NS,
-        "--type",
-        "merge",
-        "-p",
-        r#"{"spec":{"template":{"spec":{"terminationGracePeriodSeconds":20}}}}"#,
-    ]);
+    inflate_grace(&c, 20);
     scale_inflate(&c, 2);
     all_bound(&c, INFLATE_NS, 2, Duration::from_secs(90)).await;
     let (name, node, id) = the_nodeclaim(&c).await;
