@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 /// second; the AWS calls it makes give up an attempt after 30 s.
 pub const STUCK_AFTER: Duration = Duration::from_secs(60);
 
+/// Each control-loop pass's duration.
+const PASS_SECONDS: &str = "tenon_controller_pass_duration_seconds";
+const PASS_BUCKETS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+
 #[derive(Default)]
 pub struct Metrics {
     ready: AtomicBool,
@@ -91,10 +95,16 @@ impl Metrics {
         }
     }
 
+    /// Ends the pass, recording how long it took in `tenon_controller_pass_duration_seconds`
+    /// (its count is the number of passes: a benchmark divides CPU time by it).
     pub fn pass_completed(&self) {
-        if let Ok(mut p) = self.passes.lock() {
-            p.running_since = None;
-            p.last_completed = Some(Instant::now());
+        let now = Instant::now();
+        let started = self.passes.lock().ok().and_then(|mut p| {
+            p.last_completed = Some(now);
+            p.running_since.take()
+        });
+        if let Some(started) = started {
+            self.observe(PASS_SECONDS, "", now.duration_since(started).as_secs_f64(), PASS_BUCKETS);
         }
     }
 
@@ -226,6 +236,20 @@ pub async fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_completed_pass_is_counted_with_its_duration() {
+        let m = Metrics::default();
+        m.pass_completed();
+        assert!(!m.render().contains(PASS_SECONDS), "a pass that never started is not one");
+        for _ in 0..3 {
+            m.pass_started();
+            m.pass_completed();
+        }
+        let text = m.render();
+        assert!(text.lines().any(|l| l == format!("{PASS_SECONDS}_count{{}} 3")), "{text}");
+        assert!(text.contains(&format!("# TYPE {PASS_SECONDS} histogram")), "{text}");
+    }
 
     #[test]
     fn histograms_count_cumulatively_and_summaries_sum() {
