@@ -161,6 +161,8 @@ impl Controller {
     /// FailedScheduling events for what fits nowhere at all.
     pub(super) async fn provision(&mut self, objects: &ClusterObjects, catalogs: &Catalogs) {
         let started = Instant::now();
+        let provisionable = objects.pods.iter().filter(|p| tenon_core::convert::is_provisionable(p)).count();
+        tracing::info!(pods = provisionable, "found provisionable pod(s)");
         let (mut snap, errors) = snapshot(objects, catalogs);
         let mut ignored_pods = 0;
         for e in &errors {
@@ -189,6 +191,16 @@ impl Controller {
         self.metrics.add("tenon_provisioning_decisions_total", 1.0);
         publish_decision(&self.metrics, &plan);
         self.metrics.set("tenon_provisioning_decision_seconds", started.elapsed().as_secs_f64());
+        // Karpenter's line for a decision: when a batch closed and what it came to.
+        if !plan.nodeclaims.is_empty() {
+            let pods: usize = plan.nodeclaims.iter().map(|n| n.pods.len()).sum();
+            tracing::info!(
+                nodeclaims = plan.nodeclaims.len(),
+                pods,
+                duration = ?started.elapsed(),
+                "computed new nodeclaim(s) to fit pod(s)"
+            );
+        }
         for planned in &plan.nodeclaims {
             let Some(nc) = Self::planned_nodeclaim(planned, &snap, objects) else { continue };
             let Some(name) = self.create_nodeclaim(&nc, "provisioning").await else { continue };
