@@ -201,9 +201,11 @@ impl Controller {
                 "computed new nodeclaim(s) to fit pod(s)"
             );
         }
-        for planned in &plan.nodeclaims {
-            let Some(nc) = Self::planned_nodeclaim(planned, &snap, objects) else { continue };
-            let Some(name) = self.create_nodeclaim(&nc, "provisioning").await else { continue };
+        let planned: Vec<_> =
+            plan.nodeclaims.iter().filter_map(|p| Some((p, Self::planned_nodeclaim(p, &snap, objects)?))).collect();
+        let names = self.create_nodeclaims(planned.iter().map(|(_, nc)| nc.clone()).collect(), "provisioning").await;
+        for ((planned, _), name) in planned.iter().zip(names) {
+            let Some(name) = name else { continue };
             // Karpenter's nomination Event: where each pod is expected to land.
             for &i in &planned.pods {
                 let obj = Involved::pod(&snap.pods[i]);
@@ -247,16 +249,32 @@ impl Controller {
     /// so a create whose answer was lost (a 504, a timeout) names the NodeClaim that may
     /// exist: decisions wait until the cache shows it or a read says it does not.
     pub(super) async fn create_nodeclaim(&mut self, nc: &NodeClaim, reason: &str) -> Option<String> {
-        let pool = nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)).cloned().unwrap_or_default();
-        let api: Api<NodeClaim> = Api::all(self.client.clone());
-        let mut nc = nc.clone();
-        if nc.metadata.name.is_none()
-            && let Some(prefix) = nc.metadata.generate_name.take()
-        {
-            nc.metadata.name = Some(format!("{prefix}{}", names::suffix()));
+        self.create_nodeclaims(vec![nc.clone()], reason).await.pop().flatten()
+    }
+
+    /// Creates NodeClaims together (as Karpenter does a decision's: the client's rate limit
+    /// paces them, not one round trip after another); each one's name, or `None`, in order.
+    pub(super) async fn create_nodeclaims(&mut self, mut ncs: Vec<NodeClaim>, reason: &str) -> Vec<Option<String>> {
+        for nc in &mut ncs {
+            if nc.metadata.name.is_none()
+                && let Some(prefix) = nc.metadata.generate_name.take()
+            {
+                nc.metadata.name = Some(format!("{prefix}{}", names::suffix()));
+            }
         }
+        let outcomes = create_all(&self.client, &ncs).await;
+        let mut names = Vec::with_capacity(ncs.len());
+        for (nc, outcome) in ncs.iter().zip(outcomes) {
+            names.push(self.created(nc, outcome, reason));
+        }
+        names
+    }
+
+    /// Books the outcome of creating `nc`: its name, or `None` when the API refused it (logged).
+    fn created(&mut self, nc: &NodeClaim, outcome: kube::Result<NodeClaim>, reason: &str) -> Option<String> {
+        let pool = nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)).cloned().unwrap_or_default();
         let name = nc.metadata.name.clone().unwrap_or_default();
-        match api.create(&PostParams::default(), &nc).await {
+        match outcome {
             Ok(created) => {
                 let name = created.metadata.name.clone().unwrap_or_default();
                 self.unobserved.insert(name.clone(), Instant::now());
@@ -283,6 +301,23 @@ impl Controller {
 /// How long a NodeClaim this process created may be missing from the cache before the API
 /// server is asked whether it exists.
 const CONFIRM_AFTER: Duration = Duration::from_secs(5);
+
+/// NodeClaim creates in flight at once.
+const CREATES_IN_FLIGHT: usize = 32;
+
+/// Creates each of `ncs` (named already), [`CREATES_IN_FLIGHT`] at a time; the outcomes in
+/// the same order.
+async fn create_all(client: &kube::Client, ncs: &[NodeClaim]) -> Vec<kube::Result<NodeClaim>> {
+    use futures_util::StreamExt;
+    let api: Api<NodeClaim> = Api::all(client.clone());
+    futures_util::stream::iter(ncs.iter().map(|nc| {
+        let api = api.clone();
+        async move { api.create(&PostParams::default(), nc).await }
+    }))
+    .buffered(CREATES_IN_FLIGHT)
+    .collect()
+    .await
+}
 
 #[cfg(test)]
 mod tests {
@@ -412,6 +447,41 @@ mod tests {
         let (snap, errors) = tenon_core::convert::snapshot(&objects, &move |_| cat.clone(), 0);
         assert!(errors.is_empty(), "{errors:?}");
         tenon_core::schedule(&snap, &tenon_core::scorer::PriceScorer)
+    }
+
+    #[test]
+    fn a_decisions_nodeclaims_are_created_together_not_one_round_trip_after_another() {
+        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let emu = tenon_kube_emulator::Emulator::start().unwrap();
+        rt.block_on(async {
+            let config = kube::Config::new(emu.url.parse().unwrap());
+            let client = super::super::client_policy::client(
+                config,
+                &super::super::ratelimit::RateLimitLayer { qps: 200, burst: 300 },
+            )
+            .unwrap();
+            let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+            for doc in tenon_api::crds::crds_yaml().unwrap().split("\n---\n") {
+                let crd: CustomResourceDefinition = serde_yaml::from_str(doc).unwrap();
+                crds.create(&PostParams::default(), &crd).await.unwrap();
+            }
+            let ncs: Vec<NodeClaim> = (0..40)
+                .map(|i| {
+                    serde_yaml::from_str(&format!("apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: nc-{i:02}}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n  requirements: []\n")).unwrap()
+                })
+                .collect();
+            // An API server 100 ms away: forty creates one after another take 4 s.
+            emu.set_latency(Duration::from_millis(100));
+            let started = Instant::now();
+            let outcomes = create_all(&client, &ncs).await;
+            let took = started.elapsed();
+            let names: Vec<String> = outcomes.into_iter().map(|o| o.unwrap().metadata.name.unwrap()).collect();
+            let expected: Vec<String> = (0..40).map(|i| format!("nc-{i:02}")).collect();
+            assert_eq!(names, expected, "every outcome, in order");
+            assert!(took < Duration::from_secs(1), "forty creates took {took:?}");
+        });
+        drop(rt);
     }
 
     /// The value of `series` as `/metrics` shows it.
