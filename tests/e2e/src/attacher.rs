@@ -23,8 +23,9 @@ pub async fn run(client: Client) {
     let claims: Api<PersistentVolumeClaim> = Api::all(client.clone());
     let vas: Api<VolumeAttachment> = Api::all(client.clone());
     let mut unused_since: BTreeMap<String, Instant> = BTreeMap::new();
+    let mut pace = super::Pace::default();
     loop {
-        tokio::time::sleep(super::STANDIN_PERIOD).await;
+        pace.next().await;
         let lp = ListParams::default();
         let (Ok(pods), Ok(claims), Ok(existing)) = (pods.list(&lp).await, claims.list(&lp).await, vas.list(&lp).await)
         else {

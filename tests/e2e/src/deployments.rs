@@ -14,8 +14,9 @@ pub const OWNER_LABEL: &str = "e2e.tenon.dev/deployment";
 pub async fn run(client: Client) {
     let deployments: Api<Deployment> = Api::all(client.clone());
     let mut counter: u64 = 0;
+    let mut pace = super::Pace::default();
     loop {
-        tokio::time::sleep(super::STANDIN_PERIOD).await;
+        pace.next().await;
         let Ok(list) = deployments.list(&ListParams::default()).await else { continue };
         for d in list.items {
             let (Some(ns), Some(name)) = (d.metadata.namespace.clone(), d.metadata.name.clone()) else { continue };

@@ -44,8 +44,9 @@ pub async fn run(client: Client, aws: Arc<AwsProvider>, catalog: Arc<BTreeMap<St
     let mut seen: BTreeMap<String, Instant> = BTreeMap::new();
     let mut joined: BTreeSet<String> = BTreeSet::new();
     let mut not_ready: BTreeMap<String, Instant> = BTreeMap::new();
+    let mut pace = super::Pace::default();
     loop {
-        tokio::time::sleep(super::STANDIN_PERIOD).await;
+        pace.next().await;
         let Ok(instances) = aws.list().await else { continue };
         let now = Instant::now();
         for i in instances.iter().filter(|i| i.state == InstanceState::Running) {

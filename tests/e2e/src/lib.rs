@@ -55,6 +55,23 @@ pub fn replica_token(i: usize) -> String {
 /// How often the stand-ins look at the cluster.
 pub const STANDIN_PERIOD: Duration = Duration::from_millis(200);
 
+/// A stand-in's pace: a round every [`STANDIN_PERIOD`], or, once rounds take longer (a
+/// cluster of thousands of pods), a pause as long as the last round, so the stand-ins leave
+/// the machine's cores to the controller they stand around at least half the time.
+#[derive(Default)]
+pub struct Pace {
+    round_started: Option<Instant>,
+}
+
+impl Pace {
+    /// Waits until the next round is due.
+    pub async fn next(&mut self) {
+        let last = self.round_started.map_or(Duration::ZERO, |t| t.elapsed());
+        tokio::time::sleep(STANDIN_PERIOD.max(last)).await;
+        self.round_started = Some(Instant::now());
+    }
+}
+
 /// This crate's directory, read when the test runs (cargo sets it): a path compiled in would
 /// point at whichever clone last built the shared target directory.
 pub fn crate_dir() -> PathBuf {

@@ -15,8 +15,9 @@ use tenon_core::resources::Resources;
 pub async fn run(client: Client) {
     let pods_api: Api<Pod> = Api::all(client.clone());
     let nodes_api: Api<Node> = Api::all(client.clone());
+    let mut pace = super::Pace::default();
     loop {
-        tokio::time::sleep(super::STANDIN_PERIOD).await;
+        pace.next().await;
         let (Ok(pods), Ok(nodes)) =
             (pods_api.list(&ListParams::default()).await, nodes_api.list(&ListParams::default()).await)
         else {
