@@ -18,6 +18,7 @@ pub mod differential;
 pub mod kubelet;
 pub mod moto;
 pub mod observe;
+pub mod scale;
 pub mod scenario;
 pub mod scheduler;
 
@@ -112,7 +113,12 @@ pub fn tenon_bin() -> PathBuf {
         return PathBuf::from(p);
     }
     let exe = std::env::current_exe().expect("the test binary's path");
-    let bin = exe.parent().and_then(Path::parent).map(|d| d.join("tenon")).expect("target/debug");
+    // A test runs from target/PROFILE/deps, a harness binary (`scale`) from target/PROFILE.
+    let dir = exe.parent().expect("target/PROFILE");
+    let bin = [dir.join("tenon"), dir.parent().map(|d| d.join("tenon")).unwrap_or_default()]
+        .into_iter()
+        .find(|b| b.exists())
+        .unwrap_or_else(|| dir.join("tenon"));
     assert!(
         bin.exists(),
         "{} is missing: run the suites with `cargo test --workspace` (which builds it), or build it first with `cargo test --workspace --no-run`",
@@ -415,6 +421,11 @@ impl Cluster {
         let raw = tokio::task::block_in_place(|| http_get_raw(&format!("127.0.0.1:{port}"), "/healthz"))?;
         let (head, body) = raw.split_once("\r\n\r\n")?;
         Some((head.lines().next()?.contains(" 200 "), body.to_string()))
+    }
+
+    /// Replica `i`'s process id, while it runs.
+    pub fn replica_pid(&self, i: usize) -> Option<u32> {
+        self.controllers.get(i)?.as_ref().map(Child::id)
     }
 
     /// Whether replica `i` has exited (or was never started).

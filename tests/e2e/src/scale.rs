@@ -1,0 +1,415 @@
+//! The scale benchmark: the real controller against the emulator and moto, with waves of
+//! pending pods that grow the cluster to hundreds of nodes and are then taken away again.
+//! It measures; it asserts nothing about time (`src/bin/scale.rs` runs it, `docs/benchmarks.md`
+//! holds its figures).
+//!
+//! A wave: `pods` pods created in a namespace of their own (as fast as the API takes them,
+//! each marked `PodScheduled=False/Unschedulable` as kube-scheduler would), until every pod is
+//! bound to a Node that joined for it; then a steady state of `steady`; then the pods and every
+//! NodeClaim are deleted and the wave ends when no NodeClaim is left. The controller's
+//! process is measured from `/proc` (RSS, peak RSS, CPU time), its log (when each batch
+//! closed, each NodeClaim was created, each instance launched) and `/metrics` (passes).
+
+use crate::{Cluster, eventually, scenario};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use std::time::{Duration, Instant};
+use tenon_api::NodeClaim;
+
+/// What a run does.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub pods: usize,
+    pub waves: usize,
+    /// How long the steady state (all pods bound) is measured for, each wave.
+    pub steady: Duration,
+    /// CPU each pod requests, in millicores; nodes are 16-vCPU types, so 1500m makes ten
+    /// pods a node.
+    pub pod_cpu_millis: u32,
+    /// How long a wave may take to get every pod bound before the run gives up.
+    pub timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            pods: 10_000,
+            waves: 3,
+            steady: Duration::from_secs(30),
+            pod_cpu_millis: 1500,
+            timeout: Duration::from_secs(1800),
+        }
+    }
+}
+
+/// One wave's figures (seconds unless named otherwise).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Wave {
+    pub pods: usize,
+    pub nodeclaims: usize,
+    /// From the first pod's create to the last pod marked Unschedulable.
+    pub pods_created_seconds: f64,
+    /// Provisioning decisions (closed batches) that created NodeClaims.
+    pub decisions: usize,
+    /// From a batch closing to the last NodeClaim its decision created, the longest of the
+    /// wave's decisions.
+    pub batch_close_to_last_nodeclaim_seconds: f64,
+    /// From the first pod's create to the first instance launched (CreateFleet answered).
+    pub first_pod_to_first_launch_seconds: f64,
+    /// From the first batch closing to the first instance launched.
+    pub first_batch_close_to_first_launch_seconds: f64,
+    /// From the first pod's create until every pod was bound.
+    pub all_bound_seconds: f64,
+    /// The controller's CPU seconds per control-loop pass during the steady state.
+    pub steady_cpu_seconds_per_pass: f64,
+    /// Passes per second during the steady state.
+    pub steady_passes_per_second: f64,
+    /// The controller's resident set after the wave's steady state, MiB.
+    pub rss_mib: f64,
+    /// The anonymous part of it (heap and stacks; the rest is the binary's pages), MiB.
+    pub rss_anon_mib: f64,
+    /// From deleting the pods and NodeClaims until no NodeClaim was left.
+    pub teardown_seconds: f64,
+}
+
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Report {
+    pub pods: usize,
+    pub controller: String,
+    /// The controller's peak resident set over the whole run (VmHWM), MiB.
+    pub peak_rss_mib: f64,
+    /// RSS after the last wave over RSS after the first.
+    pub rss_growth: f64,
+    /// Where the controller's log was kept.
+    pub controller_log: String,
+    pub waves: Vec<Wave>,
+}
+
+/// Runs the benchmark on a cluster of its own; `progress` hears what it is doing.
+pub async fn run(opts: &Options, mut progress: impl FnMut(&str)) -> Report {
+    let mut c = Cluster::start("scale").await;
+    c.kubectl(&["apply", "-f", &format!("{}/ec2nodeclass-lab-general.yaml", scenario::LAB)]);
+    c.apply_yaml("nodepool-scale", NODEPOOL);
+    c.start_controller();
+    scenario::nodeclass_ready(&c, "lab-general").await;
+    let pid = c.replica_pid(0).expect("the controller runs");
+    let mut report =
+        Report { pods: opts.pods, controller: crate::tenon_bin().display().to_string(), ..Report::default() };
+    for w in 0..opts.waves {
+        progress(&format!("wave {}: creating {} pods", w + 1, opts.pods));
+        let wave = wave(&mut c, pid, w, opts, &mut progress).await;
+        progress(&format!("wave {}: {wave:?}", w + 1));
+        report.waves.push(wave);
+    }
+    report.peak_rss_mib = proc_status_kib(pid, "VmHWM:").unwrap_or(0.0) / 1024.0;
+    if let (Some(first), Some(last)) = (report.waves.first(), report.waves.last()) {
+        report.rss_growth = last.rss_mib / first.rss_mib.max(f64::MIN_POSITIVE);
+    }
+    c.assert_controller_running();
+    let kept = std::env::temp_dir().join("tenon-scale-controller.log");
+    if std::fs::write(&kept, c.controller_log()).is_ok() {
+        report.controller_log = kept.display().to_string();
+    }
+    report
+}
+
+/// 16-vCPU on-demand nodes of the lab's EC2NodeClass, no limits, no consolidation: the
+/// benchmark takes the nodes away itself between waves.
+const NODEPOOL: &str = r#"apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: scale}
+spec:
+  template:
+    metadata:
+      labels: {scale.tenon.dev/pool: scale}
+    spec:
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
+        - {key: karpenter.k8s.aws/instance-cpu, operator: In, values: ["16"]}
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: lab-general}
+      expireAfter: Never
+  disruption:
+    consolidationPolicy: WhenEmpty
+    consolidateAfter: Never
+"#;
+
+async fn wave(c: &mut Cluster, pid: u32, w: usize, opts: &Options, progress: &mut impl FnMut(&str)) -> Wave {
+    let ns = format!("scale-wave-{}", w + 1);
+    let log_from = c.controller_log().len();
+    let namespaces: Api<Namespace> = Api::all(c.client.clone());
+    let namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).expect("a Namespace");
+    namespaces.create(&PostParams::default(), &namespace).await.expect("namespace created");
+    let first_pod = wall_now();
+    let started = Instant::now();
+    create_pending_pods(c, &ns, opts).await;
+    let pods_created = started.elapsed();
+    progress(&format!(
+        "{} pods pending after {:.1}s; waiting for them to be bound",
+        opts.pods,
+        pods_created.as_secs_f64()
+    ));
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), &ns);
+    let mut last_report = Instant::now();
+    loop {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let bound = pods.list(&Default::default()).await.map(|l| scenario::bound(&l.items)).unwrap_or(0);
+        if bound == opts.pods {
+            break;
+        }
+        assert!(started.elapsed() < opts.timeout, "only {bound} of {} pods bound after {:?}", opts.pods, opts.timeout);
+        if last_report.elapsed() > Duration::from_secs(30) {
+            last_report = Instant::now();
+            let ncs = c.nodeclaims().await.len();
+            progress(&format!("  {bound} of {} pods bound, {ncs} NodeClaims", opts.pods));
+        }
+    }
+    let all_bound = started.elapsed();
+    let nodeclaims = c.nodeclaims().await.len();
+    progress(&format!("all bound after {:.1}s on {nodeclaims} NodeClaims; steady state", all_bound.as_secs_f64()));
+    let (cpu0, passes0) = (cpu_seconds(pid), passes(c).await);
+    let steady_started = Instant::now();
+    tokio::time::sleep(opts.steady).await;
+    let (cpu1, passes1) = (cpu_seconds(pid), passes(c).await);
+    let steady = steady_started.elapsed().as_secs_f64();
+    let rss_mib = proc_status_kib(pid, "VmRSS:").unwrap_or(0.0) / 1024.0;
+    let rss_anon_mib = proc_status_kib(pid, "RssAnon:").unwrap_or(0.0) / 1024.0;
+    let log = c.controller_log();
+    let timeline = Timeline::read(log.get(log_from..).unwrap_or_default());
+    let dpasses = (passes1 - passes0).max(1.0);
+    let since_first_pod = |t: Option<f64>| t.map_or(f64::NAN, |t| t - first_pod);
+    let mut wave = Wave {
+        pods: opts.pods,
+        nodeclaims,
+        pods_created_seconds: pods_created.as_secs_f64(),
+        decisions: timeline.creating_decisions().len(),
+        batch_close_to_last_nodeclaim_seconds: timeline
+            .creating_decisions()
+            .iter()
+            .map(|(closed, last)| last - closed)
+            .fold(f64::NAN, f64::max),
+        first_pod_to_first_launch_seconds: since_first_pod(timeline.launched.first().copied()),
+        first_batch_close_to_first_launch_seconds: match (timeline.decisions.first(), timeline.launched.first()) {
+            (Some(closed), Some(launched)) => launched - closed,
+            _ => f64::NAN,
+        },
+        all_bound_seconds: all_bound.as_secs_f64(),
+        steady_cpu_seconds_per_pass: (cpu1 - cpu0) / dpasses,
+        steady_passes_per_second: (passes1 - passes0) / steady,
+        rss_mib,
+        rss_anon_mib,
+        teardown_seconds: 0.0,
+    };
+    progress("tearing down: deleting the pods and every NodeClaim");
+    let teardown = Instant::now();
+    delete_all(c, &ns).await;
+    eventually(opts.timeout, "every NodeClaim gone", || async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        c.nodeclaims().await.is_empty().then_some(())
+    })
+    .await;
+    wave.teardown_seconds = teardown.elapsed().as_secs_f64();
+    wave
+}
+
+/// Creates the wave's pods, 32 at a time, each then marked unschedulable (as kube-scheduler
+/// marks a pod no node fits).
+async fn create_pending_pods(c: &Cluster, ns: &str, opts: &Options) {
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..opts.pods {
+        if tasks.len() >= 32 {
+            tasks.join_next().await;
+        }
+        let api: Api<Pod> = Api::namespaced(c.client.clone(), ns);
+        let pod = pod(ns, i, opts.pod_cpu_millis);
+        tasks.spawn(async move {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            if api.create(&PostParams::default(), &pod).await.is_err() {
+                return;
+            }
+            let status = json!({"status": {"conditions": [{
+                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": "0/0 nodes are available (scale benchmark)",
+            }]}});
+            let _ = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await;
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+fn pod(ns: &str, i: usize, cpu_millis: u32) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": format!("load-{i:05}"), "namespace": ns, "labels": {"app": "load"}},
+        "spec": {
+            "nodeSelector": {"scale.tenon.dev/pool": "scale"},
+            "terminationGracePeriodSeconds": 0,
+            "containers": [{
+                "name": "pause",
+                "image": "public.ecr.aws/eks-distro/kubernetes/pause:3.10",
+                "resources": {"requests": {"cpu": format!("{cpu_millis}m"), "memory": "2Gi"}},
+            }],
+        },
+    }))
+    .expect("a Pod")
+}
+
+/// Deletes the wave's pods, then every NodeClaim (the controller drains and terminates them).
+async fn delete_all(c: &Cluster, ns: &str) {
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
+    let names: Vec<String> = pods
+        .list(&Default::default())
+        .await
+        .map(|l| l.items.into_iter().filter_map(|p| p.metadata.name).collect())
+        .unwrap_or_default();
+    let mut tasks = tokio::task::JoinSet::new();
+    for name in names {
+        if tasks.len() >= 32 {
+            tasks.join_next().await;
+        }
+        let pods = pods.clone();
+        tasks.spawn(async move {
+            let _ = pods.delete(&name, &DeleteParams::default()).await;
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    let ncs: Api<NodeClaim> = Api::all(c.client.clone());
+    for nc in c.nodeclaims().await {
+        if let Some(name) = nc.metadata.name {
+            let _ = ncs.delete(&name, &DeleteParams::default()).await;
+        }
+    }
+}
+
+/// When (seconds since the Unix epoch) the controller's log says each provisioning decision
+/// began (its batch closed), each NodeClaim was created and each instance launched.
+#[derive(Debug, Default)]
+pub struct Timeline {
+    pub decisions: Vec<f64>,
+    pub created: Vec<f64>,
+    pub launched: Vec<f64>,
+}
+
+impl Timeline {
+    /// From the controller's text log (`LOG_FORMAT=text`: an RFC 3339 time first).
+    pub fn read(log: &str) -> Timeline {
+        let mut t = Timeline::default();
+        for line in log.lines() {
+            let line = strip_ansi(line);
+            let Some(at) = line.split_whitespace().next().and_then(|s| s.parse::<k8s_openapi::jiff::Timestamp>().ok())
+            else {
+                continue;
+            };
+            let at = at.as_millisecond() as f64 / 1000.0;
+            if line.contains(": found provisionable pod(s)") {
+                t.decisions.push(at);
+            } else if line.contains(": created NodeClaim") {
+                t.created.push(at);
+            } else if line.contains(": launched ") {
+                t.launched.push(at);
+            }
+        }
+        t
+    }
+
+    /// Each decision that created NodeClaims, with when it closed and when its last
+    /// NodeClaim was created (a pass creates its NodeClaims before the next decision).
+    pub fn creating_decisions(&self) -> Vec<(f64, f64)> {
+        let mut out = Vec::new();
+        for (i, &closed) in self.decisions.iter().enumerate() {
+            let next = self.decisions.get(i + 1).copied().unwrap_or(f64::INFINITY);
+            let last = self.created.iter().copied().filter(|&t| t >= closed && t < next).fold(f64::NAN, f64::max);
+            if !last.is_nan() {
+                out.push((closed, last));
+            }
+        }
+        out
+    }
+}
+
+/// The line without terminal colour codes (the log may carry them).
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(ch) = chars.next() {
+        if ch == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+fn wall_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The control loop's completed passes, from `/metrics`.
+async fn passes(c: &Cluster) -> f64 {
+    c.metric("tenon_controller_pass_duration_seconds_count{}").await.unwrap_or(0.0)
+}
+
+/// A `/proc/PID/status` field in KiB (`VmRSS:`, `VmHWM:`).
+fn proc_status_kib(pid: u32, field: &str) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix(field)?.trim().strip_suffix("kB")?.trim().parse().ok())
+}
+
+/// The process's user + system CPU time so far, in seconds.
+fn cpu_seconds(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return f64::NAN };
+    // Fields after the command (which may hold spaces) closed by ')': utime and stime are
+    // the 14th and 15th fields of the line, the 12th and 13th after it.
+    let Some((_, rest)) = stat.rsplit_once(')') else { return f64::NAN };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    (ticks(11) + ticks(12)) / clock_ticks()
+}
+
+fn clock_ticks() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_timeline_reads_the_controller_log_colours_or_not() {
+        let log = "\u{1b}[2m2026-12-02T20:40:01.250000Z\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m tenon::controller::provisioner: found provisionable pod(s) pods=3\n\
+                   2026-12-02T20:40:02.000000Z  INFO tenon::controller::provisioner: created NodeClaim nodeclaim=scale-abcde nodepool=scale reason=provisioning\n\
+                   2026-12-02T20:40:03.500000Z  INFO tenon::controller::launch: launched nodeclaim=scale-abcde instance=i-1\n\
+                   not a log line\n";
+        let t = Timeline::read(log);
+        assert_eq!(t.decisions.len(), 1);
+        assert_eq!(t.created.len(), 1);
+        assert_eq!(t.launched.len(), 1);
+        assert!((t.created[0] - t.decisions[0] - 0.75).abs() < 1e-6, "{t:?}");
+        assert!((t.launched[0] - t.created[0] - 1.5).abs() < 1e-6, "{t:?}");
+    }
+
+    #[test]
+    fn a_batch_is_timed_to_the_last_nodeclaim_its_own_decision_created() {
+        let t = Timeline { decisions: vec![10.0, 20.0, 30.0], created: vec![10.5, 12.0, 30.25], launched: vec![] };
+        assert_eq!(t.creating_decisions(), vec![(10.0, 12.0), (30.0, 30.25)], "the decision at 20 created none");
+    }
+
+    #[test]
+    fn this_process_has_a_resident_set_and_cpu_time() {
+        let pid = std::process::id();
+        assert!(proc_status_kib(pid, "VmRSS:").is_some_and(|k| k > 0.0));
+        assert!(cpu_seconds(pid) >= 0.0);
+    }
+}
