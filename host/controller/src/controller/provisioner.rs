@@ -201,10 +201,10 @@ impl Controller {
                 "computed new nodeclaim(s) to fit pod(s)"
             );
         }
-        let planned: Vec<_> =
-            plan.nodeclaims.iter().filter_map(|p| Some((p, Self::planned_nodeclaim(p, &snap, objects)?))).collect();
-        let names = self.create_nodeclaims(planned.iter().map(|(_, nc)| nc.clone()).collect(), "provisioning").await;
-        for ((planned, _), name) in planned.iter().zip(names) {
+        let (planned, ncs): (Vec<_>, Vec<_>) =
+            plan.nodeclaims.iter().filter_map(|p| Some((p, Self::planned_nodeclaim(p, &snap, objects)?))).unzip();
+        let names = self.create_nodeclaims(ncs, "provisioning").await;
+        for (planned, name) in planned.into_iter().zip(names) {
             let Some(name) = name else { continue };
             // Karpenter's nomination Event: where each pod is expected to land.
             for &i in &planned.pods {
