@@ -42,6 +42,13 @@ pub const TAG_CLUSTER: &str = "karpenter.k8s.aws/cluster";
 /// Tag on instances and launch templates: the EC2NodeClass they were made for.
 pub const TAG_NODECLASS: &str = "karpenter.k8s.aws/ec2nodeclass";
 
+/// Launches the provider has under way at once. Karpenter folds a wave's identical requests
+/// into batched CreateFleet calls; Tenon makes one call per NodeClaim, so a wave of a thousand
+/// NodeClaims would otherwise put a thousand requests (and their DescribeInstances) on EC2 at
+/// once, where they are throttled or time out together and all retry. At ~1–2 s per launch, 64
+/// in flight still launches a thousand NodeClaims in well under a minute.
+pub const LAUNCHES_IN_FLIGHT: usize = 64;
+
 /// How long a fetched catalog (types, offerings, prices) is reused.
 pub const CATALOG_TTL: Duration = Duration::from_secs(15 * 60);
 
@@ -163,6 +170,9 @@ pub struct AwsProvider {
     /// How long a fetched catalog is served before it is refreshed ([`CATALOG_TTL`]).
     pub catalog_ttl: Duration,
     catalog: Arc<CatalogSlot>,
+    /// Launches under way at once (CreateFleet and the calls around it), [`LAUNCHES_IN_FLIGHT`]
+    /// unless [`AwsProvider::limit_launches`] says otherwise.
+    launch_slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl AwsProvider {
@@ -181,6 +191,7 @@ impl AwsProvider {
             fence: Fence::default(),
             catalog_ttl: CATALOG_TTL,
             catalog: Arc::default(),
+            launch_slots: Arc::new(tokio::sync::Semaphore::new(LAUNCHES_IN_FLIGHT)),
         }
     }
 
@@ -292,7 +303,18 @@ impl AwsProvider {
         req: &LaunchRequest,
         requested: &std::collections::BTreeSet<String>,
     ) -> Result<Instance, CloudError> {
+        // The semaphore is never closed, so waiting for a slot cannot fail in practice.
+        let _slot = self
+            .launch_slots
+            .acquire()
+            .await
+            .map_err(|e| CloudError::Api { operation: "launch".into(), message: e.to_string() })?;
         fleet::create(self, req, requested).await
+    }
+
+    /// At most `n` launches under way at once from now on (clones share the bound).
+    pub fn limit_launches(&mut self, n: usize) {
+        self.launch_slots = Arc::new(tokio::sync::Semaphore::new(n.max(1)));
     }
 
     /// Resolves the NodeClass' selectors and its instance profile. The caller writes
@@ -394,7 +416,7 @@ fn root_volume_bytes(nc: &EC2NodeClass) -> i64 {
 
 impl CloudProvider for AwsProvider {
     async fn create(&self, req: &LaunchRequest) -> Result<Instance, CloudError> {
-        fleet::create(self, req, &Default::default()).await
+        self.launch(req, &Default::default()).await
     }
 
     async fn delete(&self, ids: &[String]) -> Result<(), CloudError> {

@@ -788,3 +788,29 @@ async fn a_failing_catalog_refresh_serves_the_last_good_catalog_and_backs_off() 
     }
     assert!(calls() <= refreshes + 1, "a failed refresh is not retried on every call: {} then {}", refreshes, calls());
 }
+
+#[tokio::test]
+async fn launches_beyond_the_bound_wait_for_a_free_slot_instead_of_piling_onto_ec2() {
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+    let moto = Moto::start();
+    // A loaded EC2 answers CreateFleet slowly: every launch over the bound would wait on it
+    // at once (thousands in a big wave) and time out together.
+    let proxy = support::slow_matching(&moto, "Action=CreateFleet", Duration::from_millis(300)).await;
+    let mut conn = moto.connection();
+    conn.endpoint_url = Some(proxy.url.clone());
+    let setup = moto.provider("bound").await;
+    lab(&setup, "bound").await;
+    let nc = resolved(&setup, lab_nodeclass("bound")).await;
+    let mut p = AwsProvider::connect(&conn, setup.settings.clone()).await;
+    p.limit_launches(3);
+    let reqs: Vec<_> =
+        (0..9).map(|i| request(&format!("bound-{i}"), &nc, vec![option("m5.large", "us-east-1a", "amd64")])).collect();
+    let launched = futures_util::future::join_all(reqs.iter().map(|r| p.create(r))).await;
+    for (r, l) in reqs.iter().zip(&launched) {
+        assert!(l.is_ok(), "{}: {l:?}", r.nodeclaim);
+    }
+    assert_eq!(proxy.seen.load(Ordering::SeqCst), 9, "one CreateFleet per NodeClaim");
+    let peak = proxy.peak_in_flight.load(Ordering::SeqCst);
+    assert!(peak <= 3, "{peak} CreateFleet calls waited on EC2 at once; the bound is 3");
+}

@@ -124,6 +124,8 @@ pub fn interruption_messages() -> Vec<(String, InterruptionKind, Vec<&'static st
 pub struct Throttle {
     pub url: String,
     pub seen: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// The most matching requests that were waiting for moto's answer at one time.
+    pub peak_in_flight: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 pub async fn throttle(moto: &Moto, failures: usize) -> Throttle {
@@ -144,7 +146,13 @@ pub async fn throttle_matching(moto: &Moto, failures: usize, needle: &str) -> Th
 /// As [`throttle_matching`], answering the matching requests with `response` (a whole HTTP
 /// response) instead of the throttling error.
 pub async fn fault_matching(moto: &Moto, failures: usize, needle: &str, response: String) -> Throttle {
-    fault_when(moto, needle, response, std::sync::Arc::new(move |n| n < failures)).await
+    fault_when(moto, needle, response, std::sync::Arc::new(move |n| n < failures), std::time::Duration::ZERO).await
+}
+
+/// A proxy in front of moto that holds each request matching `needle` for `delay` before
+/// forwarding it, as a loaded EC2 answers slowly; it fails none.
+pub async fn slow_matching(moto: &Moto, needle: &str, delay: std::time::Duration) -> Throttle {
+    fault_when(moto, needle, String::new(), std::sync::Arc::new(|_| false), delay).await
 }
 
 /// As [`fault_matching`], failing the matching requests while `failing` is set.
@@ -154,14 +162,14 @@ pub async fn fault_while(
     response: String,
     failing: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Throttle {
-    fault_when(moto, needle, response, std::sync::Arc::new(move |_| failing.load(std::sync::atomic::Ordering::SeqCst)))
-        .await
+    let fails = std::sync::Arc::new(move |_| failing.load(std::sync::atomic::Ordering::SeqCst));
+    fault_when(moto, needle, response, fails, std::time::Duration::ZERO).await
 }
 
 /// Which matching requests fail, by their index among the matching ones.
 type Fails = std::sync::Arc<dyn Fn(usize) -> bool + Send + Sync>;
 
-async fn fault_when(moto: &Moto, needle: &str, response: String, fails: Fails) -> Throttle {
+async fn fault_when(moto: &Moto, needle: &str, response: String, fails: Fails, delay: std::time::Duration) -> Throttle {
     let needle = needle.to_string();
     let response = std::sync::Arc::new(response);
     use std::sync::Arc;
@@ -172,10 +180,14 @@ async fn fault_when(moto: &Moto, needle: &str, response: String, fails: Fails) -
     let upstream = moto.url.trim_start_matches("http://").to_string();
     let seen = Arc::new(AtomicUsize::new(0));
     let count = seen.clone();
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let peak_in_flight = Arc::new(AtomicUsize::new(0));
+    let peak = peak_in_flight.clone();
     tokio::spawn(async move {
         while let Ok((mut client, _)) = listener.accept().await {
             let upstream = upstream.clone();
             let count = count.clone();
+            let (in_flight, peak) = (in_flight.clone(), peak.clone());
             let needle = needle.clone();
             let response = response.clone();
             let fails = fails.clone();
@@ -211,6 +223,10 @@ async fn fault_when(moto: &Moto, needle: &str, response: String, fails: Fails) -
                     let _ = client.write_all(response.as_bytes()).await;
                     return;
                 }
+                if matches {
+                    peak.fetch_max(in_flight.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                    tokio::time::sleep(delay).await;
+                }
                 // Forward with Connection: close so the upstream response ends at EOF.
                 let head = head.replacen("\r\n", "\r\nConnection: close\r\n", 1);
                 let Ok(mut up) = tokio::net::TcpStream::connect(&upstream).await else { return };
@@ -218,9 +234,12 @@ async fn fault_when(moto: &Moto, needle: &str, response: String, fails: Fails) -
                 let _ = up.write_all(&buf[header_end..]).await;
                 let mut resp = Vec::new();
                 let _ = up.read_to_end(&mut resp).await;
+                if matches {
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                }
                 let _ = client.write_all(&resp).await;
             });
         }
     });
-    Throttle { url, seen }
+    Throttle { url, seen, peak_in_flight }
 }
