@@ -49,9 +49,10 @@ pub struct EC2NodeClassSpec {
     #[serde(default, rename = "amiSelectorTerms")]
     #[schemars(length(min = 1, max = 30))]
     pub ami_selector_terms: Vec<AMISelectorTerm>,
-    /// AL2, AL2023, Bottlerocket, Custom, Windows2019 or Windows2022; inferred from an alias.
+    /// AL2, AL2023, Bottlerocket, Custom, Windows2019, Windows2022 or Windows2025; inferred from
+    /// an alias.
     #[serde(default, rename = "amiFamily", skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = ["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022"]))]
+    #[schemars(extend("enum" = ["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025"]))]
     pub ami_family: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_data: Option<String>,
@@ -391,9 +392,10 @@ fn default_reservation_state() -> String {
 }
 
 /// AMI families an alias may name.
-pub const ALIAS_FAMILIES: &[&str] = &["al2", "al2023", "bottlerocket", "windows2019", "windows2022"];
+pub const ALIAS_FAMILIES: &[&str] = &["al2", "al2023", "bottlerocket", "windows2019", "windows2022", "windows2025"];
 /// Values of `spec.amiFamily`.
-pub const AMI_FAMILIES: &[&str] = &["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022"];
+pub const AMI_FAMILIES: &[&str] =
+    &["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025"];
 
 /// A parsed `family@version` alias.
 #[derive(Clone, Debug, PartialEq, Eq)]

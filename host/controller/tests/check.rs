@@ -52,6 +52,22 @@ fn seed_examples_are_valid() {
 }
 
 #[test]
+fn karpenters_own_examples_pass_but_the_one_its_pattern_rejects() {
+    let o = tenon(&["check", "tests/fixtures/karpenter-examples/"]);
+    let out = stdout(&o);
+    let errors = error_lines(&out);
+    // Karpenter's CRD refuses a nodeClassRef group containing '/' (`^[^/]*$`); this example
+    // writes `karpenter.k8s.aws/v1` there.
+    assert_eq!(errors.len(), 1, "{out}");
+    assert!(
+        errors[0].starts_with("tests/fixtures/karpenter-examples/windows-custom-userdata.yaml:")
+            && errors[0].contains("spec.template.spec.nodeClassRef.group"),
+        "{out}"
+    );
+    assert!(out.contains(" in 22 file(s) "), "every example was read: {out}");
+}
+
+#[test]
 fn a_document_without_kind_is_an_error_not_skipped() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tenon"))
         .args(["check", "-"])

@@ -339,7 +339,7 @@ fn check_alias(r: &mut Report, p: &FieldPath, alias: &str, ami_family: Option<&s
         return;
     };
     if !ALIAS_FAMILIES.contains(&family) {
-        r.error(p, format!("family {family:?} is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022'"), "e.g. al2023@v20260304");
+        r.error(p, format!("family {family:?} is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'"), "e.g. al2023@v20260304");
         return;
     }
     if family.starts_with("windows") && version != "latest" {
