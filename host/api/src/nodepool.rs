@@ -2,7 +2,7 @@
 
 use crate::common::{
     Condition, NodeClassReference, NodeSelectorRequirementWithMinValues, ResourceList, Taint, TemplateMetadata,
-    default_expire_after,
+    default_expire_after, no_default, requirement_rules,
 };
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -34,6 +34,13 @@ use serde::{Deserialize, Serialize};
     printcolumn(name = "Memory", type_ = "string", json_path = ".status.resources.memory", priority = "1")
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "has(self.replicas) == has(oldSelf.replicas)",
+     "message": "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"},
+    {"rule": "!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits))",
+     "message": "only 'limits.nodes' is supported on static NodePools"},
+    {"rule": "!has(self.replicas) || !has(self.weight)", "message": "'weight' is not supported on static NodePools"},
+]))]
 pub struct NodePoolSpec {
     /// The template NodeClaims launched from this NodePool start from.
     pub template: NodeClaimTemplate,
@@ -77,10 +84,18 @@ pub struct NodeClaimTemplateSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub startup_taints: Vec<Taint>,
     #[serde(default)]
-    #[schemars(length(max = 100))]
+    #[schemars(length(max = 100), required, transform = no_default, transform = requirement_rules)]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.all(x, x.key != \"karpenter.sh/nodepool\")", "message": "label \"karpenter.sh/nodepool\" is restricted"},
+    ]))]
     pub requirements: Vec<NodeSelectorRequirementWithMinValues>,
     /// Required; `None` only so validation can say so by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(required)]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.group == oldSelf.group", "message": "nodeClassRef.group is immutable"},
+        {"rule": "self.kind == oldSelf.kind", "message": "nodeClassRef.kind is immutable"},
+    ]))]
     pub node_class_ref: Option<NodeClassReference>,
     /// How long a draining node may wait for its pods before they are deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,10 +111,10 @@ pub struct NodeClaimTemplateSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Disruption {
-    /// Wait after the last pod event before a node counts as consolidatable, or `Never`.
-    /// Required when `disruption` is given; `None` only so validation can say so by name.
+    /// Wait after the last pod event before a node counts as consolidatable, or `Never`;
+    /// `0s` when not given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(regex(pattern = r"^(([0-9]+(s|m|h))+|Never)$"))]
+    #[schemars(regex(pattern = r"^(([0-9]+(s|m|h))+|Never)$"), extend("default" = "0s"))]
     pub consolidate_after: Option<String>,
     /// WhenEmpty, WhenEmptyOrUnderutilized or Balanced (a move must save at least half as
     /// large a share of the NodePool's cost as the share of its disruption it causes).
@@ -115,6 +130,9 @@ pub struct Disruption {
     /// The most restrictive active budget wins.
     #[serde(default = "default_budgets")]
     #[schemars(length(max = 50))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.all(x, has(x.schedule) == has(x.duration))", "message": "'schedule' must be set with 'duration'"},
+    ]))]
     pub budgets: Vec<Budget>,
 }
 
@@ -124,7 +142,7 @@ pub struct Disruption {
 pub struct Budget {
     /// Underutilized, Empty and/or Drifted; absent means every reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 50))]
+    #[schemars(length(max = 50), transform = budget_reasons)]
     pub reasons: Option<Vec<String>>,
     /// A node count (`5`) or a percentage of the NodePool's nodes (`10%`, rounded up).
     #[serde(default = "default_budget_nodes")]
@@ -132,6 +150,9 @@ pub struct Budget {
     pub nodes: String,
     /// Cron schedule (UTC) at which the budget becomes active; needs `duration`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(
+        pattern = r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
+    ))]
     pub schedule: Option<String>,
     /// How long the budget stays active after each schedule hit (hours and minutes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -188,5 +209,16 @@ impl NodePool {
     /// The scheduling weight; Karpenter treats an absent weight as 0.
     pub fn weight(&self) -> i64 {
         self.spec.weight.unwrap_or(0)
+    }
+}
+
+/// Budget reasons: a set of Underutilized, Empty and Drifted.
+fn budget_reasons(schema: &mut schemars::Schema) {
+    if let Some(obj) = schema.as_object_mut() {
+        obj.insert("x-kubernetes-list-type".into(), serde_json::json!("set"));
+        obj.insert(
+            "items".into(),
+            serde_json::json!({"type": "string", "enum": ["Underutilized", "Empty", "Drifted"]}),
+        );
     }
 }

@@ -84,13 +84,9 @@ pub fn validate_nodepool(np: &NodePool) -> Vec<Problem> {
     check_label_requirement_conflicts(&mut r, np, &ts.field("requirements"));
 
     let d = spec.field("disruption");
-    match &s.disruption.consolidate_after {
-        None => r.error(
-            &d.field("consolidateAfter"),
-            "consolidateAfter is required when disruption is set",
-            "add consolidateAfter, e.g. 0s (consolidate at once), 10m, or Never",
-        ),
-        Some(v) => check_nillable_duration(&mut r, &d.field("consolidateAfter"), v),
+    // Absent means 0s, as Karpenter's CRD defaults it.
+    if let Some(v) = &s.disruption.consolidate_after {
+        check_nillable_duration(&mut r, &d.field("consolidateAfter"), v);
     }
     let policy = s.disruption.consolidation_policy.as_str();
     if ![CONSOLIDATION_WHEN_EMPTY, CONSOLIDATION_WHEN_EMPTY_OR_UNDERUTILIZED, CONSOLIDATION_BALANCED].contains(&policy)
