@@ -17,6 +17,8 @@ pub struct ResourceType {
     pub subresources: Vec<String>,
     /// A CRD's `additionalPrinterColumns` for the served version.
     pub printer_columns: Vec<Value>,
+    /// A CRD's `openAPIV3Schema` for the served version: writes are admitted against it.
+    pub schema: Option<Value>,
 }
 
 impl ResourceType {
@@ -49,6 +51,7 @@ fn builtin(
         categories: vec![],
         subresources: subs.iter().map(|s| s.to_string()).collect(),
         printer_columns: vec![],
+        schema: None,
     }
 }
 
@@ -121,6 +124,7 @@ pub fn from_crd(crd: &Value) -> Vec<ResourceType> {
                 categories: strs(&names["categories"]),
                 subresources: subs,
                 printer_columns: v["additionalPrinterColumns"].as_array().cloned().unwrap_or_default(),
+                schema: v["schema"].get("openAPIV3Schema").cloned(),
             }
         })
         .collect()

@@ -81,6 +81,16 @@ fn system_now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
+/// A custom resource pruned, defaulted and validated against its CRD's schema, as the API
+/// server admits it (`old`: the stored object, on an update); refused with `422 Invalid`.
+fn admit(t: &ResourceType, obj: &mut Value, old: Option<&Value>) -> Result<(), ApiError> {
+    let Some(schema) = &t.schema else { return Ok(()) };
+    tenon_admission::admit(schema, obj, old).map_err(|errors| {
+        let invalid = tenon_admission::Invalid::new(&t.kind, &t.group, meta_str(obj, "name"), &errors);
+        ApiError { details: Some(invalid.details), ..ApiError::new(422, "Invalid", invalid.message) }
+    })
+}
+
 pub fn rfc3339(secs: i64) -> String {
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
@@ -302,8 +312,9 @@ impl Store {
         m["uid"] = json!(format!("{:08x}-0000-4000-8000-{:012x}", self.uid, self.uid));
         m["creationTimestamp"] = json!(rfc3339((self.now)()));
         m["generation"] = json!(1);
+        admit(t, &mut obj, None)?;
         if dry_run {
-            m["resourceVersion"] = json!(self.rv.to_string());
+            obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
             return Ok(Self::served(t, obj));
         }
         Ok(self.commit(t, ns, key, Self::served(t, obj), "ADDED"))
@@ -393,7 +404,8 @@ impl Store {
                 obj["status"] = crd_status(&obj, (self.now)());
             }
         }
-        let obj = Self::served(t, obj);
+        let mut obj = Self::served(t, obj);
+        admit(t, &mut obj, Some(&old))?;
         if dry_run {
             return Ok(obj);
         }

@@ -264,3 +264,92 @@ spec:
     assert!(String::from_utf8_lossy(&o.stderr).contains("injected fault"), "{}", String::from_utf8_lossy(&o.stderr));
     k.ok(&["get", "node", "node-a"]);
 }
+
+#[test]
+fn writes_are_admitted_against_the_crds_schema_and_cel_rules() {
+    let k = Kubectl::start("admission");
+    k.ok(&["apply", "-f", "charts/tenon-crd/templates/crds.yaml"]);
+    let dir = k.config.parent().expect("the test's directory").to_path_buf();
+    let write = |name: &str, yaml: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, yaml).unwrap();
+        p.display().to_string()
+    };
+    let pool = |labels: &str| {
+        format!(
+            r#"apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: workers}}
+spec:
+  template:
+    metadata:
+      labels: {{{labels}}}
+    spec:
+      requirements: [{{key: kubernetes.io/arch, operator: In, values: [amd64]}}]
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+  disruption:
+    consolidationPolicy: Balanced
+"#
+        )
+    };
+    // A label in Karpenter's own domain breaks a CEL rule: 422 with the rule's message.
+    let bad = write("bad.yaml", &pool("karpenter.sh/team: a"));
+    let o = k.run(&["apply", "-f", &bad]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "refused");
+    assert!(
+        err.contains(r#"The NodePool "workers" is invalid: spec.template.metadata.labels: Invalid value: "object": label domain "karpenter.sh" is restricted"#),
+        "{err}"
+    );
+    // Kubernetes-domain labels are the user's; consolidateAfter defaults to 0s.
+    let good = write("good.yaml", &pool(r#"node-role.kubernetes.io/worker: """#));
+    k.ok(&["apply", "-f", &good]);
+    let after = k.ok(&["get", "nodepool", "workers", "-o", "jsonpath={.spec.disruption.consolidateAfter}"]);
+    assert_eq!(after, "0s");
+    // Transition rules: nodeClassRef.kind cannot change.
+    let o = k.run(&[
+        "patch",
+        "nodepool",
+        "workers",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"nodeClassRef":{"kind":"OtherNodeClass"}}}}}"#,
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("nodeClassRef.kind is immutable"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // A NodeClaim's spec cannot be edited.
+    let claim = write(
+        "claim.yaml",
+        r#"apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {name: workers-abcde}
+spec:
+  requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]
+  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+"#,
+    );
+    k.ok(&["apply", "-f", &claim]);
+    let o =
+        k.run(&["patch", "nodeclaim", "workers-abcde", "--type", "merge", "-p", r#"{"spec":{"expireAfter":"1h"}}"#]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("spec: Invalid value: \"object\": spec is immutable"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Its metadata can.
+    k.ok(&["label", "nodeclaim", "workers-abcde", "team=a"]);
+    // Unknown fields are pruned, as a structural schema prunes them.
+    let extra = write(
+        "extra.yaml",
+        &pool(r#"node-role.kubernetes.io/worker: """#).replace("  disruption:\n", "  notAField: 1\n  disruption:\n"),
+    );
+    k.ok(&["apply", "--validate=false", "-f", &extra]);
+    let spec = k.ok(&["get", "nodepool", "workers", "-o", "jsonpath={.spec}"]);
+    assert!(!spec.contains("notAField"), "{spec}");
+}
