@@ -69,20 +69,21 @@ pub struct Taint {
 /// Reference from a NodePool or NodeClaim to its provider NodeClass.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = |s: &mut schemars::Schema| require(s, &["group", "kind", "name"]))]
 pub struct NodeClassReference {
     /// API group of the NodeClass, `karpenter.k8s.aws` for EC2NodeClass.
     #[serde(default)]
-    #[schemars(required, transform = no_default, regex(pattern = r"^[^/]*$"))]
+    #[schemars(transform = no_default, regex(pattern = r"^[^/]*$"))]
     #[schemars(extend("x-kubernetes-validations" = [{"rule": "self != ''", "message": "group may not be empty"}]))]
     pub group: String,
     /// Kind of the NodeClass, `EC2NodeClass`.
     #[serde(default)]
-    #[schemars(required, transform = no_default)]
+    #[schemars(transform = no_default)]
     #[schemars(extend("x-kubernetes-validations" = [{"rule": "self != ''", "message": "kind may not be empty"}]))]
     pub kind: String,
     /// Name of the NodeClass.
     #[serde(default)]
-    #[schemars(required, transform = no_default)]
+    #[schemars(transform = no_default)]
     #[schemars(extend("x-kubernetes-validations" = [{"rule": "self != ''", "message": "name may not be empty"}]))]
     pub name: String,
 }
@@ -94,6 +95,20 @@ fn label_values(schema: &mut schemars::Schema) {
             "additionalProperties".into(),
             serde_json::json!({"type": "string", "maxLength": 63, "pattern": r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"}),
         );
+    }
+}
+
+/// Marks fields required in an object's schema. Serde defaults (kept so validation can name
+/// a missing field) would otherwise leave them optional for the API server.
+pub(crate) fn require(schema: &mut schemars::Schema, fields: &[&str]) {
+    let Some(obj) = schema.as_object_mut() else { return };
+    let list = obj.entry("required").or_insert_with(|| serde_json::json!([]));
+    if let Some(list) = list.as_array_mut() {
+        for f in fields {
+            if !list.iter().any(|x| x == f) {
+                list.push(serde_json::json!(f));
+            }
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use crate::common::{
     Condition, NodeClassReference, NodeSelectorRequirementWithMinValues, ResourceList, Taint, default_expire_after,
-    no_default, requirement_rules,
+    no_default, require, requirement_rules,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
@@ -48,19 +48,19 @@ use serde::{Deserialize, Serialize};
 )]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [{"rule": "self == oldSelf", "message": "spec is immutable"}]))]
+#[schemars(transform = |s: &mut schemars::Schema| require(s, &["nodeClassRef", "requirements"]))]
 pub struct NodeClaimSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub taints: Vec<Taint>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub startup_taints: Vec<Taint>,
     #[serde(default)]
-    #[schemars(length(max = 100), required, transform = no_default, transform = requirement_rules)]
+    #[schemars(length(max = 100), transform = no_default, transform = requirement_rules)]
     pub requirements: Vec<NodeSelectorRequirementWithMinValues>,
     #[serde(default, skip_serializing_if = "ResourceRequirements::is_empty")]
     pub resources: ResourceRequirements,
     /// Required; `None` only so validation can say so by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(required)]
     pub node_class_ref: Option<NodeClassReference>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^([0-9]+(s|m|h))+$"))]

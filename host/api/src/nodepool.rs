@@ -2,7 +2,7 @@
 
 use crate::common::{
     Condition, NodeClassReference, NodeSelectorRequirementWithMinValues, ResourceList, Taint, TemplateMetadata,
-    default_expire_after, no_default, requirement_rules,
+    default_expire_after, no_default, require, requirement_rules,
 };
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -76,6 +76,7 @@ fn is_default_metadata(m: &TemplateMetadata) -> bool {
 /// The NodeClaim spec a NodePool stamps out, without resource requests.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = |s: &mut schemars::Schema| require(s, &["nodeClassRef", "requirements"]))]
 pub struct NodeClaimTemplateSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub taints: Vec<Taint>,
@@ -84,14 +85,13 @@ pub struct NodeClaimTemplateSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub startup_taints: Vec<Taint>,
     #[serde(default)]
-    #[schemars(length(max = 100), required, transform = no_default, transform = requirement_rules)]
+    #[schemars(length(max = 100), transform = no_default, transform = requirement_rules)]
     #[schemars(extend("x-kubernetes-validations" = [
         {"rule": "self.all(x, x.key != \"karpenter.sh/nodepool\")", "message": "label \"karpenter.sh/nodepool\" is restricted"},
     ]))]
     pub requirements: Vec<NodeSelectorRequirementWithMinValues>,
     /// Required; `None` only so validation can say so by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(required)]
     #[schemars(extend("x-kubernetes-validations" = [
         {"rule": "self.group == oldSelf.group", "message": "nodeClassRef.group is immutable"},
         {"rule": "self.kind == oldSelf.kind", "message": "nodeClassRef.kind is immutable"},
