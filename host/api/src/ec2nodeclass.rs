@@ -1,6 +1,6 @@
 //! `karpenter.k8s.aws/v1` EC2NodeClass.
 
-use crate::common::Condition;
+use crate::common::{Condition, no_default, require};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
@@ -28,17 +28,45 @@ use std::collections::BTreeMap;
     printcolumn(name = "Role", type_ = "string", json_path = ".spec.role", priority = "1")
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "(has(self.role) && !has(self.instanceProfile)) || (!has(self.role) && has(self.instanceProfile))", "message": "must specify exactly one of ['role', 'instanceProfile']"},
+    {"rule": "!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'al2') ? (self.amiFamily == 'Custom' || self.amiFamily == 'AL2') : true)", "message": "if set, amiFamily must be 'AL2' or 'Custom' when using an AL2 alias"},
+    {"rule": "!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'al2023') ? (self.amiFamily == 'Custom' || self.amiFamily == 'AL2023') : true)", "message": "if set, amiFamily must be 'AL2023' or 'Custom' when using an AL2023 alias"},
+    {"rule": "!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'bottlerocket') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Bottlerocket') : true)", "message": "if set, amiFamily must be 'Bottlerocket' or 'Custom' when using a Bottlerocket alias"},
+    {"rule": "!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2019') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2019') : true)", "message": "if set, amiFamily must be 'Windows2019' or 'Custom' when using a Windows2019 alias"},
+    {"rule": "!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2022') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2022') : true)", "message": "if set, amiFamily must be 'Windows2022' or 'Custom' when using a Windows2022 alias"},
+    {"rule": "!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2025') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2025') : true)", "message": "if set, amiFamily must be 'Windows2025' or 'Custom' when using a Windows2025 alias"},
+    {"rule": "self.amiSelectorTerms.exists(x, has(x.alias)) ? true : has(self.amiFamily)", "message": "must specify amiFamily if amiSelectorTerms does not contain an alias"},
+]))]
+#[schemars(transform = |s: &mut schemars::Schema| {
+    require(s, &["amiSelectorTerms", "securityGroupSelectorTerms", "subnetSelectorTerms"])
+})]
 pub struct EC2NodeClassSpec {
     /// Subnet selector terms, ORed. Required.
     #[serde(default)]
-    #[schemars(length(max = 30))]
+    #[schemars(length(max = 30), transform = no_default)]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.size() != 0", "message": "subnetSelectorTerms cannot be empty"},
+        {"rule": "self.all(x, has(x.tags) || has(x.id))", "message": "expected at least one, got none, ['tags', 'id']"},
+        {"rule": "!self.all(x, has(x.id) && has(x.tags))", "message": "'id' is mutually exclusive, cannot be set with a combination of other fields in a subnet selector term"},
+    ]))]
     pub subnet_selector_terms: Vec<SubnetSelectorTerm>,
     /// Security group selector terms, ORed. Required.
     #[serde(default)]
-    #[schemars(length(max = 30))]
+    #[schemars(length(max = 30), transform = no_default)]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.size() != 0", "message": "securityGroupSelectorTerms cannot be empty"},
+        {"rule": "self.all(x, has(x.tags) || has(x.id) || has(x.name))", "message": "expected at least one, got none, ['tags', 'id', 'name']"},
+        {"rule": "!self.all(x, has(x.id) && (has(x.tags) || has(x.name)))", "message": "'id' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term"},
+        {"rule": "!self.all(x, has(x.name) && (has(x.tags) || has(x.id)))", "message": "'name' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term"},
+    ]))]
     pub security_group_selector_terms: Vec<SecurityGroupSelectorTerm>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 30))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.all(x, has(x.tags) || has(x.id) || has(x.instanceMatchCriteria))", "message": "expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']"},
+        {"rule": "!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))", "message": "'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term"},
+    ]))]
     pub capacity_reservation_selector_terms: Vec<CapacityReservationSelectorTerm>,
     #[serde(default, rename = "associatePublicIPAddress", skip_serializing_if = "Option::is_none")]
     pub associate_public_ip_address: Option<bool>,
@@ -47,7 +75,13 @@ pub struct EC2NodeClassSpec {
     pub ip_prefix_count: Option<i32>,
     /// AMI selector terms, ORed. Required.
     #[serde(default, rename = "amiSelectorTerms")]
-    #[schemars(length(min = 1, max = 30))]
+    #[schemars(length(min = 1, max = 30), transform = no_default)]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.all(x, has(x.tags) || has(x.id) || has(x.name) || has(x.alias) || has(x.ssmParameter))", "message": "expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']"},
+        {"rule": "!self.exists(x, has(x.id) && (has(x.alias) || has(x.tags) || has(x.name) || has(x.owner)))", "message": "'id' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms"},
+        {"rule": "!self.exists(x, has(x.alias) && (has(x.id) || has(x.tags) || has(x.name) || has(x.owner)))", "message": "'alias' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms"},
+        {"rule": "!(self.exists(x, has(x.alias)) && self.size() != 1)", "message": "'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms"},
+    ]))]
     pub ami_selector_terms: Vec<AMISelectorTerm>,
     /// AL2, AL2023, Bottlerocket, Custom, Windows2019, Windows2022 or Windows2025; inferred from
     /// an alias.
@@ -59,17 +93,34 @@ pub struct EC2NodeClassSpec {
     /// IAM role for the nodes; Tenon manages an instance profile for it. Exclusive with
     /// `instanceProfile`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self != ''", "message": "role cannot be empty"},
+    ]))]
     pub role: Option<String>,
     /// An existing instance profile. Exclusive with `role`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self != ''", "message": "instanceProfile cannot be empty"},
+    ]))]
     pub instance_profile: Option<String>,
     /// Tags for instances, volumes, launch templates.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.all(k, k != '')", "message": "empty tag keys aren't supported"},
+        {"rule": "self.all(k, k !='eks:eks-cluster-name')", "message": "tag contains a restricted tag matching eks:eks-cluster-name"},
+        {"rule": "self.all(k, !k.startsWith('kubernetes.io/cluster') )", "message": "tag contains a restricted tag matching kubernetes.io/cluster/"},
+        {"rule": "self.all(k, k != 'karpenter.sh/nodepool')", "message": "tag contains a restricted tag matching karpenter.sh/nodepool"},
+        {"rule": "self.all(k, k !='karpenter.sh/nodeclaim')", "message": "tag contains a restricted tag matching karpenter.sh/nodeclaim"},
+        {"rule": "self.all(k, k !='karpenter.k8s.aws/ec2nodeclass')", "message": "tag contains a restricted tag matching karpenter.k8s.aws/ec2nodeclass"},
+    ]))]
     pub tags: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubelet: Option<KubeletConfiguration>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 50))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.filter(x, has(x.rootVolume)?x.rootVolume==true:false).size() <= 1", "message": "must have only one blockDeviceMappings with rootVolume"},
+    ]))]
     pub block_device_mappings: Vec<BlockDeviceMapping>,
     /// RAID0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -79,6 +130,10 @@ pub struct EC2NodeClassSpec {
     /// one must be the primary `interface` on network card 0, device 0.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 150))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && x.interfaceType == 'interface')", "message": "networkInterfaces must include a primary interface with interfaceType='interface'"},
+        {"rule": "self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex).size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))", "message": "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one efa device per network card"},
+    ]))]
     pub network_interfaces: Vec<NetworkInterface>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detailed_monitoring: Option<bool>,
@@ -86,11 +141,48 @@ pub struct EC2NodeClassSpec {
     pub metadata_options: Option<MetadataOptions>,
     /// Idle connection tracking timeouts for the nodes' interfaces (EFA-only ones excluded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)", "message": "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set"},
+    ]))]
     pub connection_tracking: Option<ConnectionTracking>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enclave_options: Option<EnclaveOptions>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// The placement group the nodes launch into, by name or id. Tenon refuses it at
+    /// validation for now (docs/karpenter-differences.md); it is in the schema so that
+    /// installing Tenon's CRDs never prunes it from existing objects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "has(self.name) || has(self.id)", "message": "expected at least one, got none, ['name', 'id']"},
+        {"rule": "!(has(self.name) && has(self.id))", "message": "'name' and 'id' are mutually exclusive"},
+    ]))]
+    pub placement_group_selector: Option<PlacementGroupSelector>,
+    /// CPU options of the nodes' instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_options: Option<CpuOptions>,
+}
+
+/// A placement group, by name or by id.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacementGroupSelector {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^pg-[0-9a-z]+$"))]
+    pub id: Option<String>,
+}
+
+/// CPU options of the nodes' instances.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CpuOptions {
+    /// enabled or disabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["enabled", "disabled"]))]
+    pub nested_virtualization: Option<String>,
 }
 
 /// Tags to match; `*` as a value matches any value of the key.
@@ -100,8 +192,13 @@ pub type SelectorTags = BTreeMap<String, String>;
 #[serde(rename_all = "camelCase")]
 pub struct SubnetSelectorTerm {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 20))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.all(k, k != '' && self[k] != '')", "message": "empty tag keys or values aren't supported"},
+    ]))]
     pub tags: Option<SelectorTags>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "subnet-[0-9a-z]+"))]
     pub id: Option<String>,
 }
 
@@ -109,8 +206,13 @@ pub struct SubnetSelectorTerm {
 #[serde(rename_all = "camelCase")]
 pub struct SecurityGroupSelectorTerm {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 20))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.all(k, k != '' && self[k] != '')", "message": "empty tag keys or values aren't supported"},
+    ]))]
     pub tags: Option<SelectorTags>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "sg-[0-9a-z]+"))]
     pub id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -120,13 +222,20 @@ pub struct SecurityGroupSelectorTerm {
 #[serde(rename_all = "camelCase")]
 pub struct CapacityReservationSelectorTerm {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 20))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.all(k, k != '' && self[k] != '')", "message": "empty tag keys or values aren't supported"},
+    ]))]
     pub tags: Option<SelectorTags>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^cr-[0-9a-z]+$"))]
     pub id: Option<String>,
     #[serde(default, rename = "ownerID", skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[0-9]{12}$"))]
     pub owner_id: Option<String>,
     /// open or targeted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["open", "targeted"]))]
     pub instance_match_criteria: Option<String>,
 }
 
@@ -136,10 +245,20 @@ pub struct AMISelectorTerm {
     /// An EKS-optimized AMI as `family@version` (`al2023@v20260304`, `bottlerocket@latest`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 30))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.matches('^[a-zA-Z0-9]+@.+$')", "message": "'alias' is improperly formatted, must match the format 'family@version'"},
+        {"rule": "self.split('@')[0] in ['al2','al2023','bottlerocket','windows2019','windows2022','windows2025']", "message": "family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'"},
+        {"rule": "self.split('@')[0] in ['windows2019','windows2022','windows2025'] ? self.split('@')[1] == 'latest' : true", "message": "windows families may only specify version 'latest'"},
+    ]))]
     pub alias: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 20))]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "self.all(k, k != '' && self[k] != '')", "message": "empty tag keys or values aren't supported"},
+    ]))]
     pub tags: Option<SelectorTags>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "ami-[0-9a-z]+"))]
     pub id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -153,7 +272,7 @@ pub struct AMISelectorTerm {
 /// configuration field, which an AL2023 node's kubelet takes as written.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+#[schemars(transform = open_kubelet)]
 pub struct KubeletConfiguration {
     #[serde(default, rename = "clusterDNS", skip_serializing_if = "Vec::is_empty")]
     pub cluster_dns: Vec<String>,
@@ -188,6 +307,17 @@ pub struct KubeletConfiguration {
     #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(skip)]
     pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// Karpenter's kubelet schema is open: the API server keeps any field, and validation (not
+/// admission) refuses what the kubelet would not take.
+fn open_kubelet(schema: &mut schemars::Schema) {
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("properties");
+        obj.insert("type".into(), serde_json::json!("object"));
+        obj.insert("additionalProperties".into(), serde_json::json!({"x-kubernetes-preserve-unknown-fields": true}));
+        obj.insert("x-kubernetes-preserve-unknown-fields".into(), serde_json::json!(true));
+    }
 }
 
 /// A network interface of the nodes.
@@ -227,15 +357,19 @@ pub struct ConnectionTracking {
 pub struct MetadataOptions {
     /// enabled or disabled.
     #[serde(default = "enabled", rename = "httpEndpoint")]
+    #[schemars(extend("enum" = ["enabled", "disabled"]))]
     pub http_endpoint: String,
     /// enabled or disabled.
     #[serde(default = "disabled", rename = "httpProtocolIPv6")]
+    #[schemars(extend("enum" = ["enabled", "disabled"]))]
     pub http_protocol_ipv6: String,
     /// 1..64.
     #[serde(default = "one", rename = "httpPutResponseHopLimit")]
+    #[schemars(range(min = 1, max = 64))]
     pub http_put_response_hop_limit: i64,
     /// required or optional.
     #[serde(default = "required", rename = "httpTokens")]
+    #[schemars(extend("enum" = ["required", "optional"]))]
     pub http_tokens: String,
 }
 
@@ -267,6 +401,10 @@ pub struct BlockDeviceMapping {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {"rule": "has(self.snapshotID) || has(self.volumeSize)", "message": "snapshotID or volumeSize must be defined"},
+        {"rule": "!has(self.volumeInitializationRate) || (has(self.snapshotID) && self.snapshotID != '')", "message": "snapshotID must be set when volumeInitializationRate is set"},
+    ]))]
     pub ebs: Option<BlockDevice>,
     /// This device is the kubelet root volume; at most one may be.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -293,6 +431,7 @@ pub struct BlockDevice {
     pub volume_initialization_rate: Option<i32>,
     /// Size in Gi, G, Ti or T (`80Gi`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = volume_size)]
     pub volume_size: Option<Quantity>,
     /// standard, io1, io2, gp2, sc1, st1 or gp3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -382,6 +521,23 @@ pub struct CapacityReservation {
     /// active or expiring.
     #[serde(default = "default_reservation_state")]
     pub state: String,
+    /// Whether EC2 may interrupt the reservation's instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interruptible: Option<bool>,
+}
+
+/// Karpenter's volume sizes: a string in Gi, G, Ti or T within EBS's limits.
+fn volume_size(schema: &mut schemars::Schema) {
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("x-kubernetes-int-or-string");
+        obj.insert("type".into(), serde_json::json!("string"));
+        obj.insert(
+            "pattern".into(),
+            serde_json::json!(
+                r"^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$"
+            ),
+        );
+    }
 }
 
 fn default_reservation_type() -> String {

@@ -175,12 +175,14 @@ fn kubelet_fields_karpenter_does_not_map_pass_to_al2023_only() {
     let d = decode_and_validate(nodeclass_with_kubelet("AL2023", json!({"maxPods": "min(110, 20 * 2)"})));
     assert!(d.object.is_none());
     assert_eq!(d.problems[0].path, "spec.kubelet.maxPods");
-    // The CRD keeps the fields it does not type.
+    // The CRD keeps every field, as Karpenter's open kubelet schema does: types are checked
+    // by validation, not by the API server.
     let crds = tenon_api::crds::crds();
     let schema = serde_json::to_value(&crds[2].spec.versions[0].schema).unwrap();
     let kubelet = &schema["openAPIV3Schema"]["properties"]["spec"]["properties"]["kubelet"];
     assert_eq!(kubelet["x-kubernetes-preserve-unknown-fields"], true, "{kubelet}");
-    assert!(kubelet["properties"]["maxPods"].is_object());
+    assert_eq!(kubelet["additionalProperties"]["x-kubernetes-preserve-unknown-fields"], true, "{kubelet}");
+    assert!(kubelet.get("properties").is_none(), "{kubelet}");
 }
 
 fn nodeclass_with(spec: serde_json::Value) -> serde_json::Value {

@@ -44,6 +44,40 @@ pub fn validate_ec2nodeclass(nc: &EC2NodeClass) -> Vec<Problem> {
         r.error(&spec.field("instanceProfile"), "instanceProfile cannot be empty", "name an existing instance profile");
     }
 
+    // Karpenter v1.14 fields Tenon does not act on yet: refused rather than ignored, so a
+    // node never launches without what the NodeClass asked for.
+    if s.placement_group_selector.is_some() {
+        r.error(
+            &spec.field("placementGroupSelector"),
+            "placement groups are not supported by Tenon yet",
+            "remove placementGroupSelector, or use Karpenter for NodeClasses that need placement groups",
+        );
+    }
+    match s.cpu_options.as_ref().and_then(|c| c.nested_virtualization.as_deref()) {
+        None | Some("disabled") => {}
+        Some("enabled") => r.error(
+            &spec.field("cpuOptions").field("nestedVirtualization"),
+            "nested virtualization is not supported by Tenon yet",
+            "remove cpuOptions.nestedVirtualization or set it to disabled",
+        ),
+        Some(other) => r.error(
+            &spec.field("cpuOptions").field("nestedVirtualization"),
+            format!("unsupported value {other:?}"),
+            "use enabled or disabled",
+        ),
+    }
+    if let Some(ct) = &s.connection_tracking
+        && ct.tcp_established_timeout.is_none()
+        && ct.udp_stream_timeout.is_none()
+        && ct.udp_timeout.is_none()
+    {
+        r.error(
+            &spec.field("connectionTracking"),
+            "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set",
+            "set a timeout, e.g. tcpEstablishedTimeout: 3600, or remove connectionTracking",
+        );
+    }
+
     // Subnets.
     let p = spec.field("subnetSelectorTerms");
     if s.subnet_selector_terms.is_empty() {
