@@ -103,6 +103,10 @@ pub const WELL_KNOWN_AWS_LABELS: &[&str] = &[
     LABEL_INSTANCE_NITRO_ENCLAVES,
     LABEL_INSTANCE_TENANCY,
     "karpenter.k8s.aws/capacity-reservation-id",
+    "karpenter.k8s.aws/capacity-reservation-type",
+    "karpenter.k8s.aws/capacity-reservation-interruptible",
+    "karpenter.k8s.aws/placement-group-id",
+    "karpenter.k8s.aws/placement-group-partition",
 ];
 
 // Annotations.

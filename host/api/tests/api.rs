@@ -241,3 +241,29 @@ fn connection_tracking_timeouts_are_within_ec2s_bounds() {
         ]
     );
 }
+
+#[test]
+fn karpenter_1_14_aws_labels_are_well_known() {
+    // Karpenter v1.14's AWS provider adds these to its well-known labels; any other key in
+    // the karpenter.k8s.aws domain stays restricted.
+    for key in [
+        "karpenter.k8s.aws/capacity-reservation-type",
+        "karpenter.k8s.aws/capacity-reservation-interruptible",
+        "karpenter.k8s.aws/placement-group-id",
+        "karpenter.k8s.aws/placement-group-partition",
+    ] {
+        assert_eq!(requirement_errors(key), Vec::<String>::new(), "{key}");
+    }
+    let refused = requirement_errors("karpenter.k8s.aws/not-a-label");
+    assert_eq!(refused, ["spec.template.spec.requirements[0].key"]);
+}
+
+fn requirement_errors(key: &str) -> Vec<String> {
+    let doc = json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "labels"},
+        "spec": {"template": {"spec": {
+            "requirements": [{"key": key, "operator": "Exists"}],
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}}}
+    });
+    decode_and_validate(doc).problems.into_iter().filter(|p| p.severity == Severity::Error).map(|p| p.path).collect()
+}
