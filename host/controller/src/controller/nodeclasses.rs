@@ -3,6 +3,8 @@
 //! [`RESOLVE_EVERY`], with a Warning Event per failed check; a resolution AWS refuses
 //! (AccessDenied, throttling) makes it `Ready=False` with the error and an Event, and is tried
 //! again with a per-NodeClass backoff (1 s doubling to 5 minutes), not on every pass. One
+//! that fails validation (what `tenon check` refuses) is `ValidationSucceeded=False` and
+//! `Ready=False` with the fields named, with a Warning Event, and is not resolved. One
 //! being deleted is finalized once no NodeClaim uses it.
 
 use super::events::Involved;
@@ -12,6 +14,7 @@ use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use std::time::{Duration, Instant};
 use tenon_api::EC2NodeClass;
+use tenon_api::validation::{Severity, validate_ec2nodeclass};
 use tenon_api::wellknown::{self as wk, condition};
 
 pub const RESOLVE_EVERY: Duration = Duration::from_secs(300);
@@ -39,6 +42,10 @@ impl Controller {
                 }
             }
             let gen_ = nc.metadata.generation;
+            if let Some(message) = validation_errors(&nc) {
+                self.validation_failed(&nc, gen_, &message).await;
+                continue;
+            }
             if self.resolved.get(&name).is_some_and(|(g, at)| *g == gen_ && at.elapsed() < RESOLVE_EVERY) {
                 continue;
             }
@@ -48,6 +55,8 @@ impl Controller {
             }
             match self.provider.resolve(&nc).await {
                 Ok(r) => {
+                    // The resolution sets ValidationSucceeded itself (an AMI family Tenon does
+                    // not launch is False), replacing a ValidationFailed from before a fix.
                     let status = r.status(nc.status.as_ref(), gen_, &conditions::now_time());
                     let patch = json!({"status": status});
                     if let Err(e) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
@@ -64,6 +73,36 @@ impl Controller {
                 Err(e) => self.resolution_failed(&nc, gen_, &e.to_string()).await,
             }
         }
+    }
+
+    /// `ValidationSucceeded=False` and `Ready=False` naming the invalid fields, and a Warning
+    /// Event, once per change (not every pass).
+    async fn validation_failed(&mut self, nc: &EC2NodeClass, gen_: Option<i64>, message: &str) {
+        let name = nc.metadata.name.clone().unwrap_or_default();
+        self.resolved.remove(&name);
+        let mut conds = nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
+        let before = conds.clone();
+        conditions::set_condition(
+            &mut conds,
+            condition::VALIDATION_SUCCEEDED,
+            false,
+            "ValidationFailed",
+            message,
+            gen_,
+        );
+        conditions::set_condition(&mut conds, condition::READY, false, "ValidationFailed", message, gen_);
+        if conds == before {
+            return;
+        }
+        let api: Api<EC2NodeClass> = Api::all(self.client.clone());
+        let patch = json!({"status": {"conditions": conds}});
+        if let Err(e) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            tracing::warn!(nodeclass = %name, error = %e, "could not write EC2NodeClass status");
+            return;
+        }
+        let obj = Involved::cluster_scoped("karpenter.k8s.aws/v1", "EC2NodeClass", &nc.metadata);
+        self.recorder.publish(&self.client, &obj, "Warning", "ValidationFailed", message).await;
+        tracing::warn!(nodeclass = %name, %message, "EC2NodeClass failed validation");
     }
 
     /// AWS refused a resolution: `Ready=False` with the error, a Warning Event, and a backoff.
@@ -124,4 +163,14 @@ impl Controller {
             Err(e) => tracing::warn!(nodeclass = %name, error = %e, "could not release the EC2NodeClass finalizer"),
         }
     }
+}
+
+/// What validation refuses in `nc`, as one message naming each field, or `None`.
+fn validation_errors(nc: &EC2NodeClass) -> Option<String> {
+    let errors: Vec<String> = validate_ec2nodeclass(nc)
+        .into_iter()
+        .filter(|p| p.severity == Severity::Error)
+        .map(|p| format!("{}: {} ({})", p.path, p.message, p.hint))
+        .collect();
+    (!errors.is_empty()).then(|| errors.join("; "))
 }
