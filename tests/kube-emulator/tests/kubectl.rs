@@ -353,3 +353,27 @@ spec:
     let spec = k.ok(&["get", "nodepool", "workers", "-o", "jsonpath={.spec}"]);
     assert!(!spec.contains("notAField"), "{spec}");
 }
+
+#[test]
+fn an_ec2nodeclass_with_every_karpenter_field_round_trips() {
+    let k = Kubectl::start("every-field");
+    k.ok(&["apply", "-f", "charts/tenon-crd/templates/crds.yaml"]);
+    let file = "tests/fixtures/ec2nodeclass-every-field.yaml";
+    k.ok(&["apply", "-f", file]);
+    let sent: serde_json::Value = serde_yaml::from_str(&std::fs::read_to_string(repo().join(file)).unwrap()).unwrap();
+    let stored: serde_json::Value =
+        serde_json::from_str(&k.ok(&["get", "ec2nodeclass", "every-field", "-o", "json"])).unwrap();
+    assert_eq!(stored["spec"], sent["spec"], "every field kept as written");
+    // Status, through the status subresource, keeps what Karpenter writes there too.
+    let reservation = serde_json::json!({
+        "availabilityZone": "us-east-1a", "id": "cr-56fac701cc1951b03", "instanceMatchCriteria": "targeted",
+        "instanceType": "p5.48xlarge", "ownerID": "012345678901", "reservationType": "capacity-block",
+        "state": "active", "interruptible": true, "endTime": "2026-12-31T00:00:00Z",
+    });
+    let patch = serde_json::json!({"status": {"capacityReservations": [reservation]}}).to_string();
+    k.ok(&["patch", "ec2nodeclass", "every-field", "--subresource=status", "--type=merge", "-p", &patch]);
+    let stored: serde_json::Value =
+        serde_json::from_str(&k.ok(&["get", "ec2nodeclass", "every-field", "-o", "json"])).unwrap();
+    assert_eq!(stored["status"]["capacityReservations"][0], reservation);
+    assert_eq!(stored["spec"], sent["spec"]);
+}
