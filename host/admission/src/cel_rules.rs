@@ -4,7 +4,7 @@
 //! where the old object has a value at the same place.
 
 use crate::errors::FieldError;
-use crate::structural::child;
+use crate::structural::{child, regex};
 use cel::extractors::This;
 use cel::objects::{Key, Map};
 use cel::{Context, Env, Program};
@@ -56,7 +56,7 @@ fn compiled(rule: &str) -> Result<Arc<Program>, String> {
 
 /// `s.find(regex)`: the first match, or the empty string.
 fn find(This(s): This<Arc<String>>, re: Arc<String>) -> String {
-    regex::Regex::new(&re).ok().and_then(|r| r.find(&s).map(|m| m.as_str().to_string())).unwrap_or_default()
+    regex(&re).and_then(|r| r.find(&s).map(|m| m.as_str().to_string())).unwrap_or_default()
 }
 
 enum Outcome {
@@ -65,15 +65,15 @@ enum Outcome {
     Error(String),
 }
 
-fn evaluate(rule: &str, value: &Value, old: Option<&Value>) -> Outcome {
+fn evaluate(rule: &str, value: &cel::Value, old: Option<&cel::Value>) -> Outcome {
     let program = match compiled(rule) {
         Ok(p) => p,
         Err(e) => return Outcome::Error(format!("compilation failed: {e}")),
     };
     let mut ctx = Context::with_env(env());
-    ctx.add_variable_from_value("self", to_cel(value));
+    ctx.add_variable_from_value("self", value.clone());
     if let Some(o) = old {
-        ctx.add_variable_from_value("oldSelf", to_cel(o));
+        ctx.add_variable_from_value("oldSelf", o.clone());
     }
     if let Err(e) = ctx.add_function("find", find) {
         return Outcome::Error(format!("the find function could not be declared: {e:?}"));
@@ -91,6 +91,8 @@ pub fn validate(s: &Value, v: &Value, old: Option<&Value>, errors: &mut Vec<Fiel
 }
 
 fn walk(s: &Value, v: &Value, old: Option<&Value>, path: &str, errors: &mut Vec<FieldError>) {
+    // Converted once for all of this node's rules (a NodeClass spec carries a dozen).
+    let (mut this, mut before) = (None, None);
     for r in s.get("x-kubernetes-validations").and_then(Value::as_array).into_iter().flatten() {
         let Some(rule) = r.get("rule").and_then(Value::as_str) else { continue };
         let transition = rule.contains("oldSelf");
@@ -101,7 +103,9 @@ fn walk(s: &Value, v: &Value, old: Option<&Value>, path: &str, errors: &mut Vec<
             Some(f) => format!("{path}{f}"),
             None => path.to_string(),
         };
-        match evaluate(rule, v, old.filter(|_| transition)) {
+        let this = &*this.get_or_insert_with(|| to_cel(v));
+        let before = old.filter(|_| transition).map(|o| &*before.get_or_insert_with(|| to_cel(o)));
+        match evaluate(rule, this, before) {
             Outcome::Holds => {}
             Outcome::Fails => {
                 let message = match r.get("message").and_then(Value::as_str) {

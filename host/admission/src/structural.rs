@@ -95,15 +95,16 @@ thread_local! {
     static PATTERNS: RefCell<HashMap<String, Option<regex::Regex>>> = RefCell::new(HashMap::new());
 }
 
+/// `pattern` compiled once per thread (schema patterns and CEL's `find` share the cache);
+/// `None` when it does not compile.
+pub fn regex(pattern: &str) -> Option<regex::Regex> {
+    PATTERNS
+        .with(|c| c.borrow_mut().entry(pattern.to_string()).or_insert_with(|| regex::Regex::new(pattern).ok()).clone())
+}
+
 /// Whether `text` matches the schema pattern (a pattern that does not compile matches nothing).
 fn matches(pattern: &str, text: &str) -> bool {
-    PATTERNS.with(|c| {
-        c.borrow_mut()
-            .entry(pattern.to_string())
-            .or_insert_with(|| regex::Regex::new(pattern).ok())
-            .as_ref()
-            .is_some_and(|r| r.is_match(text))
-    })
+    regex(pattern).is_some_and(|r| r.is_match(text))
 }
 
 fn type_name(v: &Value) -> &'static str {
