@@ -42,11 +42,12 @@ impl Controller {
                 }
             }
             let gen_ = nc.metadata.generation;
-            if let Some(message) = validation_errors(&nc) {
-                self.validation_failed(&nc, gen_, &message).await;
+            // Resolved at this generation means it validated then: nothing to check again.
+            if self.resolved.get(&name).is_some_and(|(g, at)| *g == gen_ && at.elapsed() < RESOLVE_EVERY) {
                 continue;
             }
-            if self.resolved.get(&name).is_some_and(|(g, at)| *g == gen_ && at.elapsed() < RESOLVE_EVERY) {
+            if let Some(message) = validation_errors(&nc) {
+                self.validation_failed(&nc, gen_, &message).await;
                 continue;
             }
             // A new generation is tried at once: it may be the fix.
