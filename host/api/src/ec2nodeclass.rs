@@ -276,7 +276,7 @@ pub struct AMISelectorTerm {
 pub struct KubeletConfiguration {
     #[serde(default, rename = "clusterDNS", skip_serializing_if = "Vec::is_empty")]
     pub cluster_dns: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "integer_max_pods", skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub max_pods: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -307,6 +307,24 @@ pub struct KubeletConfiguration {
     #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(skip)]
     pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// `maxPods` as an integer. Karpenter also takes a string there, a CEL expression over the
+/// instance type, but only behind its NodeClassCEL feature gate (off by default), which Tenon
+/// does not implement; the error says so rather than "expected i32".
+fn integer_max_pods<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
+    use serde::de::Error;
+    match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(s)) => Err(D::Error::custom(format!(
+            "maxPods {s:?} is a string (a CEL expression); Karpenter evaluates those only with its NodeClassCEL feature gate, which Tenon does not implement: use an integer"
+        ))),
+        Some(v) => v
+            .as_i64()
+            .and_then(|n| i32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| D::Error::custom(format!("maxPods {v} is not an integer"))),
+    }
 }
 
 /// Karpenter's kubelet schema is open: the API server keeps any field, and validation (not

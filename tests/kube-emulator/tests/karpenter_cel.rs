@@ -2,7 +2,8 @@
 //! twice: each case's object is created in the emulator, which admits it against Tenon's CRDs
 //! as an API server would (schema, defaults, CEL rules; updates for transition rules), and it
 //! is validated as `tenon check` validates it. Admission must agree with the case's `admitted`,
-//! the check with its `valid` (Karpenter's runtime validation included).
+//! the check with its `valid` (Karpenter's runtime validation included). The kubelet suite is
+//! runtime validation only (`spec.kubelet` is an open map the API server admits as it is).
 //!
 //! Rows of `tests/conformance/karpenter.tsv` marked `ported` to these tests must agree on both;
 //! every other case is run too and reported, so a newly passing case shows up.
@@ -42,6 +43,11 @@ struct Case {
     valid: bool,
     #[serde(default)]
     defaults: BTreeMap<String, Value>,
+    /// How many errors the check reports, exactly (`errors`) or at least (`min_errors`).
+    errors: Option<usize>,
+    min_errors: Option<usize>,
+    /// Text each error must contain (the offending field's name).
+    mentions: Option<String>,
 }
 
 fn patched(obj: &Value, ops: &[Value]) -> Result<Value, String> {
@@ -125,6 +131,14 @@ async fn run(file: &str, test: &str, group: &str, kind: &str, plural: &str) {
                 if valid != case.valid {
                     problems.push(format!("tenon check: valid={valid}, expected {} {errors:?}", case.valid));
                 }
+                if case.errors.is_some_and(|n| errors.len() != n) || case.min_errors.is_some_and(|n| errors.len() < n) {
+                    problems.push(format!("tenon check: {} error(s) {errors:?}", errors.len()));
+                }
+                if let Some(text) = &case.mentions
+                    && !errors.iter().all(|e| e.contains(text.as_str()))
+                {
+                    problems.push(format!("tenon check: an error does not mention {text:?}: {errors:?}"));
+                }
             }
             let sent: DynamicObject = serde_json::from_value(obj.clone()).unwrap();
             let created = api.create(&PostParams::default(), &sent).await;
@@ -199,4 +213,10 @@ async fn nodeclaim_cases_agree_with_karpenter() {
 async fn ec2nodeclass_cases_agree_with_karpenter() {
     let test = "tests/kube-emulator/tests/karpenter_cel.rs::ec2nodeclass_cases_agree_with_karpenter";
     run("ec2nodeclass.yaml", test, "karpenter.k8s.aws", "EC2NodeClass", "ec2nodeclasses").await;
+}
+
+#[tokio::test]
+async fn ec2nodeclass_kubelet_cases_agree_with_karpenter() {
+    let test = "tests/kube-emulator/tests/karpenter_cel.rs::ec2nodeclass_kubelet_cases_agree_with_karpenter";
+    run("ec2nodeclass-kubelet.yaml", test, "karpenter.k8s.aws", "EC2NodeClass", "ec2nodeclasses").await;
 }

@@ -1,22 +1,11 @@
 //! EC2NodeClass rules.
 
+use super::kubelet::check_kubelet;
 use super::{FieldPath, Problem, Report};
 use crate::ec2nodeclass::{
-    ALIAS_FAMILIES, AMI_FAMILIES, BlockDeviceMapping, EC2NodeClass, KubeletConfiguration, NetworkInterface,
-    SelectorTags,
+    ALIAS_FAMILIES, AMI_FAMILIES, BlockDeviceMapping, EC2NodeClass, NetworkInterface, SelectorTags,
 };
-use crate::quantity::parse_milli;
 use crate::wellknown::{LABEL_NODECLASS, LABEL_NODEPOOL, TAG_CLUSTER_PREFIX, TAG_EKS_CLUSTER_NAME, TAG_NODECLAIM};
-
-const EVICTION_SIGNALS: &[&str] = &[
-    "memory.available",
-    "nodefs.available",
-    "nodefs.inodesFree",
-    "imagefs.available",
-    "imagefs.inodesFree",
-    "pid.available",
-];
-const RESERVED_KEYS: &[&str] = &["cpu", "memory", "ephemeral-storage", "pid"];
 
 /// Validates an EC2NodeClass, returning every problem.
 pub fn validate_ec2nodeclass(nc: &EC2NodeClass) -> Vec<Problem> {
@@ -186,23 +175,7 @@ pub fn validate_ec2nodeclass(nc: &EC2NodeClass) -> Vec<Problem> {
     }
 
     if let Some(k) = &s.kubelet {
-        check_kubelet(&mut r, &spec.field("kubelet"), k);
-        // Only nodeadm (AL2023) takes arbitrary kubelet configuration; elsewhere a field
-        // Karpenter does not map would be silently dropped, so it is refused, as Karpenter does.
-        let family = nc.ami_family();
-        if family != "AL2023" {
-            for key in k.extra.keys() {
-                r.error(
-                    &spec.field("kubelet").field(key),
-                    format!("{key} is not a kubelet setting Karpenter maps, and only AL2023 passes other fields to the kubelet (this NodeClass is {family})"),
-                    if family == "Bottlerocket" {
-                        "remove it, or set its Bottlerocket setting in spec.userData under [settings.kubernetes]"
-                    } else {
-                        "remove it, or check the spelling against the kubelet settings Karpenter maps"
-                    },
-                );
-            }
-        }
+        check_kubelet(&mut r, &spec.field("kubelet"), k, &nc.ami_family());
     }
     check_block_devices(&mut r, &spec.field("blockDeviceMappings"), &s.block_device_mappings);
     if let Some(policy) = &s.instance_store_policy
@@ -398,85 +371,6 @@ fn check_alias(r: &mut Report, p: &FieldPath, alias: &str, ami_family: Option<&s
             ),
             "remove amiFamily (it is inferred from the alias) or set it to Custom",
         );
-    }
-}
-
-fn check_kubelet(r: &mut Report, p: &FieldPath, k: &KubeletConfiguration) {
-    for (field, map) in [("systemReserved", &k.system_reserved), ("kubeReserved", &k.kube_reserved)] {
-        for (key, v) in map {
-            let kp = p.field(field).key(key);
-            if !RESERVED_KEYS.contains(&key.as_str()) {
-                r.error(
-                    &kp,
-                    format!("valid keys for {field} are ['cpu','memory','ephemeral-storage','pid']"),
-                    format!("remove {key:?}"),
-                );
-            }
-            if v.starts_with('-') {
-                r.error(
-                    &kp,
-                    format!("{field} value cannot be a negative resource quantity"),
-                    "use a quantity of zero or more",
-                );
-            } else if parse_milli(v).is_err() {
-                r.error(&kp, format!("{v:?} is not a quantity"), "e.g. 100m, 512Mi");
-            }
-        }
-    }
-    for (field, keys) in [
-        ("evictionHard", k.eviction_hard.keys().collect::<Vec<_>>()),
-        ("evictionSoft", k.eviction_soft.keys().collect()),
-        ("evictionSoftGracePeriod", k.eviction_soft_grace_period.keys().collect()),
-    ] {
-        for key in keys {
-            if !EVICTION_SIGNALS.contains(&key.as_str()) {
-                r.error(
-                    &p.field(field).key(key),
-                    format!("valid keys for {field} are {EVICTION_SIGNALS:?}"),
-                    format!("remove {key:?}"),
-                );
-            }
-        }
-    }
-    for key in k.eviction_soft.keys().filter(|key| !k.eviction_soft_grace_period.contains_key(*key)) {
-        r.error(
-            &p.field("evictionSoft").key(key),
-            "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",
-            format!("add evictionSoftGracePeriod.{key}, e.g. 1m"),
-        );
-    }
-    for key in k.eviction_soft_grace_period.keys().filter(|key| !k.eviction_soft.contains_key(*key)) {
-        r.error(
-            &p.field("evictionSoftGracePeriod").key(key),
-            "evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft",
-            format!("add evictionSoft.{key}, or remove this grace period"),
-        );
-    }
-    if let (Some(hi), Some(lo)) = (k.image_gc_high_threshold_percent, k.image_gc_low_threshold_percent)
-        && hi <= lo
-    {
-        r.error(
-            &p.field("imageGCHighThresholdPercent"),
-            "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",
-            format!("raise it above {lo}"),
-        );
-    }
-    for (field, v) in [
-        ("imageGCHighThresholdPercent", k.image_gc_high_threshold_percent),
-        ("imageGCLowThresholdPercent", k.image_gc_low_threshold_percent),
-    ] {
-        if let Some(v) = v
-            && !(0..=100).contains(&v)
-        {
-            r.error(&p.field(field), format!("{v} is outside 0-100"), "use a percentage");
-        }
-    }
-    for (field, v) in [("maxPods", k.max_pods), ("podsPerCore", k.pods_per_core)] {
-        if let Some(v) = v
-            && v < 0
-        {
-            r.error(&p.field(field), format!("{field} may not be negative"), "use 0 or more");
-        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! show a user everything at once instead of one error per `kubectl apply`.
 
 mod ec2nodeclass;
+mod kubelet;
 mod nodeclaim;
 mod nodepool;
 pub(crate) mod rules;
