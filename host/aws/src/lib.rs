@@ -124,6 +124,41 @@ struct CatalogSlot {
     done: tokio::sync::watch::Sender<u64>,
 }
 
+/// What shapes a catalog into a NodeClass' instance types.
+#[derive(Clone, Debug, PartialEq)]
+struct ShapeKey {
+    zones: Vec<String>,
+    options: AwsCatalogOptions,
+    store: catalog::InstanceStore,
+}
+
+/// Instance types shaped from the current catalog, one entry per NodeClass shape; entries of
+/// an older catalog are dropped when the catalog changes.
+#[derive(Default)]
+struct ShapedCatalogs(std::sync::Mutex<Vec<Shaped>>);
+
+/// Instance types shaped from `catalog` for one NodeClass shape.
+struct Shaped {
+    catalog: Arc<RawCatalog>,
+    key: ShapeKey,
+    types: Arc<Vec<InstanceType>>,
+}
+
+impl ShapedCatalogs {
+    fn get_or_shape(&self, raw: &Arc<RawCatalog>, key: ShapeKey) -> Arc<Vec<InstanceType>> {
+        let Ok(mut entries) = self.0.lock() else {
+            return Arc::new(raw.instance_types_with(&key.zones, &key.options, key.store));
+        };
+        entries.retain(|e| Arc::ptr_eq(&e.catalog, raw));
+        if let Some(e) = entries.iter().find(|e| e.key == key) {
+            return e.types.clone();
+        }
+        let types = Arc::new(raw.instance_types_with(&key.zones, &key.options, key.store));
+        entries.push(Shaped { catalog: raw.clone(), key, types: types.clone() });
+        types
+    }
+}
+
 #[derive(Default)]
 struct CatalogState {
     current: Option<(Instant, Arc<RawCatalog>)>,
@@ -170,6 +205,7 @@ pub struct AwsProvider {
     /// How long a fetched catalog is served before it is refreshed ([`CATALOG_TTL`]).
     pub catalog_ttl: Duration,
     catalog: Arc<CatalogSlot>,
+    shaped: ShapedCatalogs,
     /// Launches under way at once (CreateFleet and the calls around it), [`LAUNCHES_IN_FLIGHT`]
     /// unless [`AwsProvider::limit_launches`] says otherwise.
     launch_slots: Arc<tokio::sync::Semaphore>,
@@ -191,6 +227,7 @@ impl AwsProvider {
             fence: Fence::default(),
             catalog_ttl: CATALOG_TTL,
             catalog: Arc::default(),
+            shaped: ShapedCatalogs::default(),
             launch_slots: Arc::new(tokio::sync::Semaphore::new(LAUNCHES_IN_FLIGHT)),
         }
     }
@@ -250,20 +287,26 @@ impl AwsProvider {
     }
 
     /// Instance types a NodeClass can launch: offered in the zones of its resolved subnets,
-    /// with offerings that recently failed for capacity marked unavailable.
-    pub async fn instance_types(&self, nc: &EC2NodeClass) -> Result<Vec<InstanceType>, CloudError> {
+    /// with offerings that recently failed for capacity marked unavailable. Shaped once per
+    /// catalog and NodeClass shape and shared: passes and the launches they start hold one
+    /// copy, not one per pass.
+    pub async fn instance_types(&self, nc: &EC2NodeClass) -> Result<Arc<Vec<InstanceType>>, CloudError> {
         let raw = self.catalog().await?;
         let zones: Vec<String> =
             nc.status.as_ref().map(|s| s.subnets.iter().map(|s| s.zone.clone()).collect()).unwrap_or_default();
         if zones.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Arc::default());
         }
-        let mut types = raw.instance_types_with(&zones, &self.catalog_options(nc), catalog::InstanceStore::of(nc));
+        let key = ShapeKey { zones, options: self.catalog_options(nc), store: catalog::InstanceStore::of(nc) };
+        let shared = self.shaped.get_or_shape(&raw, key);
+        let mut types = shared.clone();
         let now = Instant::now();
-        for t in &mut types {
-            for o in &mut t.offerings {
-                if self.unavailable.is_unavailable(&t.name, &o.zone, &o.capacity_type, now) {
-                    o.available = false;
+        for t in 0..shared.len() {
+            for o in 0..shared[t].offerings.len() {
+                let offering = &shared[t].offerings[o];
+                if self.unavailable.is_unavailable(&shared[t].name, &offering.zone, &offering.capacity_type, now) {
+                    // Copied on the first mark only; the shared copy stays as the catalog has it.
+                    Arc::make_mut(&mut types)[t].offerings[o].available = false;
                 }
             }
         }

@@ -684,7 +684,7 @@ const MIB: i64 = 1 << 20;
 async fn cluster_for(p: &AwsProvider, nc: &EC2NodeClass, requirements: &[&str]) -> Cluster {
     let types = p.instance_types(nc).await.unwrap();
     assert!(!types.is_empty());
-    Cluster::new(types, nc.metadata.name.as_deref().unwrap(), requirements)
+    Cluster::new(types.to_vec(), nc.metadata.name.as_deref().unwrap(), requirements)
 }
 
 /// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:832
@@ -840,7 +840,7 @@ async fn with_raid0_instance_storage_is_the_ephemeral_storage() {
     assert_eq!(m6idn.capacity.ephemeral_storage, 7600 * GB, "its four 1900 GB NVMe disks");
     let m5 = types.iter().find(|t| t.name == "m5.large").unwrap();
     assert_eq!(m5.capacity.ephemeral_storage, 20 * GIB, "no instance storage: the root volume");
-    let mut c = Cluster::new(types.clone(), "raid0", &[]);
+    let mut c = Cluster::new(types.to_vec(), "raid0", &[]);
     let d = c.pending("p", "{ephemeral-storage: 5000Gi}").decide();
     assert!(d.scheduled("p"));
     let raw = p.catalog().await.unwrap();

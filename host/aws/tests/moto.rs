@@ -588,6 +588,9 @@ async fn the_unavailable_offerings_cache_marks_single_offerings() {
     let first = p.instance_types(&nc).await.unwrap();
     let again = p.instance_types(&nc).await.unwrap();
     assert_eq!(first, again);
+    // Shaped once per catalog and NodeClass, not once per pass: every pass (and every launch
+    // holding a pass's catalog) shares one copy.
+    assert!(std::sync::Arc::ptr_eq(&first, &again), "the same catalog shaped twice");
     for types in [&first, &again] {
         let mut pools = std::collections::BTreeSet::new();
         for t in types.iter() {
@@ -636,6 +639,9 @@ async fn the_unavailable_offerings_cache_marks_single_offerings() {
     let types = p.instance_types(&nc).await.unwrap();
     assert!(!offerings(&types, "m5.xlarge").is_empty());
     assert!(available(&types, "m5.xlarge").is_empty());
+    // What was handed out before is not marked after the fact.
+    assert_eq!(available(&first, "m5.large").len(), 6);
+    assert_eq!(available(&first, "m5.xlarge").len(), 6);
 }
 
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2446

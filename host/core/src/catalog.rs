@@ -144,7 +144,7 @@ pub struct KubeletModel {
 }
 
 /// Options for building the EC2 catalog.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct AwsCatalogOptions {
     pub region: String,
     pub root_volume_bytes: i64,

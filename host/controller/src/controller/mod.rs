@@ -432,7 +432,7 @@ impl Controller {
             let name = nc.metadata.name.clone().unwrap_or_default();
             match self.provider.instance_types(&nc).await {
                 Ok(t) => {
-                    out.insert(name, Arc::new(t));
+                    out.insert(name, t);
                 }
                 Err(e) => tracing::warn!(nodeclass = %name, error = %e, "no instance types"),
             }
