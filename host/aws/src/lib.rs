@@ -124,6 +124,9 @@ struct CatalogSlot {
     done: tokio::sync::watch::Sender<u64>,
 }
 
+/// One of the launches allowed under way at once, held until dropped.
+pub struct LaunchSlot(#[allow(dead_code)] tokio::sync::OwnedSemaphorePermit);
+
 /// What shapes a catalog into a NodeClass' instance types.
 #[derive(Clone, Debug, PartialEq)]
 struct ShapeKey {
@@ -338,24 +341,42 @@ impl AwsProvider {
         Ok(types.into_iter().map(|t| (t.name, t.capacity)).collect())
     }
 
+    /// Waits for one of the [`LAUNCHES_IN_FLIGHT`] launch slots. A caller that takes its slot
+    /// before building the request keeps only the waiting launches' names in memory, not
+    /// their requests.
+    pub async fn launch_slot(&self) -> Result<LaunchSlot, CloudError> {
+        // The semaphore is never closed, so waiting for a slot cannot fail in practice.
+        let permit = self
+            .launch_slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| CloudError::Api { operation: "launch".into(), message: e.to_string() })?;
+        Ok(LaunchSlot(permit))
+    }
+
     /// Launches a NodeClaim (as [`CloudProvider::create`]) that requests the resources named in
     /// `requested` (its `spec.resources.requests`): a Nitro sandbox gets enclaves enabled, EFA
-    /// one EFA interface per network card the type offers.
+    /// one EFA interface per network card the type offers. Waits for a launch slot.
     pub async fn launch(
         &self,
         req: &LaunchRequest,
         requested: &std::collections::BTreeSet<String>,
     ) -> Result<Instance, CloudError> {
-        // The semaphore is never closed, so waiting for a slot cannot fail in practice.
-        let _slot = self
-            .launch_slots
-            .acquire()
-            .await
-            .map_err(|e| CloudError::Api { operation: "launch".into(), message: e.to_string() })?;
+        let slot = self.launch_slot().await?;
+        self.launch_in(&slot, req, requested).await
+    }
+
+    /// As [`AwsProvider::launch`], in a slot the caller holds.
+    pub async fn launch_in(
+        &self,
+        _slot: &LaunchSlot,
+        req: &LaunchRequest,
+        requested: &std::collections::BTreeSet<String>,
+    ) -> Result<Instance, CloudError> {
         fleet::create(self, req, requested).await
     }
 
-    /// At most `n` launches under way at once from now on (clones share the bound).
     pub fn limit_launches(&mut self, n: usize) {
         self.launch_slots = Arc::new(tokio::sync::Semaphore::new(n.max(1)));
     }

@@ -12,7 +12,7 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_api::{EC2NodeClass, NodeClaim};
-use tenon_aws::AwsProvider;
+use tenon_aws::{AwsProvider, LaunchSlot};
 use tenon_core::cloud::{CloudError, LaunchOption};
 use tenon_core::instancetype::InstanceType;
 use tenon_core::orchestration::launch::{AfterFailure, LaunchFailure, after_failure};
@@ -49,8 +49,15 @@ impl Controller {
         );
         let claims = self.stores.nodeclaims.clone();
         tokio::spawn(async move {
-            let options = lifecycle::launch_options(&nc, &types);
-            let result = launch_one(&client, &provider, &nc, nodeclass.as_deref(), options, &types, &metrics).await;
+            // The request is built once a slot is free: a wave of a thousand NodeClaims
+            // waits as names, not as a thousand sets of launch options.
+            let result = match provider.launch_slot().await {
+                Ok(slot) => {
+                    let options = lifecycle::launch_options(&nc, &types);
+                    launch_one(&client, &provider, &slot, &nc, nodeclass.as_deref(), options, &types, &metrics).await
+                }
+                Err(e) => Err(LaunchFailure::unnamed(&e.to_string())),
+            };
             if let Err(failure) = result {
                 let api = Api::<NodeClaim>::all(client.clone());
                 let obj = involved_nodeclaim(&nc);
@@ -109,9 +116,11 @@ fn disrupted_reason(event: &str) -> &'static str {
     if event == "NodeClassNotReady" { "nodeclass_not_ready" } else { "insufficient_capacity" }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn launch_one(
     client: &Client,
     provider: &AwsProvider,
+    slot: &LaunchSlot,
     nc: &NodeClaim,
     nodeclass: Option<&EC2NodeClass>,
     options: Vec<LaunchOption>,
@@ -131,7 +140,7 @@ async fn launch_one(
     let req = lifecycle::launch_request(nc, nodeclass, options);
     // What the NodeClaim requests shapes the launch (EFA interfaces, Nitro enclaves).
     let requested = nc.spec.resources.requests.keys().cloned().collect();
-    let instance = provider.launch(&req, &requested).await.map_err(|e| match e {
+    let instance = provider.launch_in(slot, &req, &requested).await.map_err(|e| match e {
         CloudError::InsufficientCapacity { message, .. } => LaunchFailure::InsufficientCapacity(message),
         CloudError::NodeClassNotReady { nodeclass, message } => {
             LaunchFailure::NodeClassNotReady(format!("EC2NodeClass {nodeclass}: {message}"))
