@@ -387,7 +387,7 @@ mod tests {
             zone: "us-east-1a".into(),
             capacity_type: "on-demand".into(),
             price: 0.1,
-            labels: BTreeMap::new(),
+            labels: Default::default(),
         };
         let placements = [Placement { option: &option, subnet: "subnet-1".into(), ami: "ami-1".into() }];
         let token = |attempt| client_token("lab", &request(attempt), &placements);

@@ -6,6 +6,7 @@
 use crate::taints::Taint;
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 use tenon_api::EC2NodeClass;
 use thiserror::Error;
 
@@ -18,8 +19,8 @@ pub struct LaunchOption {
     /// USD per hour, as the catalog priced it.
     pub price: f64,
     /// The instance type's well-known labels (architecture, GPU count…): they decide which
-    /// of the NodeClass' AMIs it boots.
-    pub labels: BTreeMap<String, String>,
+    /// of the NodeClass' AMIs it boots. Shared by the type's offerings.
+    pub labels: Arc<BTreeMap<String, String>>,
 }
 
 /// A NodeClaim to launch.

@@ -153,7 +153,7 @@ pub fn option(t: &str, zone: &str, arch: &str) -> LaunchOption {
         zone: zone.into(),
         capacity_type: wk::CAPACITY_TYPE_ON_DEMAND.into(),
         price: 0.1,
-        labels: BTreeMap::from([(wk::LABEL_ARCH.to_string(), arch.to_string())]),
+        labels: std::sync::Arc::new(BTreeMap::from([(wk::LABEL_ARCH.to_string(), arch.to_string())])),
     }
 }
 

@@ -16,6 +16,7 @@ use crate::plan::NewNodeClaim;
 use crate::requirements::Requirements;
 use crate::resources::Resources;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use tenon_api::wellknown::{self as wk, LABEL_CAPACITY_TYPE, LABEL_INSTANCE_SIZE};
 
 pub use tenon_api::wellknown::ANNOTATION_LAUNCH_OFFERINGS;
@@ -155,6 +156,8 @@ pub fn decode(s: &str) -> Result<Vec<RankedOffering>, String> {
 /// allowed, spot offerings dearer than the cheapest on-demand one out.
 pub fn options(ranking: &[RankedOffering], reqs: &Requirements, types: &[InstanceType]) -> Vec<LaunchOption> {
     let by_name: BTreeMap<&str, &InstanceType> = types.iter().map(|t| (t.name.as_str(), t)).collect();
+    // One label map per type, shared by its offerings.
+    let mut labels: BTreeMap<&str, Arc<BTreeMap<String, String>>> = BTreeMap::new();
     let mut out: Vec<(LaunchOption, bool)> = ranking
         .iter()
         .filter_map(|r| {
@@ -166,7 +169,7 @@ pub fn options(ranking: &[RankedOffering], reqs: &Requirements, types: &[Instanc
                     zone: o.zone.clone(),
                     capacity_type: o.capacity_type.clone(),
                     price: o.price,
-                    labels: it.labels(),
+                    labels: labels.entry(it.name.as_str()).or_insert_with(|| Arc::new(it.labels())).clone(),
                 };
                 (option, is_exotic(it))
             })
@@ -366,7 +369,7 @@ mod tests {
             zone: "a".into(),
             capacity_type: c.into(),
             price: t as f64,
-            labels: BTreeMap::new(),
+            labels: Default::default(),
         };
         let mut options = vec![opt(0, "spot"), opt(1, "on-demand")];
         options.extend((2..100).map(|t| opt(t, "spot")));
@@ -389,7 +392,7 @@ mod tests {
                 zone: "z".into(),
                 capacity_type: "spot".into(),
                 price: 1.0,
-                labels: BTreeMap::new(),
+                labels: Default::default(),
             })
             .collect();
         let (got, failed) = prioritized(&opts, |o| o.instance_type != "a");
