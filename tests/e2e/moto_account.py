@@ -23,7 +23,8 @@ CreateFleet hangs (answers nothing, holding the connection) while
 `<READY_FILE without extension>.hung.json` (a JSON list of actions) lists "CreateFleet";
 DescribeSubnets is refused (UnauthorizedOperation, as for a node role missing the
 permission) while `<READY_FILE without extension>.refused.json` lists "DescribeSubnets".
-Writes READY_FILE once everything is in place; runs until killed.
+A terminated instance's private addresses return to its subnet, as in EC2 (moto keeps them
+taken). Writes READY_FILE once everything is in place; runs until killed.
 """
 
 import datetime
@@ -40,6 +41,7 @@ from moto.core.responses import ActionResult
 from moto.ec2.responses.fleets import Fleets
 from moto.ec2.exceptions import EC2ClientError
 from moto.ec2.models.core import TaggedEC2Resource
+from moto.ec2.models.instances import Instance
 from moto.ec2.responses.instances import InstanceResponse
 from moto.ec2.responses.subnets import Subnets
 from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
@@ -74,6 +76,25 @@ def tags_by_resource() -> None:
         ]
 
     TaggedEC2Resource.get_tags = get_tags
+
+
+def released_addresses() -> None:
+    """A terminated instance gives its private addresses back to its subnet, as in EC2.
+
+    moto keeps them taken for as long as it keeps the terminated instance (for good), so a
+    /22 subnet refuses every launch after its first thousand instances, however many ended.
+    """
+    terminate = Instance.terminate
+
+    def terminate_and_release(self):  # type: ignore[no-untyped-def]
+        state = terminate(self)
+        if self.subnet_id:
+            subnet = self.ec2_backend.get_subnet(self.subnet_id)
+            for ip in list(self._private_ips):
+                subnet.del_subnet_ip(ip)
+        return state
+
+    Instance.terminate = terminate_and_release
 
 
 def zonal_spot_prices() -> None:
@@ -212,6 +233,7 @@ def refusals(refused_file: str) -> None:
 
 def main() -> None:
     tags_by_resource()
+    released_addresses()
     zonal_spot_prices()
     port, ready_file, clusters = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
     base = os.path.splitext(ready_file)[0]
