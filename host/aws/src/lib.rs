@@ -377,6 +377,7 @@ impl AwsProvider {
         fleet::create(self, req, requested).await
     }
 
+    /// At most `n` launches under way at once from now on (clones share the bound).
     pub fn limit_launches(&mut self, n: usize) {
         self.launch_slots = Arc::new(tokio::sync::Semaphore::new(n.max(1)));
     }
