@@ -24,7 +24,7 @@ pub mod templates;
 pub mod unavailable;
 pub mod userdata;
 
-pub use clients::{Clients, Connection};
+pub use clients::{Clients, Connection, NoRegion};
 pub use nodeclass::Resolution;
 pub use userdata::ClusterInfo;
 
@@ -215,9 +215,8 @@ pub struct AwsProvider {
 }
 
 impl AwsProvider {
-    pub async fn connect(conn: &Connection, settings: Settings) -> Self {
-        let clients = Clients::connect(conn).await;
-        AwsProvider::new(clients, settings)
+    pub async fn connect(conn: &Connection, settings: Settings) -> Result<Self, NoRegion> {
+        Ok(AwsProvider::new(Clients::connect(conn).await?, settings))
     }
 
     pub fn new(clients: Clients, settings: Settings) -> Self {

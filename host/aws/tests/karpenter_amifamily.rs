@@ -578,7 +578,8 @@ async fn an_ssm_failure_other_than_not_found_fails_the_resolution() {
     let proxy = support::throttle_matching(&moto, 100, "AmazonSSM.GetParameter").await;
     let mut conn = moto.connection();
     conn.endpoint_url = Some(proxy.url.clone());
-    let throttled = tenon_aws::AwsProvider::connect(&conn, p.settings.clone()).await;
+    let throttled =
+        tenon_aws::AwsProvider::connect(&conn, p.settings.clone()).await.expect("the connection names its region");
     let nc = with_terms("ssme", "custom", "[{ssmParameter: \"/my/custom/ami/parameter\"}]", Some("AL2023"));
     match throttled.resolve(&nc).await {
         Err(tenon_core::cloud::CloudError::Api { operation, .. }) => assert_eq!(operation, "GetParameter"),

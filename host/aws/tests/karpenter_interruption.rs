@@ -246,7 +246,8 @@ async fn polling_without_permission_is_an_error() {
     let proxy = support::fault_matching(&moto, 100, "AmazonSQS.ReceiveMessage", response).await;
     let mut conn = moto.connection();
     conn.endpoint_url = Some(proxy.url.clone());
-    let denied = tenon_aws::AwsProvider::connect(&conn, p.settings.clone()).await;
+    let denied =
+        tenon_aws::AwsProvider::connect(&conn, p.settings.clone()).await.expect("the connection names its region");
     let mut q = InterruptionQueue::new(denied.clients.sqs.clone(), "denied").await.unwrap();
     q.wait_seconds = 0;
     match q.receive().await {

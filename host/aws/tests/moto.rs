@@ -437,7 +437,9 @@ async fn throttled_calls_are_retried_with_backoff() {
     let mut conn = moto.connection();
     conn.endpoint_url = Some(proxy.url.clone());
     conn.max_attempts = 5;
-    let p = AwsProvider::connect(&conn, moto.provider("thr").await.settings.clone()).await;
+    let p = AwsProvider::connect(&conn, moto.provider("thr").await.settings.clone())
+        .await
+        .expect("the connection names its region");
     let started = std::time::Instant::now();
     assert!(p.list().await.unwrap().is_empty());
     assert_eq!(
@@ -451,7 +453,7 @@ async fn throttled_calls_are_retried_with_backoff() {
     let proxy = support::throttle(&moto, 10).await;
     conn.endpoint_url = Some(proxy.url.clone());
     conn.max_attempts = 2;
-    let p = AwsProvider::connect(&conn, p.settings.clone()).await;
+    let p = AwsProvider::connect(&conn, p.settings.clone()).await.expect("the connection names its region");
     match p.list().await {
         Err(CloudError::Api { operation, message }) => {
             assert_eq!(operation, "DescribeInstances");
@@ -763,7 +765,9 @@ async fn a_failing_catalog_refresh_serves_the_last_good_catalog_and_backs_off() 
         support::fault_while(&moto, "Action=DescribeInstanceTypeOfferings", unauthorized(), failing.clone()).await;
     let mut conn = moto.connection();
     conn.endpoint_url = Some(proxy.url.clone());
-    let mut p = AwsProvider::connect(&conn, moto.provider("cat").await.settings.clone()).await;
+    let mut p = AwsProvider::connect(&conn, moto.provider("cat").await.settings.clone())
+        .await
+        .expect("the connection names its region");
     p.catalog_ttl = Duration::ZERO;
     let calls = || proxy.seen.load(Ordering::SeqCst);
     // Never fetched: the first call waits for the fetch and fails with AWS's error.
@@ -808,7 +812,7 @@ async fn launches_beyond_the_bound_wait_for_a_free_slot_instead_of_piling_onto_e
     let setup = moto.provider("bound").await;
     lab(&setup, "bound").await;
     let nc = resolved(&setup, lab_nodeclass("bound")).await;
-    let mut p = AwsProvider::connect(&conn, setup.settings.clone()).await;
+    let mut p = AwsProvider::connect(&conn, setup.settings.clone()).await.expect("the connection names its region");
     p.limit_launches(3);
     let reqs: Vec<_> =
         (0..9).map(|i| request(&format!("bound-{i}"), &nc, vec![option("m5.large", "us-east-1a", "amd64")])).collect();

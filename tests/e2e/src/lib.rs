@@ -217,7 +217,8 @@ impl Cluster {
                 capacity: Default::default(),
             },
         )
-        .await;
+        .await
+        .expect("the connection names its region");
         let mut c = Cluster {
             emu,
             moto,

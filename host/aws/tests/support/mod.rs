@@ -57,6 +57,7 @@ impl Moto {
             },
         )
         .await
+        .expect("the connection names its region")
     }
 }
 

@@ -148,15 +148,18 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
             format!("{}.{}", v.major, v.minor.trim_end_matches('+'))
         }
     };
-    let mut conn = Connection::new(settings.aws_region.clone());
+    let mut conn = Connection::from_environment();
+    conn.region = settings.aws_region.clone();
     conn.endpoint_url = settings.aws_endpoint_url.clone();
-    let clients = tenon_aws::Clients::connect(&conn).await;
+    let clients = tenon_aws::Clients::connect(&conn).await?;
+    let region = clients.region.clone();
+    tracing::info!(%region, "AWS region");
     let cluster = join_info(&settings, &clients, own).await;
     let mut provider = AwsProvider::new(
         clients,
         tenon_aws::Settings {
             cluster,
-            region: settings.aws_region.clone(),
+            region,
             kubernetes_version: k8s_version,
             capacity: tenon_aws::CapacitySettings {
                 vm_memory_overhead: settings.vm_memory_overhead_percent,

@@ -68,8 +68,10 @@ pub struct Settings {
     #[arg(long, env = "TENON_POLICY_DEADLINE_MS", default_value_t = tenon_policy::Limits::default().deadline_ms,
           value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub policy_deadline_ms: u64,
-    #[arg(long, env = "AWS_REGION", default_value = "us-east-1")]
-    pub aws_region: String,
+    /// Default: the SDK's chain (`AWS_DEFAULT_REGION`, the shared config profile, then the
+    /// instance metadata service), as Karpenter's.
+    #[arg(long, env = "AWS_REGION")]
+    pub aws_region: Option<String>,
     /// Send every AWS call here (an emulator in tests).
     #[arg(long, env = "AWS_ENDPOINT_URL")]
     pub aws_endpoint_url: Option<String>,
