@@ -286,31 +286,38 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
 /// leaves nothing for the next leader to adopt).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-/// Karpenter's `FEATURE_GATES` (`Name=true,Other=false`; a malformed value is an error, as in
-/// Karpenter). Karpenter's feature gates: `ReservedCapacity` shapes launches and
-/// `SpotToSpotConsolidation` consolidation; the others (`NodeRepair`, `NodeOverlay`,
-/// `StaticCapacity`) are refused, since Tenon does not do what they turn on.
 /// The feature gates Tenon implements.
 const GATES: [&str; 2] = ["ReservedCapacity", "SpotToSpotConsolidation"];
 
+/// Karpenter's `FEATURE_GATES` (`Name=true,Other=false`, spaces allowed around names and
+/// values, booleans as Go's `strconv.ParseBool` reads them; a malformed value is an error, as
+/// in Karpenter). `ReservedCapacity` shapes launches and `SpotToSpotConsolidation`
+/// consolidation; any other gate set true (`NodeRepair`, `NodeOverlay`, `StaticCapacity`,
+/// `CapacityBuffer`) is refused, since Tenon does not do what it turns on.
 fn feature_gates(gates: &str) -> anyhow::Result<BTreeMap<String, bool>> {
     let mut set = BTreeMap::new();
     for gate in gates.split(',').map(str::trim).filter(|g| !g.is_empty()) {
-        match gate.split_once('=') {
-            Some((name, value)) if !name.is_empty() && matches!(value, "true" | "false") => {
-                if !GATES.contains(&name) && value == "true" {
-                    anyhow::bail!(
-                        "--feature-gates / FEATURE_GATES: {name}=true is not supported by Tenon (supported: {}); remove it or set it to false",
-                        GATES.join(", ")
-                    );
-                }
-                tracing::info!(gate = name, enabled = value, "feature gate");
-                set.insert(name.to_string(), value == "true");
-            }
-            _ => anyhow::bail!(
+        let parsed = gate.split_once('=').map(|(n, v)| (n.trim(), v.trim())).and_then(|(name, value)| {
+            let value = match value {
+                "1" | "t" | "T" | "true" | "TRUE" | "True" => true,
+                "0" | "f" | "F" | "false" | "FALSE" | "False" => false,
+                _ => return None,
+            };
+            (!name.is_empty()).then_some((name, value))
+        });
+        let Some((name, value)) = parsed else {
+            anyhow::bail!(
                 "--feature-gates / FEATURE_GATES: {gate:?} is not NAME=true|false (e.g. SpotToSpotConsolidation=true)"
-            ),
+            );
+        };
+        if !GATES.contains(&name) && value {
+            anyhow::bail!(
+                "--feature-gates / FEATURE_GATES: {name}=true is not supported by Tenon (supported: {}); remove it or set it to false",
+                GATES.join(", ")
+            );
         }
+        tracing::info!(gate = name, enabled = value, "feature gate");
+        set.insert(name.to_string(), value);
     }
     Ok(set)
 }
@@ -490,6 +497,11 @@ mod gate_tests {
         let e = feature_gates("NodeRepair=true").unwrap_err().to_string();
         assert!(e.contains("NodeRepair=true is not supported"), "{e}");
         assert!(feature_gates("SpotToSpotConsolidation").is_err(), "no value");
+        assert!(feature_gates("SpotToSpotConsolidation=yes").is_err(), "not a Go boolean");
+        // Go's strconv.ParseBool forms, and spaces around the parts, as Karpenter reads them.
+        let g = feature_gates("SpotToSpotConsolidation = True, ReservedCapacity=0,NodeRepair=F").unwrap();
+        assert_eq!((g["SpotToSpotConsolidation"], g["ReservedCapacity"], g["NodeRepair"]), (true, false, false));
+        assert!(feature_gates("CapacityBuffer=1").is_err(), "refused in any spelling");
         assert!(feature_gates("").unwrap().is_empty());
     }
 }
