@@ -69,6 +69,8 @@ pub struct ProvisioningPlan {
     pub unschedulable: Vec<Unschedulable>,
     /// Every pending pod's effective zone, in pod index order.
     pub pending_zones: Vec<PendingZone>,
+    /// NodePools whose requirements filter out every instance type they could launch.
+    pub incompatible_nodepools: Vec<String>,
 }
 
 impl ProvisioningPlan {

@@ -1,6 +1,7 @@
 //! Bad input in NodePools: an invalid budget, an unknown policy, a policy whose pinned digest
-//! does not match. Each is a status condition and an Event on its NodePool; the controller
-//! keeps running and the healthy NodePool (running a Wasm scoring policy) provisions.
+//! does not match, requirements no instance type meets. Each is a status condition or an
+//! Event on its NodePool; the controller keeps running and the healthy NodePool (running a
+//! Wasm scoring policy) provisions.
 
 use kube::Api;
 use std::time::Duration;
@@ -76,6 +77,14 @@ async fn bad_nodepools_are_reported_and_the_good_one_provisions_through_its_wasm
         "pinned",
         &pool("pinned", &format!(r#"tenon.dev/scoring-policy: "default-scoring@sha256:{zeros}""#), r#"{nodes: "10%"}"#),
     );
+    // Valid, but its requirements leave none of the catalog's instance types.
+    c.apply_yaml(
+        "no-types",
+        &pool("no-types", "", r#"{nodes: "10%"}"#).replace(
+            r#"values: ["on-demand"]"#,
+            "values: [\"on-demand\"]\n        - key: node.kubernetes.io/instance-type\n          operator: In\n          values: [\"no-such-type\"]",
+        ),
+    );
     c.start_controller();
     nodeclass_ready(&c, "lab-general").await;
 
@@ -109,6 +118,10 @@ async fn bad_nodepools_are_reported_and_the_good_one_provisions_through_its_wasm
         let pool = tenon_e2e::label(&nc.metadata.labels, "karpenter.sh/nodepool").unwrap_or_default().to_string();
         assert_eq!(pool, "lab-general", "only the healthy pool matches the inflate pods");
     }
+    assert_eq!(
+        event(&c, "no-types", "NoCompatibleInstanceTypes").await,
+        "NodePool requirements filtered out all compatible available instance types"
+    );
     let (status, _, _) = condition(&c, "bad-budget", "Ready").await;
     assert_eq!(status, "False", "an invalid NodePool is not Ready");
 

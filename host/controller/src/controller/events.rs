@@ -1,6 +1,6 @@
 //! Kubernetes Events with Karpenter's reasons, recorded as Karpenter's recorder does: the
 //! same (object, reason, message) at most once per dedupe window (2 minutes; 5 for
-//! `FailedScheduling`), `Nominated` rate-limited across all pods (5 per second, bursts of
+//! `FailedScheduling`, 1 for `NoCompatibleInstanceTypes`), `Nominated` rate-limited across all pods (5 per second, bursts of
 //! 10), and posted from a bounded queue by a task of their own, so a wave of 10,000 pending
 //! pods never waits on Event writes (an Event the full queue cannot take is dropped and
 //! counted, never waited for).
@@ -20,6 +20,8 @@ use tokio::sync::mpsc;
 pub const DEDUPE_FOR: Duration = Duration::from_secs(120);
 /// `FailedScheduling`'s (Karpenter's `PodFailedToScheduleEvent`).
 pub const FAILED_SCHEDULING_DEDUPE_FOR: Duration = Duration::from_secs(300);
+/// `NoCompatibleInstanceTypes`' (Karpenter's).
+pub const NO_COMPATIBLE_TYPES_DEDUPE_FOR: Duration = Duration::from_secs(60);
 /// Events waiting to be posted, at most.
 pub const QUEUE: usize = 1024;
 
@@ -108,7 +110,11 @@ impl Recorder {
 
     /// Whether an Event with `key` may be posted at `now` (and notes it if so).
     fn admit(&self, key: Key, reason: &str, now: Instant) -> bool {
-        let window = if reason == "FailedScheduling" { FAILED_SCHEDULING_DEDUPE_FOR } else { DEDUPE_FOR };
+        let window = match reason {
+            "FailedScheduling" => FAILED_SCHEDULING_DEDUPE_FOR,
+            "NoCompatibleInstanceTypes" => NO_COMPATIBLE_TYPES_DEDUPE_FOR,
+            _ => DEDUPE_FOR,
+        };
         let Ok(mut sent) = self.sent.lock() else { return true };
         if sent.get(&key).is_some_and(|until| now < *until) {
             return false;

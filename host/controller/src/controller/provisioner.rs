@@ -219,6 +219,15 @@ impl Controller {
             let message = format!("Pod should schedule on: {}", nominated_to(&snap, &n.node));
             self.recorder.publish(&self.client, &obj, "Normal", "Nominated", &message).await;
         }
+        for name in &plan.incompatible_nodepools {
+            let Some(np) = objects.nodepools.iter().find(|np| np.metadata.name.as_deref() == Some(name.as_str()))
+            else {
+                continue;
+            };
+            let obj = Involved::cluster_scoped("karpenter.sh/v1", "NodePool", &np.metadata);
+            let message = "NodePool requirements filtered out all compatible available instance types";
+            self.recorder.publish(&self.client, &obj, "Warning", "NoCompatibleInstanceTypes", message).await;
+        }
         for u in &plan.unschedulable {
             let obj = Involved::pod(&snap.pods[u.pod]);
             self.recorder
@@ -509,6 +518,14 @@ mod tests {
         // The next decision's count replaces it.
         publish_decision(&m, &decide(only_type, &pods[10..]));
         assert_eq!(scraped(&m, "karpenter_scheduler_unschedulable_pods_count{controller=\"provisioner\"}"), Some(0.0));
+    }
+
+    #[test]
+    fn a_nodepool_whose_requirements_leave_no_instance_type_is_named() {
+        let none = "[{key: node.kubernetes.io/instance-type, operator: In, values: [no-such-type]}]";
+        assert_eq!(decide(none, &[("p", "")]).incompatible_nodepools, ["default"]);
+        let one = "[{key: node.kubernetes.io/instance-type, operator: In, values: [fake-it-0]}]";
+        assert!(decide(one, &[("p", "")]).incompatible_nodepools.is_empty());
     }
 
     #[test]

@@ -265,6 +265,17 @@ impl<'a> Scheduler<'a> {
         (s, pods)
     }
 
+    /// NodePools whose requirements leave none of their instance types (Karpenter's
+    /// `NoCompatibleInstanceTypes`), in the order they are tried.
+    pub(crate) fn incompatible_nodepools(&self) -> Vec<String> {
+        self.pools
+            .iter()
+            .filter(|p| p.tpl.unavailable.is_none() && p.tpl.replicas.is_none())
+            .filter(|p| !p.tpl.instance_types.is_empty() && p.types.is_empty())
+            .map(|p| p.tpl.name.clone())
+            .collect()
+    }
+
     fn add_existing_nodes(&mut self, owners: &[Vec<usize>]) {
         let snap = self.snap;
         let mut by_node: BTreeMap<&str, Vec<usize>> = BTreeMap::new();

@@ -38,7 +38,8 @@ pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> Provisioning
         .map(|ps| PendingZone { pod: ps.idx, zone: zones::effective_zone(ps, s.topology(), snapshot) })
         .collect();
     pending_zones.sort_by_key(|z| z.pod);
-    let mut plan = ProvisioningPlan { pending_zones, ..Default::default() };
+    let mut plan =
+        ProvisioningPlan { pending_zones, incompatible_nodepools: s.incompatible_nodepools(), ..Default::default() };
     let unschedulable = run_queue(&mut s, &mut pods, snapshot);
     for (node, pod) in s.nominations.drain(..) {
         plan.nominations.push(Nomination { pod, node });
