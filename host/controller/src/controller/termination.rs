@@ -324,6 +324,12 @@ pub async fn finalize_node(
             Err(e) => return Err(format!("deleting NodeClaim {claim}: {e}")),
         }
     }
+    // Karpenter says so on the Node too, every pass (the recorder keeps it to once a window).
+    if let Some(at) = nc.and_then(|c| c.metadata.annotations.as_ref()?.get(wk::ANNOTATION_NODECLAIM_TERMINATION_TIME)) {
+        let obj = Involved::cluster_scoped("v1", "Node", &node.metadata);
+        let message = format!("All pods will be deleted by {at}");
+        ctx.recorder.publish(ctx.client, &obj, "Warning", "TerminationGracePeriodExpiring", &message).await;
+    }
     // A node whose instance is gone drains nothing: its pods are gone with it.
     let instance = node.spec.as_ref().and_then(|s| s.provider_id.as_deref()).and_then(instance_id);
     if !node_ready(node)

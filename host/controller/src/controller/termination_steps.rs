@@ -474,6 +474,34 @@ async fn volume_attachments_are_not_waited_for_past_the_termination_grace_period
     assert_eq!(w.ec2.calls(), ["i-1"]);
 }
 
+#[tokio::test]
+async fn an_expiring_grace_period_is_announced_on_the_node_as_on_its_nodeclaim() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", Some("60s")).await;
+    w.pod("held", &node_name("i-1"), 30, json!({})).await;
+    w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
+    let t0 = now();
+    w.claim_step("nc", t0).await.unwrap();
+    w.node_step("i-1", t0).await;
+    let at = w.get_claim("nc").await.unwrap().metadata.annotations.unwrap()[wk::ANNOTATION_NODECLAIM_TERMINATION_TIME]
+        .clone();
+    let events =
+        Api::<k8s_openapi::api::core::v1::Event>::all(w.client.clone()).list(&ListParams::default()).await.unwrap();
+    for (kind, name) in [("NodeClaim", "nc".to_string()), ("Node", node_name("i-1"))] {
+        let e = events
+            .items
+            .iter()
+            .find(|e| {
+                e.involved_object.kind.as_deref() == Some(kind)
+                    && e.reason.as_deref() == Some("TerminationGracePeriodExpiring")
+            })
+            .unwrap_or_else(|| panic!("no TerminationGracePeriodExpiring on the {kind}"));
+        assert_eq!(e.involved_object.name.as_deref(), Some(name.as_str()));
+        assert_eq!(e.type_.as_deref(), Some("Warning"));
+        assert_eq!(e.message.as_deref(), Some(format!("All pods will be deleted by {at}").as_str()));
+    }
+}
+
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:126
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:129
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:216
