@@ -2,6 +2,7 @@
 
 mod bench;
 mod check;
+#[cfg(feature = "controller")]
 mod controller;
 mod policy_cmd;
 mod simulate;
@@ -68,6 +69,7 @@ enum Command {
         what: policy_cmd::PolicyCommand,
     },
     /// Run the provisioner against the cluster in KUBECONFIG (or in-cluster).
+    #[cfg(feature = "controller")]
     Controller(Box<controller::settings::Settings>),
     /// Measure the decision core on generated workloads.
     Bench {
@@ -84,6 +86,7 @@ fn main() -> ExitCode {
         }
         Command::Crds => print_crds(),
         Command::Bench { what } => bench::run(what),
+        #[cfg(feature = "controller")]
         Command::Controller(settings) => controller::run(*settings),
         Command::Policy { what } => policy_cmd::run(what),
         Command::Simulate { scenario, json, quiet, report, compare, policy_dir, policy_deadline_ms } => {

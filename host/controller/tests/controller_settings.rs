@@ -1,5 +1,6 @@
 //! `tenon controller` refuses bad settings before it touches the cluster: a non-zero exit and
 //! a message naming the setting, the field and the fix (never a crash loop of panics).
+#![cfg(feature = "controller")]
 
 use std::process::{Command, Output};
 
