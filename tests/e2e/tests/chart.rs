@@ -1,10 +1,11 @@
-//! The Helm charts: lint, render with default and full values, apply to the API emulator,
-//! CRDs identical to `tenon crds`, the default policy bundle identical to a fresh build, and
-//! RBAC that grants exactly what the controller calls in an end-to-end run.
+//! The Helm charts: lint, render with default, full and Karpenter's values, apply to the API
+//! emulator, CRDs identical to `tenon crds`, the default policy bundle identical to a fresh
+//! build, RBAC that grants exactly what the controller calls in an end-to-end run, and a
+//! controller started with what a Karpenter values file renders.
 
 use base64::Engine;
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -15,20 +16,65 @@ fn run(cmd: &str, args: &[&str]) -> String {
     run_tool(cmd, args, &[])
 }
 
+/// Every document, parsed strictly: a duplicate key (which some tools silently resolve and
+/// others refuse) fails the test.
 fn docs(yaml: &str) -> Vec<Value> {
     serde_yaml::Deserializer::from_str(yaml)
-        .filter_map(|d| serde_yaml::with::singleton_map_recursive::deserialize::<Option<Value>, _>(d).ok().flatten())
+        .filter_map(|d| {
+            serde_yaml::with::singleton_map_recursive::deserialize::<Option<Value>, _>(d)
+                .unwrap_or_else(|e| panic!("a rendered document does not parse: {e}\n{yaml}"))
+        })
         .filter(|v| !v.is_null())
         .collect()
 }
 
+/// The Karpenter (chart 1.14) values file a platform team brings.
+const KARPENTER_VALUES: &str = "charts/tenon/ci/karpenter-values.yaml";
+
 fn render(values: &str) -> Vec<Value> {
-    docs(&run("helm", &["template", "tenon", "charts/tenon", "--namespace", "kube-system", "-f", values]))
+    render_with(values, &[])
+}
+
+/// Rendered as on a cluster that serves prometheus-operator's ServiceMonitor.
+fn render_with(values: &str, extra: &[&str]) -> Vec<Value> {
+    let mut args = vec!["template", "tenon", "charts/tenon", "--namespace", "kube-system", "-f", values];
+    args.extend(["--api-versions", "monitoring.coreos.com/v1"]);
+    args.extend(extra);
+    docs(&run("helm", &args))
+}
+
+/// `helm template`'s error when it refuses to render.
+fn refusal(args: &[&str]) -> String {
+    let out = Command::new("helm")
+        .args(["template", "tenon", "charts/tenon", "--set", "settings.clusterName=lab"])
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "helm rendered {args:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn kind<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    objects.iter().filter(|o| o["kind"] == kind).collect()
+}
+
+/// The controller container's environment, name → value (`valueFrom` entries as `None`);
+/// fails on a name given twice.
+fn env(objects: &[Value]) -> BTreeMap<String, Option<String>> {
+    let deployment = kind(objects, "Deployment")[0];
+    let mut out = BTreeMap::new();
+    for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"].as_array().unwrap() {
+        let name = e["name"].as_str().unwrap().to_string();
+        let prior = out.insert(name.clone(), e["value"].as_str().map(String::from));
+        assert!(prior.is_none(), "{name} is set twice");
+    }
+    out
 }
 
 #[test]
 fn both_charts_lint_clean_in_strict_mode() {
-    for values in ["charts/tenon/ci/default-values.yaml", "charts/tenon/ci/full-values.yaml"] {
+    for values in ["charts/tenon/ci/default-values.yaml", "charts/tenon/ci/full-values.yaml", KARPENTER_VALUES] {
         run("helm", &["lint", "--strict", "charts/tenon", "-f", values]);
     }
     run("helm", &["lint", "--strict", "charts/tenon-crd"]);
@@ -116,7 +162,20 @@ spec:
     );
     c.apply_yaml("namespace", "apiVersion: v1\nkind: Namespace\nmetadata: {name: kube-system}\n");
     for (i, values) in ["charts/tenon/ci/default-values.yaml", "charts/tenon/ci/full-values.yaml"].iter().enumerate() {
-        let rendered = run("helm", &["template", "tenon", "charts/tenon", "--namespace", "kube-system", "-f", values]);
+        let rendered = run(
+            "helm",
+            &[
+                "template",
+                "tenon",
+                "charts/tenon",
+                "--namespace",
+                "kube-system",
+                "-f",
+                values,
+                "--api-versions",
+                "monitoring.coreos.com/v1",
+            ],
+        );
         c.apply_yaml(&format!("rendered-{i}"), &rendered);
     }
     let out = c.kubectl(&["get", "deployments", "-n", "kube-system", "-o", "name"]);
@@ -214,4 +273,138 @@ async fn rbac_grants_exactly_what_the_controller_calls() {
         missing.is_empty() && unused.is_empty(),
         "RBAC and the controller disagree.\ncalled but not granted: {missing:#?}\ngranted but never called: {unused:#?}"
     );
+}
+
+#[test]
+fn a_karpenter_values_file_renders_what_it_means_in_karpenter() {
+    let objects = render(KARPENTER_VALUES);
+    // fullnameOverride names every object; additionalLabels and additionalAnnotations reach all.
+    for o in &objects {
+        let name = o["metadata"]["name"].as_str().unwrap();
+        assert!(name.starts_with("karpenter"), "{} {name}", o["kind"]);
+        assert_eq!(o["metadata"]["labels"]["team"], "platform", "{} {name}", o["kind"]);
+        assert_eq!(o["metadata"]["annotations"]["example.com/owner"], "platform-team", "{} {name}", o["kind"]);
+    }
+    let env = env(&objects);
+    let value = |k: &str| env.get(k).cloned().flatten().unwrap_or_else(|| panic!("{k} in {env:?}"));
+    // Karpenter's feature-gate map becomes Karpenter's FEATURE_GATES string.
+    assert_eq!(
+        value("FEATURE_GATES"),
+        "ReservedCapacity=true,SpotToSpotConsolidation=true,NodeRepair=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"
+    );
+    // controller.env passes through (the region, proxies, web identity).
+    assert_eq!(value("AWS_REGION"), "eu-west-1");
+    assert_eq!(value("HTTPS_PROXY"), "http://proxy.internal.example.com:3128");
+    assert_eq!(value("AWS_WEB_IDENTITY_TOKEN_FILE"), "/var/run/secrets/eks.amazonaws.com/serviceaccount/token");
+    assert_eq!(value("INTERRUPTION_QUEUE"), "Karpenter-prod-eu1");
+    assert_eq!(value("CLUSTER_NAME"), "prod-eu1");
+    let pod = &kind(&objects, "Deployment")[0]["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(container["image"], "tenon/controller:0.1.0", "Tenon's image, whatever Karpenter's chart would pull");
+    assert_eq!(container["resources"]["limits"]["cpu"], "1", "controller.resources");
+    assert_eq!(container["securityContext"]["appArmorProfile"]["type"], "RuntimeDefault");
+    assert_eq!(container["volumeMounts"][2]["name"], "aws-iam-token", "controller.extraVolumeMounts");
+    assert_eq!(pod["volumes"][2]["name"], "aws-iam-token", "extraVolumes");
+    assert_eq!(pod["securityContext"]["fsGroup"], 65532, "podSecurityContext");
+    assert_eq!(pod["terminationGracePeriodSeconds"], 60);
+    assert_eq!(pod["dnsConfig"]["options"][0]["name"], "ndots");
+    assert_eq!(pod["serviceAccountName"], "karpenter");
+    // Selectors are filled in only where the user gave none (the anti-affinity term and the
+    // zone spread); the hostname spread keeps its own.
+    let own =
+        serde_json::json!({"matchLabels": {"app.kubernetes.io/name": "tenon", "app.kubernetes.io/instance": "tenon"}});
+    assert_eq!(
+        pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["labelSelector"],
+        own
+    );
+    let spread = pod["topologySpreadConstraints"].as_array().unwrap();
+    assert_eq!(spread[0]["labelSelector"], own);
+    assert_eq!(spread[1]["labelSelector"]["matchLabels"]["app.kubernetes.io/name"], "karpenter");
+    assert_eq!(kind(&objects, "PodDisruptionBudget")[0]["metadata"]["name"], "karpenter");
+    assert_eq!(kind(&objects, "Service")[0]["metadata"]["annotations"]["prometheus.io/scrape"], "false");
+    let monitor = kind(&objects, "ServiceMonitor")[0];
+    assert_eq!(monitor["spec"]["sampleLimit"], 50000);
+    assert_eq!(monitor["spec"]["endpoints"][0]["metricRelabelings"][0]["action"], "drop");
+    let rules = kind(&objects, "ClusterRole")[0]["rules"].as_array().unwrap();
+    assert!(rules.iter().any(|r| r["resources"][0] == "configmaps"), "additionalClusterRoleRules");
+}
+
+#[test]
+fn the_service_monitor_is_rendered_only_where_its_crd_is_served() {
+    let with = render_with(KARPENTER_VALUES, &[]);
+    assert_eq!(kind(&with, "ServiceMonitor").len(), 1);
+    let without = docs(&run("helm", &["template", "tenon", "charts/tenon", "-f", KARPENTER_VALUES]));
+    assert!(kind(&without, "ServiceMonitor").is_empty(), "no ServiceMonitor without monitoring.coreos.com/v1");
+}
+
+#[test]
+fn controller_env_overrides_the_charts_own_without_a_duplicate() {
+    let objects = render_with(
+        "charts/tenon/ci/default-values.yaml",
+        &["--set", "controller.env[0].name=LOG_LEVEL", "--set", "controller.env[0].value=debug"],
+    );
+    assert_eq!(env(&objects)["LOG_LEVEL"].as_deref(), Some("debug"));
+}
+
+#[test]
+fn keys_tenon_cannot_honour_are_refused_by_name() {
+    // Not a key of either chart: the schema names it (a typo would otherwise do nothing).
+    assert!(refusal(&["--set", "settings.batchMaxDurations=5s"]).contains("batchMaxDurations"));
+    assert!(refusal(&["--set", "image.repository=x"]).contains("Additional property image is not allowed"));
+    // Karpenter's keys whose meaning Tenon does not implement, when asked for.
+    for (set, says) in [
+        ("settings.featureGates.nodeRepair=true", "settings.featureGates.nodeRepair: Tenon does not implement"),
+        ("settings.featureGates.capacityBuffer=true", "settings.featureGates.capacityBuffer: Tenon does not implement"),
+        ("settings.awsFeatureGates.nodeClassCEL=true", "settings.awsFeatureGates.nodeClassCEL"),
+        ("settings.minValuesPolicy=BestEffort", "settings.minValuesPolicy"),
+        ("settings.enableZonalShift=true", "settings.enableZonalShift"),
+        ("settings.isolatedVPC=true", "settings.isolatedVPC"),
+        ("settings.ignoreDRARequests=false", "settings.ignoreDRARequests"),
+        ("controller.image.repository=public.ecr.aws/karpenter/controller", "is Karpenter's image"),
+    ] {
+        let err = refusal(&["--set", set]);
+        assert!(err.contains(says), "{set}: {err}");
+    }
+    // A gate string is taken as given; the same gates as a map render the same string.
+    let objects = render_with(
+        "charts/tenon/ci/default-values.yaml",
+        &["--set", "settings.featureGates=SpotToSpotConsolidation=true"],
+    );
+    assert_eq!(env(&objects)["FEATURE_GATES"].as_deref(), Some("SpotToSpotConsolidation=true"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_a_karpenter_values_file_renders_provisions() {
+    let mut c = Cluster::start("karpenter-values").await;
+    c.leader_election = true;
+    let objects = render_with(KARPENTER_VALUES, &["--set", &format!("settings.clusterName={}", tenon_e2e::CLUSTER)]);
+    // Started with the container's environment as rendered, except what only has a meaning
+    // inside the pod or this test's cluster: the ports (free ones here), the image's paths,
+    // the region (moto's resources are in us-east-1), the values' proxy (not on this network;
+    // in a pod the client's in-cluster configuration ignores it, where the kubeconfig this
+    // test runs with would send the API server's traffic to it) and the fields the kubelet
+    // fills in.
+    let keep_harness = [
+        "METRICS_PORT",
+        "HEALTH_PROBE_PORT",
+        "TENON_POLICY_DIR",
+        "XDG_CACHE_HOME",
+        "AWS_REGION",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+    ];
+    for (name, value) in env(&objects) {
+        if let (Some(value), false) = (value, keep_harness.contains(&name.as_str())) {
+            c.controller_env.push((name, value));
+        }
+    }
+    c.aws.clients.sqs.create_queue().queue_name("Karpenter-prod-eu1").send().await.expect("the values' queue");
+    apply_lab_general(&c);
+    c.start_controller();
+    nodeclass_ready(&c, "lab-general").await;
+    scale_inflate(&c, 3);
+    bound_inflate(&c, 3).await;
+    c.assert_controller_running();
+    let log = c.controller_log();
+    assert!(log.contains("SpotToSpotConsolidation"), "the rendered feature gates were read:\n{log}");
 }
