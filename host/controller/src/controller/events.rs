@@ -1,9 +1,9 @@
-//! Kubernetes Events with Karpenter's reasons, recorded as Karpenter's recorder does: the
-//! same (object, reason, message) at most once per dedupe window (2 minutes; 5 for
-//! `FailedScheduling`, 1 for `NoCompatibleInstanceTypes`), `Nominated` rate-limited across all pods (5 per second, bursts of
-//! 10), and posted from a bounded queue by a task of their own, so a wave of 10,000 pending
-//! pods never waits on Event writes (an Event the full queue cannot take is dropped and
-//! counted, never waited for).
+//! Kubernetes Events with Karpenter's reasons, recorded as Karpenter's recorder does: the same
+//! (object, reason, message) at most once per dedupe window (2 minutes; 5 for
+//! `FailedScheduling`, 1 for `NoCompatibleInstanceTypes`), `Nominated` rate-limited across all
+//! pods (5 per second, bursts of 10), and posted from a bounded queue by a task of their own,
+//! so a wave of 10,000 pending pods never waits on Event writes (an Event the full queue
+//! cannot take is dropped and counted, never waited for).
 
 use super::ratelimit::TokenBucket;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};

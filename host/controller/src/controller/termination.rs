@@ -92,11 +92,15 @@ pub fn terminating_node_patch(node: &Node) -> Option<Value> {
     Some(patch)
 }
 
+/// The NodeClaim's recorded termination deadline, as written (RFC 3339).
+fn recorded_deadline(nc: &NodeClaim) -> Option<&str> {
+    nc.metadata.annotations.as_ref()?.get(wk::ANNOTATION_NODECLAIM_TERMINATION_TIME).map(String::as_str)
+}
+
 /// When the NodeClaim's pods must be gone (seconds since the epoch): its annotation, or, until
 /// that is written, its deletion time plus its terminationGracePeriod.
 pub fn deadline(nc: &NodeClaim) -> Option<i64> {
-    let annotated = nc.metadata.annotations.as_ref().and_then(|a| a.get(wk::ANNOTATION_NODECLAIM_TERMINATION_TIME));
-    if let Some(t) = annotated.and_then(|v| v.parse::<k8s_openapi::jiff::Timestamp>().ok()) {
+    if let Some(t) = recorded_deadline(nc).and_then(|v| v.parse::<k8s_openapi::jiff::Timestamp>().ok()) {
         return Some(t.as_second());
     }
     let deleted = nc.metadata.deletion_timestamp.as_ref()?.0.as_second();
@@ -107,9 +111,7 @@ pub fn deadline(nc: &NodeClaim) -> Option<i64> {
 /// The annotation a NodeClaim being deleted still lacks (RFC 3339), if it has a
 /// terminationGracePeriod. Never rewritten once there.
 pub fn deadline_to_record(nc: &NodeClaim) -> Option<String> {
-    let has =
-        nc.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(wk::ANNOTATION_NODECLAIM_TERMINATION_TIME));
-    if has || nc.metadata.deletion_timestamp.is_none() {
+    if recorded_deadline(nc).is_some() || nc.metadata.deletion_timestamp.is_none() {
         return None;
     }
     k8s_openapi::jiff::Timestamp::from_second(deadline(nc)?).ok().map(|t| t.to_string())
@@ -325,7 +327,7 @@ pub async fn finalize_node(
         }
     }
     // Karpenter says so on the Node too, every pass (the recorder keeps it to once a window).
-    if let Some(at) = nc.and_then(|c| c.metadata.annotations.as_ref()?.get(wk::ANNOTATION_NODECLAIM_TERMINATION_TIME)) {
+    if let Some(at) = nc.and_then(recorded_deadline) {
         let obj = Involved::cluster_scoped("v1", "Node", &node.metadata);
         let message = format!("All pods will be deleted by {at}");
         ctx.recorder.publish(ctx.client, &obj, "Warning", "TerminationGracePeriodExpiring", &message).await;
