@@ -96,8 +96,9 @@ refused here, when set true, rather than by a controller in CrashLoopBackOff. */
 {{- end -}}
 {{- end -}}
 
-{{/* A list of pod (anti-)affinity terms, each given the chart's pods as labelSelector when it
-has none (Karpenter's patchAffinity). */}}
+{{/* A list of pod (anti-)affinity terms or topology spread constraints, each given the
+chart's pods as labelSelector when it has none (Karpenter's patchAffinity and
+patchTopologySpreadConstraints). */}}
 {{- define "tenon.patchTerms" -}}
 {{- $root := .root -}}
 {{- $terms := list -}}
