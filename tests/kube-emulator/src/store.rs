@@ -302,6 +302,10 @@ impl Store {
             if let Some(m) = obj.as_object_mut() {
                 m.remove("status");
             }
+            // Except a pod's phase: the API server starts every pod Pending.
+            if t.kind == "Pod" && t.group.is_empty() {
+                obj["status"] = json!({"phase": "Pending"});
+            }
         }
         self.uid += 1;
         let m = &mut obj["metadata"];

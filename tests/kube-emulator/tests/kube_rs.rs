@@ -166,3 +166,21 @@ async fn optimistic_concurrency_and_injected_faults() {
         started.elapsed()
     );
 }
+
+/// The API server drops a created object's status, except that a pod starts Pending.
+#[tokio::test]
+async fn a_created_pod_is_pending_whatever_status_it_was_sent_with() {
+    use k8s_openapi::api::core::v1::Pod;
+    let emu = Emulator::start().unwrap();
+    let api: Api<Pod> = Api::default_namespaced(client(&emu).await);
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "x"}]},
+        "status": {"phase": "Running", "podIP": "10.0.0.1"}
+    }))
+    .unwrap();
+    let created = api.create(&PostParams::default(), &pod).await.unwrap();
+    let status = created.status.unwrap_or_default();
+    assert_eq!(status.phase.as_deref(), Some("Pending"));
+    assert_eq!(status.pod_ip, None, "the rest of the status is dropped");
+}
