@@ -1021,7 +1021,7 @@ async fn the_user_data_size_is_a_gauge_per_nodeclass_until_its_templates_go() {
     let gauge = p.metrics.userdata_bytes("lab-general").expect("a series for the NodeClass");
     assert!(sizes.contains(&gauge), "{gauge} not among {sizes:?}");
     assert!(gauge < 16384.0);
-    let series = format!("karpenter_ec2nodeclasses_userdata_bytes{{nodeclass=\"lab-general\"}} {gauge}");
+    let series = format!("karpenter_ec2nodeclasses_userdata_bytes{{nodeclass=\"lab-general\"}} {gauge:?}");
     assert!(p.metrics.render().contains(&series), "{}", p.metrics.render());
     // Deleting the NodeClass' templates removes the series rather than zeroing it.
     p.finalize_nodeclass(&nc).await.unwrap();
