@@ -353,7 +353,7 @@ fn wall_now() -> f64 {
 
 /// The control loop's completed passes, from `/metrics`.
 async fn passes(c: &Cluster) -> f64 {
-    c.metric("tenon_controller_pass_duration_seconds_count{}").await.unwrap_or(0.0)
+    c.metric("tenon_controller_pass_duration_seconds_count").await.unwrap_or(0.0)
 }
 
 /// A `/proc/PID/status` field in KiB (`VmRSS:`, `VmHWM:`).

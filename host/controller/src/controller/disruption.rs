@@ -8,6 +8,7 @@
 //! mid-command) is removed every round and at start-up (`sweep_marks`).
 
 use super::conditions::{self, set_condition};
+use super::metrics::catalog as mc;
 use super::{Catalogs, Controller, involved_nodeclaim, snapshot, termination};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
@@ -35,6 +36,21 @@ pub type Command = command::Command<NodeClaim>;
 /// The `DisruptionReason` condition's reason for a method (Karpenter's names).
 fn reason_name(m: Method) -> &'static str {
     m.reason().map_or("Expired", |r| r.as_str())
+}
+
+/// Karpenter's `karpenter_voluntary_disruption_eligible_nodes`: the candidates each graceful
+/// method could act on (a node blocked by a pod counts for none).
+fn eligible_by_reason(candidates: &[tenon_core::disruption::candidates::Candidate]) -> [(&'static str, usize); 3] {
+    use tenon_core::model::ConsolidationPolicy;
+    let open = || candidates.iter().filter(|c| c.blocked.is_none());
+    [
+        ("empty", open().filter(|c| c.consolidatable && c.empty).count()),
+        (
+            "underutilized",
+            open().filter(|c| c.consolidatable && c.consolidation_policy != ConsolidationPolicy::WhenEmpty).count(),
+        ),
+        ("drifted", open().filter(|c| c.drifted.is_some()).count()),
+    ]
 }
 
 fn consolidation_type(m: Method) -> &'static str {
@@ -97,13 +113,13 @@ impl Controller {
             allowed = ?decision.allowed.iter().map(|((p, r), a)| format!("{p}/{}={} ({})", r.as_str(), a.allowed, a.why)).collect::<Vec<_>>(),
             "disruption round"
         );
-        self.metrics.set("karpenter_voluntary_disruption_eligible_nodes", decision.evaluated as f64);
+        for (reason, n) in eligible_by_reason(&decision.candidates) {
+            self.metrics.set(mc::VOLUNTARY_DISRUPTION_ELIGIBLE_NODES, &[("reason", reason)], n as f64);
+        }
         for ((pool, reason), allowance) in &decision.allowed {
             self.metrics.set(
-                &format!(
-                    "karpenter_nodepools_allowed_disruptions{{nodepool=\"{pool}\",reason=\"{}\"}}",
-                    reason.as_str()
-                ),
+                mc::NODEPOOLS_ALLOWED_DISRUPTIONS,
+                &[("nodepool", pool), ("reason", reason.as_str())],
                 allowance.allowed as f64,
             );
         }
@@ -247,12 +263,10 @@ impl Controller {
             }
         }
         let decision = if cmd.planned.is_empty() { "delete" } else { "replace" };
-        let labels = format!(
-            "decision=\"{decision}\",reason=\"{}\",consolidation_type=\"{}\"",
-            reason_name(cmd.method).to_lowercase(),
-            consolidation_type(cmd.method)
-        );
-        self.metrics.add(&format!("karpenter_voluntary_disruption_decisions_total{{{labels}}}"), 1.0);
+        let reason = reason_name(cmd.method).to_lowercase();
+        let labels =
+            [("decision", decision), ("reason", &reason), ("consolidation_type", consolidation_type(cmd.method))];
+        self.metrics.add(mc::VOLUNTARY_DISRUPTION_DECISIONS, &labels, 1);
         let approved = format!("{}: {} (saves ${:.4}/h)", cmd.method.as_str(), cmd.reason, cmd.savings_per_hour);
         self.publish_on_candidates(&cmd, objects, "ConsolidationApproved", &approved).await;
         let mut created = Vec::new();
@@ -287,26 +301,29 @@ impl Controller {
         self.publish_on_candidates(cmd, objects, "DisruptionTerminating", &cmd.terminating_message()).await;
         if let Some(at) = cmd.executed {
             let waited = (self.now_ms() - at) as f64 / 1000.0;
-            self.metrics.set("tenon_disruption_execution_seconds", waited);
+            self.metrics.set(mc::DISRUPTION_EXECUTION, &[], waited);
         }
         tracing::info!(method = cmd.method.as_str(), candidates = ?cmd.candidates, savings_per_hour = cmd.savings_per_hour, "deleting the candidates");
         for (nc, _) in &cmd.candidates {
-            self.delete_nodeclaim(nc, cmd.method, &cmd.reason).await;
+            self.delete_nodeclaim(nc, cmd.method, &cmd.reason, objects).await;
         }
     }
 
-    async fn delete_nodeclaim(&self, name: &str, method: Method, reason: &str) {
+    async fn delete_nodeclaim(&self, name: &str, method: Method, reason: &str, objects: &ClusterObjects) {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
         match api.delete(name, &DeleteParams::default()).await {
             Ok(_) => {
                 tracing::info!(nodeclaim = %name, method = method.as_str(), %reason, "disrupting: NodeClaim deleted");
-                self.metrics.add(
-                    &format!(
-                        "karpenter_nodeclaims_disrupted_total{{reason=\"{}\"}}",
-                        reason_name(method).to_lowercase()
-                    ),
-                    1.0,
-                );
+                if let Some(nc) = objects.nodeclaims.iter().find(|c| c.metadata.name.as_deref() == Some(name)) {
+                    // Drift goes through the same queue: only consolidation names a policy.
+                    let pool =
+                        objects.nodepools.iter().find(|p| p.metadata.name.as_deref() == Some(&super::pool_of(nc)));
+                    let policy = match (consolidation_type(method), pool) {
+                        ("", _) | (_, None) => "",
+                        (_, Some(p)) => p.spec.disruption.consolidation_policy.as_str(),
+                    };
+                    self.metrics.nodeclaim_disrupted(nc, &reason_name(method).to_lowercase(), policy);
+                }
             }
             Err(kube::Error::Api(e)) if e.code == 404 => {}
             Err(e) => tracing::warn!(nodeclaim = %name, error = %e, "could not delete a disrupted NodeClaim"),

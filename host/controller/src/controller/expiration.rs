@@ -3,7 +3,7 @@
 //! (`karpenter_nodeclaims_disrupted_total`, reason `expired`), outside disruption rounds and
 //! budgets; termination drains it (`tenon_core::orchestration::expiration` decides).
 
-use super::{Controller, involved_nodeclaim, lifecycle, pool_of, unix_now};
+use super::{Controller, involved_nodeclaim, lifecycle, unix_now};
 use kube::Api;
 use kube::api::DeleteParams;
 use tenon_api::NodeClaim;
@@ -34,13 +34,7 @@ impl Controller {
                 Ok(_) => {
                     tracing::info!(nodeclaim = %name, %reason, "expired: NodeClaim deleted");
                     self.recorder.publish(&self.client, &involved_nodeclaim(nc), "Normal", "Expired", &reason).await;
-                    self.metrics.add(
-                        &format!(
-                            "karpenter_nodeclaims_disrupted_total{{nodepool=\"{}\",reason=\"expired\"}}",
-                            pool_of(nc)
-                        ),
-                        1.0,
-                    );
+                    self.metrics.nodeclaim_disrupted(nc, "expired", "");
                 }
                 Err(kube::Error::Api(e)) if e.code == 404 => {}
                 Err(e) => tracing::warn!(nodeclaim = %name, error = %e, "could not delete an expired NodeClaim"),

@@ -4,6 +4,7 @@
 //! Node; a registered NodeClaim whose instance is gone (and whose Node is not Ready) is
 //! deleted.
 
+use super::metrics::catalog::GARBAGE_COLLECTED_INSTANCES;
 use super::termination::instance_id;
 use super::{Controller, conditions, involved_nodeclaim, lifecycle, unix_now};
 use k8s_openapi::api::core::v1::Node;
@@ -95,7 +96,7 @@ impl Controller {
             match self.provider.delete(&ids).await {
                 Ok(()) => {
                     tracing::warn!(instances = ?ids, "garbage collection: terminated instances no NodeClaim accounts for");
-                    self.metrics.add("tenon_garbage_collected_instances_total", ids.len() as f64);
+                    self.metrics.add(GARBAGE_COLLECTED_INSTANCES, &[], ids.len() as u64);
                     let nodes: Api<Node> = Api::all(self.client.clone());
                     for n in &objects.nodes {
                         let pid = n.spec.as_ref().and_then(|s| s.provider_id.as_deref());
@@ -144,13 +145,7 @@ impl Controller {
             self.recorder.publish(&self.client, &involved_nodeclaim(nc), "Warning", "InstanceGone", &message).await;
             match api.delete(&name, &DeleteParams::default()).await {
                 Ok(_) => {
-                    let pool = super::pool_of(nc);
-                    self.metrics.add(
-                        &format!(
-                            "karpenter_nodeclaims_disrupted_total{{nodepool=\"{pool}\",reason=\"garbage_collected\"}}"
-                        ),
-                        1.0,
-                    );
+                    self.metrics.nodeclaim_disrupted(nc, "garbage_collected", "");
                     tracing::warn!(nodeclaim = %name, instance = %id, "garbage collection: instance gone; NodeClaim deleted")
                 }
                 Err(e) => {

@@ -5,6 +5,7 @@
 //! drain; a scheduled event: drained and replaced). Each unhealthy episode is counted once.
 
 use super::interruption::Interruption;
+use super::metrics::catalog::INSTANCE_STATUS_UNHEALTHY;
 use std::time::Duration;
 use tenon_core::orchestration::instance_health::{self, CHECK_EVERY_MS, UnhealthySeen};
 use tenon_core::orchestration::interruption::InterruptionKind;
@@ -38,13 +39,7 @@ impl Interruption {
             }
             for (id, category) in seen.record(owned) {
                 tracing::info!(instance = %id, category = category.as_str(), "unhealthy instance owned by the cluster");
-                self.metrics.add(
-                    &format!(
-                        "karpenter_interruption_instance_status_unhealthy_total{{category=\"{}\"}}",
-                        category.as_str()
-                    ),
-                    1.0,
-                );
+                self.metrics.add(INSTANCE_STATUS_UNHEALTHY, &[("category", category.as_str())], 1);
             }
         }
     }

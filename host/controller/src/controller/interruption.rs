@@ -8,8 +8,8 @@
 //! launched while the node drains.
 
 use super::events::{Involved, Recorder};
-use super::health::Metrics;
 use super::involved_nodeclaim;
+use super::metrics::{Metrics, catalog as mc};
 use super::state::Stores;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{DeleteParams, Patch, PatchParams};
@@ -55,14 +55,12 @@ impl Interruption {
                             continue;
                         }
                         match q.ack(&m).await {
-                            Ok(()) => self.metrics.add("karpenter_interruption_deleted_messages_total", 1.0),
+                            Ok(()) => self.metrics.add(mc::INTERRUPTION_DELETED, &[], 1),
                             Err(e) => tracing::warn!(error = %e, "could not delete an interruption message"),
                         }
                     }
-                    self.metrics.set(
-                        "tenon_interruption_malformed_messages_total",
-                        q.malformed.load(std::sync::atomic::Ordering::Relaxed) as f64,
-                    );
+                    let malformed = q.malformed.load(std::sync::atomic::Ordering::Relaxed);
+                    self.metrics.advance_to(mc::INTERRUPTION_MALFORMED, &[], malformed as u64);
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "interruption queue: receive failed; retrying");
@@ -75,10 +73,7 @@ impl Interruption {
     /// Acts on one message; an error means it must be handled again, so the message is kept.
     async fn handle(&self, m: &Received) -> Result<(), kube::Error> {
         let kind = handling::kind(&m.event.kind);
-        self.metrics.add(
-            &format!("karpenter_interruption_received_messages_total{{message_type=\"{}\"}}", kind.unwrap_or("no_op")),
-            1.0,
-        );
+        self.metrics.add(mc::INTERRUPTION_RECEIVED, &[("message_type", kind.unwrap_or("no_op"))], 1);
         self.act(&m.event.kind, &m.event.instance_ids).await.map(|_| ())
     }
 
@@ -141,13 +136,7 @@ impl Interruption {
                     {
                         Ok(_) => {
                             tracing::info!(nodeclaim = %o.nodeclaim, instance = %o.instance_id, %reason, "interruption: NodeClaim deleted");
-                            self.metrics.add(
-                                &format!(
-                                    "karpenter_nodeclaims_disrupted_total{{nodepool=\"{}\",reason=\"{reason}\"}}",
-                                    o.nodepool
-                                ),
-                                1.0,
-                            );
+                            self.metrics.nodeclaim_disrupted(&found[owner], reason, "");
                             let message =
                                 format!("Interruption triggered termination for the NodeClaim {}", o.nodeclaim);
                             self.notify(&found[owner], o, &nodes, "Warning", "TerminatingOnInterruption", &message)

@@ -4,7 +4,8 @@
 //! (a capacity error or an unusable NodeClass deletes the NodeClaim; anything else is tried
 //! again).
 
-use super::health::Metrics;
+use super::metrics::Metrics;
+use super::metrics::catalog::NODECLAIMS_LAUNCHED;
 use super::{Catalogs, Controller, conditions, involved_nodeclaim, lifecycle, unix_now_ms};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client};
@@ -65,15 +66,7 @@ impl Controller {
                     AfterFailure::Delete { event, message } => {
                         recorder.publish(&client, &obj, "Warning", event, &message).await;
                         tracing::warn!(nodeclaim = %name, %message, "launch failed; deleting the NodeClaim");
-                        let pool = nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)).cloned();
-                        metrics.add(
-                            &format!(
-                                "karpenter_nodeclaims_disrupted_total{{nodepool=\"{}\",reason=\"{}\"}}",
-                                pool.unwrap_or_default(),
-                                disrupted_reason(event)
-                            ),
-                            1.0,
-                        );
+                        metrics.nodeclaim_disrupted(&nc, disrupted_reason(event), "");
                         if let Err(e) = api.delete(&name, &DeleteParams::default()).await {
                             tracing::warn!(nodeclaim = %name, error = %e, "could not delete a NodeClaim that failed to launch");
                         }
@@ -165,7 +158,7 @@ async fn launch_one(
     api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
         .await
         .map_err(|e| LaunchFailure::unnamed(&format!("writing Launched: {e}")))?;
-    metrics.add(&format!("karpenter_nodeclaims_launched_total{{nodepool=\"{}\"}}", req.nodepool), 1.0);
+    metrics.add(NODECLAIMS_LAUNCHED, &[("nodepool", &req.nodepool)], 1);
     tracing::info!(nodeclaim = %name, instance = %instance.id, instance_type = %instance.instance_type, zone = %instance.zone, capacity_type = %instance.capacity_type, "launched");
     Ok(())
 }

@@ -19,6 +19,7 @@ pub mod interruption;
 pub mod launch;
 pub mod leader;
 pub mod lifecycle;
+pub mod metrics;
 pub mod names;
 pub mod nodeclaims;
 pub mod nodeclasses;
@@ -34,9 +35,9 @@ mod termination_steps;
 
 use anyhow::Context;
 use events::{Involved, Recorder};
-use health::Metrics;
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
+use metrics::Metrics;
 use settings::Settings;
 use state::Stores;
 use std::collections::{BTreeMap, BTreeSet};
@@ -114,6 +115,8 @@ struct Controller {
     budget_events: BudgetEvents,
     /// NodeClaim → the pods on its node at the last look (for `lastPodEventTime`).
     pods_on: BTreeMap<String, BTreeSet<String>>,
+    /// Pods seen Pending, for `karpenter_pods_startup_duration_seconds`.
+    pod_startup: metrics::cluster::PodStartup,
     last_gc: Option<Instant>,
     last_orphans: Option<Instant>,
     /// The last instance listing, shared by the drift check and garbage collection.
@@ -242,6 +245,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         last_sweep: None,
         budget_events: BudgetEvents::default(),
         pods_on: BTreeMap::new(),
+        pod_startup: metrics::cluster::PodStartup::default(),
         last_gc: None,
         last_orphans: None,
         instances: None,
@@ -396,11 +400,15 @@ impl Controller {
             // The watchdog is about to exit the process; nothing is done meanwhile.
             return Ok(());
         }
+        let mut step = metrics::Step::start(self.metrics.clone(), "nodeclass");
         self.nodeclasses().await;
+        step.next("policies");
         self.policies.refresh(&self.stores.nodepools.state());
         self.policies.log_failures();
         let objects = self.stores.objects();
+        step.next("nodepool.status");
         self.nodepools(&objects).await;
+        step.next("provisioner");
         self.orphans(&objects).await;
         let pending_view = provisioner::with_displaced_pods(&objects);
         let closed = self.batch_closed(&pending_view);
@@ -418,21 +426,51 @@ impl Controller {
         if decide {
             self.provision(&pending_view, &catalogs).await;
         }
+        step.next("nodeclaim.lifecycle");
         self.lifecycle(&catalogs).await;
+        step.next("pod.events");
         self.pod_events(&objects).await;
         // Neither waits for a settled cluster: one stuck node must not stop either.
+        step.next("nodeclaim.expiration");
         self.expiration(&objects).await;
+        step.next("disruption");
         self.sweep_marks(&objects).await;
         // A round right after a provisioning decision would not see its NodeClaims yet, nor
         // one before every created NodeClaim is seen. Nothing else holds a round off: a plan
         // that would count on a node not Initialized yet is refused on its own (the core's
         // rule), so one stuck node, a held drain or pod churn stops nothing elsewhere.
         self.disruption(&objects, &catalogs, !decide && observed).await;
+        step.next("node.termination");
         self.terminate(&objects).await;
+        step.next("nodeclaim.garbagecollection");
         self.garbage(&objects).await;
-        let dropped = self.recorder.dropped.load(std::sync::atomic::Ordering::Relaxed);
-        self.metrics.set("tenon_events_dropped_total", dropped as f64);
+        step.next("metrics");
+        self.publish_cluster_metrics(&objects);
+        step.finish();
         Ok(())
+    }
+
+    /// Karpenter's series read off the cluster (nodes, NodePools, pods) and the controller's
+    /// own counters kept elsewhere.
+    fn publish_cluster_metrics(&mut self, objects: &ClusterObjects) {
+        use metrics::catalog as mc;
+        let nodes = metrics::cluster::nodes(objects, unix_now());
+        self.metrics.replace(mc::NODES_ALLOCATABLE, nodes.allocatable);
+        self.metrics.replace(mc::NODES_POD_REQUESTS, nodes.pod_requests);
+        self.metrics.replace(mc::NODES_DAEMON_REQUESTS, nodes.daemon_requests);
+        self.metrics.replace(mc::NODES_SYSTEM_OVERHEAD, nodes.system_overhead);
+        self.metrics.replace(mc::NODES_CURRENT_LIFETIME, nodes.lifetime);
+        let (usage, limit) = metrics::cluster::nodepools(&objects.nodepools);
+        self.metrics.replace(mc::NODEPOOLS_USAGE, usage);
+        self.metrics.replace(mc::NODEPOOLS_LIMIT, limit);
+        self.metrics.replace(mc::PODS_STATE, metrics::cluster::pod_states(objects));
+        for seconds in self.pod_startup.observe(&objects.pods) {
+            self.metrics.observe(mc::PODS_STARTUP, &[], seconds);
+        }
+        self.metrics.set(mc::CLUSTER_STATE_NODE_COUNT, &[], objects.nodes.len() as f64);
+        self.metrics.set(mc::CLUSTER_STATE_SYNCED, &[], if self.unobserved.is_empty() { 1.0 } else { 0.0 });
+        let dropped = self.recorder.dropped.load(std::sync::atomic::Ordering::Relaxed);
+        self.metrics.advance_to(mc::EVENTS_DROPPED, &[], dropped);
     }
 
     /// Instance types per EC2NodeClass (from the provider's cached catalog).

@@ -4,6 +4,7 @@
 //! initialization (Node Ready, startup taints gone) — and every Node and NodeClaim being
 //! deleted one step towards release (termination.rs).
 
+use super::metrics::catalog::NODES_CREATED;
 use super::{
     Catalogs, Controller, conditions, involved_nodeclaim, lifecycle, nodes_of, pool_of, snapshot, termination,
     unix_now_ms,
@@ -58,9 +59,7 @@ impl Controller {
                 self.registration_verdicts.insert(uid, v);
             }
         }
-        let series =
-            format!("karpenter_nodeclaims_disrupted_total{{nodepool=\"{}\",reason=\"{reason}\"}}", pool_of(nc));
-        self.metrics.add(&series, 1.0);
+        self.metrics.nodeclaim_disrupted(nc, reason, "");
         match api.delete(&name, &kube::api::DeleteParams::default()).await {
             Ok(_) => tracing::warn!(nodeclaim = %name, %reason, "liveness: deleted"),
             Err(e) => tracing::warn!(nodeclaim = %name, error = %e, "could not delete a NodeClaim past its liveness"),
@@ -193,8 +192,8 @@ impl Controller {
                         self.registration_verdicts.insert(uid, v);
                     }
                 }
-                self.metrics
-                    .add(&format!("karpenter_nodeclaims_registered_total{{nodepool=\"{}\"}}", pool_of(nc)), 1.0);
+                let zone = nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_ZONE)).cloned().unwrap_or_default();
+                self.metrics.add(NODES_CREATED, &[("nodepool", &pool_of(nc)), ("zone", &zone)], 1);
                 tracing::info!(nodeclaim = %name, node = %node_name, "registered");
             }
             Err(e) => tracing::warn!(nodeclaim = %name, error = %e, "could not write Registered"),

@@ -5,7 +5,7 @@
 //! Events, and Karpenter's scheduler gauges.
 
 use super::events::Involved;
-use super::health::Metrics;
+use super::metrics::{Metrics, catalog as mc, labels};
 use super::{Catalogs, Controller, names, off_loop, snapshot};
 use kube::Api;
 use kube::api::PostParams;
@@ -16,21 +16,15 @@ use tenon_api::wellknown as wk;
 use tenon_core::ProvisioningPlan;
 use tenon_core::convert::{ClusterObjects, is_reschedulable};
 
-/// Karpenter's gauge of the pods a provisioning decision found no place for.
-const UNSCHEDULABLE_PODS: &str = "karpenter_scheduler_unschedulable_pods_count{controller=\"provisioner\"}";
-/// Karpenter's gauge of pending pods by effective zone: the series of provisioning decisions
-/// all start with this, followed by their `zone` label.
-const PENDING_BY_ZONE: &str = "karpenter_scheduler_pending_pods_by_effective_zone_count{controller=\"provisioner\",";
-
 /// Publishes Karpenter's scheduler gauges of a provisioning decision: how many pods it found
 /// no place for, and how many pending pods each effective zone has. A zone no pending pod
 /// has any more leaves the gauge (Karpenter resets it for every decision).
 pub fn publish_decision(metrics: &Metrics, plan: &ProvisioningPlan) {
-    metrics.set(UNSCHEDULABLE_PODS, plan.unschedulable.len() as f64);
+    metrics.set(mc::SCHEDULER_UNSCHEDULABLE_PODS, &[("controller", "provisioner")], plan.unschedulable.len() as f64);
     let by_zone = plan.pending_pods_by_zone();
     metrics.replace(
-        PENDING_BY_ZONE,
-        by_zone.into_iter().map(|(zone, n)| (format!("{PENDING_BY_ZONE}zone=\"{zone}\"}}"), n as f64)),
+        mc::SCHEDULER_PENDING_BY_ZONE,
+        by_zone.into_iter().map(|(zone, n)| (labels(&[("controller", "provisioner"), ("zone", &zone)]), n as f64)),
     );
 }
 
@@ -177,20 +171,23 @@ impl Controller {
                 self.recorder.publish(&self.client, &obj, "Warning", "FailedScheduling", &message).await;
             }
         }
-        self.metrics.set("karpenter_scheduler_ignored_pods_count", f64::from(ignored_pods));
+        self.metrics.set(mc::SCHEDULER_IGNORED_PODS, &[], f64::from(ignored_pods));
         // A NodePool being deleted keeps its nodes until they are drained, but gets no more
         // (the core skips it); one failing validation gets nothing at all.
         snap.nodepools.retain(|t| !self.invalid.contains(&t.name));
         snap.ignore_preferences = self.settings.preference_policy == "Ignore";
         let policies = self.policies.active.clone();
         let decided = off_loop("provisioning", move || {
+            let simulation = Instant::now();
             let plan = tenon_core::schedule(&snap, &*policies);
-            (snap, plan)
+            (snap, plan, simulation.elapsed())
         });
-        let Some((snap, plan)) = decided.await else { return };
-        self.metrics.add("tenon_provisioning_decisions_total", 1.0);
+        let Some((snap, plan, simulation)) = decided.await else { return };
+        self.metrics.add(mc::PROVISIONING_DECISIONS, &[], 1);
         publish_decision(&self.metrics, &plan);
-        self.metrics.set("tenon_provisioning_decision_seconds", started.elapsed().as_secs_f64());
+        let provisioner = [("controller", "provisioner")];
+        self.metrics.observe(mc::SCHEDULER_SCHEDULING_DURATION, &provisioner, simulation.as_secs_f64());
+        self.metrics.set(mc::PROVISIONING_DECISION_SECONDS, &[], started.elapsed().as_secs_f64());
         // Karpenter's line for a decision: when a batch closed and what it came to.
         if !plan.nodeclaims.is_empty() {
             let pods: usize = plan.nodeclaims.iter().map(|n| n.pods.len()).sum();
@@ -287,10 +284,9 @@ impl Controller {
             Ok(created) => {
                 let name = created.metadata.name.clone().unwrap_or_default();
                 self.unobserved.insert(name.clone(), Instant::now());
-                self.metrics.add(
-                    &format!("karpenter_nodeclaims_created_total{{nodepool=\"{pool}\",reason=\"{reason}\"}}"),
-                    1.0,
-                );
+                // Tenon never relaxes minValues (no BestEffort policy).
+                let labels = [("reason", reason), ("nodepool", &pool), ("min_values_relaxed", "false")];
+                self.metrics.add(mc::NODECLAIMS_CREATED, &labels, 1);
                 tracing::info!(nodeclaim = %name, nodepool = %pool, %reason, "created NodeClaim");
                 Some(name)
             }
@@ -536,7 +532,7 @@ mod tests {
             )
         };
         let m = Metrics::default();
-        m.set("karpenter_scheduler_ignored_pods_count", 3.0);
+        m.set(mc::SCHEDULER_IGNORED_PODS, &[], 3.0);
         let zone = |z: &str| format!("topology.kubernetes.io/zone: {z}");
         let (z1, z2, z9) = (zone("test-zone-1"), zone("test-zone-2"), zone("test-zone-9"));
         let plan = decide("[]", &[("a", ""), ("b", ""), ("c", &z2), ("d", &z9)]);

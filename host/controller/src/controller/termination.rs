@@ -15,8 +15,8 @@
 
 use super::conditions::{self, has_condition};
 use super::events::{Involved, Recorder};
-use super::health::{LIFETIME_BUCKETS, Metrics, doubling_buckets};
 use super::lifecycle;
+use super::metrics::{Metrics, catalog as m};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -365,16 +365,13 @@ pub async fn finalize_node(
                 DrainAction::Evict if !ctx.backoff.ready(&pod.uid, ctx.now) => {}
                 DrainAction::Evict => {
                     let answer = evictions.evict(&pod.name, &evict_params(pod)).await.map(|_| ());
-                    ctx.metrics.add(
-                        &format!("karpenter_pods_eviction_requests_total{{code=\"{}\"}}", answer_code(&answer)),
-                        1.0,
-                    );
+                    ctx.metrics.add(m::PODS_EVICTION_REQUESTS, &[("code", &answer_code(&answer).to_string())], 1);
                     match eviction_outcome(&answer) {
                         Eviction::Evicted => {
                             ctx.backoff.done(&pod.uid);
                             let message = format!("Evicted pod: {reason}");
                             ctx.recorder.publish(ctx.client, &involved, "Normal", "Evicted", &message).await;
-                            ctx.metrics.add(&format!("karpenter_pods_drained_total{{reason=\"{reason}\"}}"), 1.0);
+                            ctx.metrics.add(m::PODS_DRAINED, &[("reason", &reason)], 1);
                         }
                         Eviction::Gone => ctx.backoff.done(&pod.uid),
                         Eviction::Refused(why) => {
@@ -392,7 +389,7 @@ pub async fn finalize_node(
                     let message = disrupted_message(until, *grace, pod.termination_grace_seconds);
                     ctx.recorder.publish(ctx.client, &involved, "Normal", "Disrupted", &message).await;
                     match pods.delete(&pod.name, &delete_params(pod, *grace)).await {
-                        Ok(_) => ctx.metrics.add(&format!("karpenter_pods_drained_total{{reason=\"{reason}\"}}"), 1.0),
+                        Ok(_) => ctx.metrics.add(m::PODS_DRAINED, &[("reason", &reason)], 1),
                         // Gone, or the name is another pod's now (the UID precondition).
                         Err(kube::Error::Api(s)) if matches!(s.code, 404 | 409) => {}
                         Err(e) => return Err(format!("deleting {}/{}: {e}", pod.namespace, pod.name)),
@@ -417,7 +414,7 @@ pub async fn finalize_node(
             patch_status(ctx, c, conditions::with_condition(c, condition::DRAINED, true, "Drained", "")).await?;
             let pool =
                 node.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)).cloned().unwrap_or_default();
-            ctx.metrics.add(&format!("karpenter_nodes_drained_total{{nodepool=\"{pool}\"}}"), 1.0);
+            ctx.metrics.add(m::NODES_DRAINED, &[("nodepool", &pool)], 1);
             return Ok(NodeProgress::Waiting);
         }
         let past_deadline = deadline(c).is_some_and(|d| ctx.now >= d);
@@ -472,15 +469,15 @@ async fn release_node(nodes: &Api<Node>, meta: &ObjectMeta) -> Result<NodeProgre
 pub fn node_released_metrics(metrics: &Metrics, node: &Node, now: i64) {
     let label = |k: &str| node.metadata.labels.as_ref().and_then(|l| l.get(k)).cloned().unwrap_or_default();
     let (pool, zone) = (label(wk::LABEL_NODEPOOL), label(wk::LABEL_ZONE));
-    metrics.add(&format!("karpenter_nodes_terminated_total{{nodepool=\"{pool}\",zone=\"{zone}\"}}"), 1.0);
+    metrics.add(m::NODES_TERMINATED, &[("nodepool", &pool), ("zone", &zone)], 1);
     let since =
         |t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| t.map(|t| (now - t.0.as_second()) as f64);
-    let by_pool = format!("nodepool=\"{pool}\"");
+    let by_pool = [("nodepool", pool.as_str())];
     if let Some(s) = since(node.metadata.deletion_timestamp.as_ref()) {
-        metrics.observe("karpenter_nodes_termination_duration_seconds", &by_pool, s, &[]);
+        metrics.observe(m::NODES_TERMINATION, &by_pool, s);
     }
     if let Some(s) = since(node.metadata.creation_timestamp.as_ref()) {
-        metrics.observe("karpenter_nodes_lifetime_duration_seconds", &by_pool, s, LIFETIME_BUCKETS);
+        metrics.observe(m::NODES_LIFETIME, &by_pool, s);
     }
 }
 
@@ -488,27 +485,18 @@ pub fn node_released_metrics(metrics: &Metrics, node: &Node, now: i64) {
 pub fn nodeclaim_released_metrics(metrics: &Metrics, nc: &NodeClaim, now: i64) {
     let label = |k: &str| nc.metadata.labels.as_ref().and_then(|l| l.get(k)).cloned().unwrap_or_default();
     let pool = label(wk::LABEL_NODEPOOL);
+    let (capacity_type, zone) = (label(wk::LABEL_CAPACITY_TYPE), label(wk::LABEL_ZONE));
     metrics.add(
-        &format!(
-            "karpenter_nodeclaims_terminated_total{{nodepool=\"{pool}\",capacity_type=\"{}\",zone=\"{}\"}}",
-            label(wk::LABEL_CAPACITY_TYPE),
-            label(wk::LABEL_ZONE)
-        ),
-        1.0,
+        m::NODECLAIMS_TERMINATED,
+        &[("nodepool", &pool), ("capacity_type", &capacity_type), ("zone", &zone)],
+        1,
     );
-    let by_pool = format!("nodepool=\"{pool}\"");
+    let by_pool = [("nodepool", pool.as_str())];
     if let Some(t) = conditions::condition_since(nc, condition::INSTANCE_TERMINATING) {
-        let s = (now - t) as f64;
-        metrics.observe(
-            "karpenter_nodeclaims_instance_termination_duration_seconds",
-            &by_pool,
-            s,
-            &doubling_buckets(11),
-        );
+        metrics.observe(m::NODECLAIMS_INSTANCE_TERMINATION, &by_pool, (now - t) as f64);
     }
     if let Some(t) = &nc.metadata.deletion_timestamp {
-        let s = (now - t.0.as_second()) as f64;
-        metrics.observe("karpenter_nodeclaims_termination_duration_seconds", &by_pool, s, &doubling_buckets(12));
+        metrics.observe(m::NODECLAIMS_TERMINATION, &by_pool, (now - t.0.as_second()) as f64);
     }
 }
 

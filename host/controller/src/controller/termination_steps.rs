@@ -4,7 +4,7 @@
 //! `finalize_nodeclaim` the way the controller's pass does, with the clock given.
 
 use super::events::Recorder;
-use super::health::Metrics;
+use super::metrics::Metrics;
 use super::termination::{self, Ctx, Instances, NodeProgress, Progress};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;

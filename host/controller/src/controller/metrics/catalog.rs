@@ -1,0 +1,171 @@
+//! Every family the controller exposes: Karpenter v1.14's name, type and buckets where the
+//! meaning is the same (`karpenter_*`, and controller-runtime's `controller_runtime_*` for
+//! the control loop's steps), `tenon_*` for Tenon's own. `docs/metrics.md` lists them.
+
+/// What a family is, and for a histogram its upper bounds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+    Histogram(&'static [f64]),
+    /// Quantiles 0, 0.5, 0.9, 0.99, 1 over ten minutes (see `summary.rs`).
+    Summary,
+}
+
+#[derive(Debug, PartialEq)]
+pub struct Family {
+    /// As exposed (a counter's ends in `_total`).
+    pub name: &'static str,
+    pub help: &'static str,
+    pub kind: Kind,
+}
+
+/// Karpenter's buckets for scheduling and other short durations (controller-runtime's, with
+/// longer ones for singleton loops).
+pub const DURATION_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5,
+    1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0, 120.0,
+    150.0, 300.0, 450.0, 600.0,
+];
+
+/// controller-runtime's buckets for a reconcile's duration.
+pub const RECONCILE_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5,
+    1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0,
+];
+
+/// Karpenter's buckets for a node's lifetime in seconds (15 minutes to 30 days).
+pub const LIFETIME_BUCKETS: &[f64] = &[
+    900.0,
+    1800.0,
+    2700.0,
+    3600.0,
+    7200.0,
+    14_400.0,
+    21_600.0,
+    28_800.0,
+    36_000.0,
+    43_200.0,
+    57_600.0,
+    72_000.0,
+    86_400.0,
+    172_800.0,
+    259_200.0,
+    432_000.0,
+    864_000.0,
+    1_296_000.0,
+    1_728_000.0,
+    2_160_000.0,
+    2_592_000.0,
+];
+
+/// 1, 2, 4, … 1024 seconds (Karpenter's for an instance's termination).
+pub const DOUBLING_11: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0];
+/// 1, 2, 4, … 2048 seconds (Karpenter's for a NodeClaim's termination).
+pub const DOUBLING_12: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0];
+
+/// Each control-loop pass's duration.
+pub const PASS_BUCKETS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+
+macro_rules! catalog {
+    ($($id:ident: $kind:expr, $name:literal, $help:literal;)*) => {
+        $(pub const $id: &Family = &Family { name: $name, help: $help, kind: $kind };)*
+        /// Every family, in exposition order.
+        pub const CATALOG: &[&Family] = &[$($id),*];
+    };
+}
+
+use Kind::{Counter, Gauge, Histogram, Summary};
+
+catalog! {
+    BUILD_INFO: Gauge, "karpenter_build_info",
+        "Always 1, labelled with the controller's version, commit, the compiler that built it (goversion) and its architecture (goarch)";
+    NODECLAIMS_CREATED: Counter, "karpenter_nodeclaims_created_total",
+        "NodeClaims created, by reason (provisioning, disruption), NodePool and whether minValues was relaxed";
+    NODECLAIMS_DISRUPTED: Counter, "karpenter_nodeclaims_disrupted_total",
+        "NodeClaims deleted to disrupt them, by reason, NodePool, capacity type, consolidation policy and termination mode";
+    NODECLAIMS_TERMINATED: Counter, "karpenter_nodeclaims_terminated_total",
+        "NodeClaims whose finalizer was removed, by NodePool, capacity type and zone";
+    NODECLAIMS_INSTANCE_TERMINATION: Histogram(DOUBLING_11), "karpenter_nodeclaims_instance_termination_duration_seconds",
+        "Seconds from asking the cloud to terminate a NodeClaim's instance to the instance being gone, by NodePool";
+    NODECLAIMS_TERMINATION: Histogram(DOUBLING_12), "karpenter_nodeclaims_termination_duration_seconds",
+        "Seconds from a NodeClaim's deletion to the removal of its finalizer, by NodePool";
+    NODES_CREATED: Counter, "karpenter_nodes_created_total",
+        "Nodes that registered for a NodeClaim, by NodePool and zone";
+    NODES_TERMINATED: Counter, "karpenter_nodes_terminated_total",
+        "Nodes whose finalizer was removed, by NodePool and zone";
+    NODES_TERMINATION: Summary, "karpenter_nodes_termination_duration_seconds",
+        "Seconds from a Node's deletion to the removal of its finalizer, by NodePool";
+    NODES_LIFETIME: Histogram(LIFETIME_BUCKETS), "karpenter_nodes_lifetime_duration_seconds",
+        "Seconds from a Node's creation to the removal of its finalizer, by NodePool";
+    NODES_DRAINED: Counter, "karpenter_nodes_drained_total",
+        "Nodes drained of their pods, by NodePool";
+    NODES_ALLOCATABLE: Gauge, "karpenter_nodes_allocatable",
+        "A node's allocatable resources (cpu in cores, others in units or bytes), by node, its well-known labels and resource type";
+    NODES_POD_REQUESTS: Gauge, "karpenter_nodes_total_pod_requests",
+        "What the pods bound to a node request, DaemonSet pods included, by node, its well-known labels and resource type";
+    NODES_DAEMON_REQUESTS: Gauge, "karpenter_nodes_total_daemon_requests",
+        "What the DaemonSet pods bound to a node request, by node, its well-known labels and resource type";
+    NODES_SYSTEM_OVERHEAD: Gauge, "karpenter_nodes_system_overhead",
+        "A node's capacity less its allocatable (what the kubelet and system reserve), by node, its well-known labels and resource type";
+    NODES_CURRENT_LIFETIME: Gauge, "karpenter_nodes_current_lifetime_seconds",
+        "Seconds since a node was created, by node and its well-known labels";
+    NODEPOOLS_USAGE: Gauge, "karpenter_nodepools_usage",
+        "Resources of the NodePool's NodeClaims (its status.resources), by NodePool and resource type";
+    NODEPOOLS_LIMIT: Gauge, "karpenter_nodepools_limit",
+        "The NodePool's spec.limits, by NodePool and resource type";
+    NODEPOOLS_ALLOWED_DISRUPTIONS: Gauge, "karpenter_nodepools_allowed_disruptions",
+        "Nodes the NodePool's disruption budgets allow to disrupt now, by NodePool and reason";
+    PODS_STATE: Gauge, "karpenter_pods_state",
+        "1 for each pod, labelled with its phase, readiness, node and that node's NodePool, zone, architecture, capacity type and instance type";
+    PODS_STARTUP: Summary, "karpenter_pods_startup_duration_seconds",
+        "Seconds from a pod's creation until it was Ready, for pods the controller saw Pending";
+    PODS_EVICTION_REQUESTS: Counter, "karpenter_pods_eviction_requests_total",
+        "Eviction requests made while draining, by the HTTP status code of the answer";
+    PODS_DRAINED: Counter, "karpenter_pods_drained_total",
+        "Pods evicted or deleted while draining, by the reason of the disruption";
+    VOLUNTARY_DISRUPTION_ELIGIBLE_NODES: Gauge, "karpenter_voluntary_disruption_eligible_nodes",
+        "Nodes a disruption round could act on, by reason (empty, underutilized, drifted)";
+    VOLUNTARY_DISRUPTION_DECISIONS: Counter, "karpenter_voluntary_disruption_decisions_total",
+        "Disruption decisions carried out, by decision (delete, replace), reason and consolidation type";
+    SCHEDULER_UNSCHEDULABLE_PODS: Gauge, "karpenter_scheduler_unschedulable_pods_count",
+        "Pods the last provisioning decision found no place for";
+    SCHEDULER_PENDING_BY_ZONE: Gauge, "karpenter_scheduler_pending_pods_by_effective_zone_count",
+        "Pending pods of the last provisioning decision, by the zone they can go to";
+    SCHEDULER_IGNORED_PODS: Gauge, "karpenter_scheduler_ignored_pods_count",
+        "Pending pods the last provisioning decision ignored because their spec is invalid";
+    SCHEDULER_SCHEDULING_DURATION: Histogram(DURATION_BUCKETS), "karpenter_scheduler_scheduling_duration_seconds",
+        "Seconds a scheduling simulation took, by controller (provisioner)";
+    INTERRUPTION_RECEIVED: Counter, "karpenter_interruption_received_messages_total",
+        "Interruption queue messages received, by message type";
+    INTERRUPTION_DELETED: Counter, "karpenter_interruption_deleted_messages_total",
+        "Interruption queue messages handled and deleted";
+    INSTANCE_STATUS_UNHEALTHY: Counter, "karpenter_interruption_instance_status_unhealthy_total",
+        "Instances of the cluster EC2 reported unhealthy, by category";
+    CLUSTER_STATE_NODE_COUNT: Gauge, "karpenter_cluster_state_node_count",
+        "Nodes in the controller's view of the cluster";
+    CLUSTER_STATE_SYNCED: Gauge, "karpenter_cluster_state_synced",
+        "1 when every NodeClaim the controller created is in its view of the cluster, 0 while one is not yet";
+    RECONCILE_TIME: Histogram(RECONCILE_BUCKETS), "controller_runtime_reconcile_time_seconds",
+        "Seconds each step of a control-loop pass took, by controller (Karpenter's controller name for the step)";
+    RECONCILE_TOTAL: Counter, "controller_runtime_reconcile_total",
+        "Steps of control-loop passes run, by controller and result (success, error)";
+    RECONCILE_ERRORS: Counter, "controller_runtime_reconcile_errors_total",
+        "Steps of control-loop passes that failed, by controller";
+    PASS_DURATION: Histogram(PASS_BUCKETS), "tenon_controller_pass_duration_seconds",
+        "Seconds each control-loop pass took (its count is the number of passes)";
+    EVENTS_DROPPED: Counter, "tenon_events_dropped_total",
+        "Kubernetes Events not written because the API was throttling or refusing them";
+    GARBAGE_COLLECTED_INSTANCES: Counter, "tenon_garbage_collected_instances_total",
+        "Instances terminated because no NodeClaim accounted for them";
+    DISRUPTION_EXECUTION: Gauge, "tenon_disruption_execution_seconds",
+        "Seconds the last disruption command waited for its replacements before deleting its candidates";
+    PROVISIONING_DECISIONS: Counter, "tenon_provisioning_decisions_total",
+        "Provisioning decisions made";
+    PROVISIONING_DECISION_SECONDS: Gauge, "tenon_provisioning_decision_seconds",
+        "Seconds the last provisioning decision took, reading the cluster included";
+    NODECLAIMS_LAUNCHED: Counter, "tenon_nodeclaims_launched_total",
+        "NodeClaims whose instance was launched, by NodePool";
+    INTERRUPTION_MALFORMED: Counter, "tenon_interruption_malformed_messages_total",
+        "Interruption queue messages that could not be read, deleted unhandled";
+}

@@ -1,0 +1,353 @@
+//! Series read off the cluster each pass, as Karpenter's metrics controllers publish them:
+//! per node (allocatable, requests, overhead, lifetime), per NodePool (usage and limits), per
+//! pod (state, and startup latency for pods seen Pending). Pure functions over the objects.
+
+use super::Labels;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use std::collections::{BTreeMap, BTreeSet};
+use tenon_api::NodePool;
+use tenon_api::common::ResourceList;
+use tenon_api::quantity::{parse_milli, parse_units};
+use tenon_api::wellknown::{self as wk};
+use tenon_core::convert::{ClusterObjects, is_daemon, pod_requests};
+use tenon_core::resources::Resources;
+
+/// A gauge family's series.
+pub type Gauges = Vec<(Labels, f64)>;
+
+/// The node families of one pass.
+#[derive(Debug, Default)]
+pub struct NodeSeries {
+    pub allocatable: Gauges,
+    pub pod_requests: Gauges,
+    pub daemon_requests: Gauges,
+    pub system_overhead: Gauges,
+    pub lifetime: Gauges,
+}
+
+/// Karpenter's label name for a well-known node label: the part after the `/`, snake_case.
+fn label_name(key: &str) -> String {
+    key.rsplit('/').next().unwrap_or(key).to_lowercase().replace('-', "_")
+}
+
+/// The well-known labels a node's series carry (Karpenter core's and the AWS provider's).
+fn well_known() -> impl Iterator<Item = &'static str> {
+    wk::WELL_KNOWN_KUBERNETES_LABELS[..8].iter().chain(wk::WELL_KNOWN_AWS_LABELS).copied()
+}
+
+/// Leaks each distinct label name once: label names are `&'static str` in [`Labels`] and the
+/// well-known set is fixed.
+fn static_name(key: &str) -> &'static str {
+    static NAMES: std::sync::OnceLock<BTreeMap<String, &'static str>> = std::sync::OnceLock::new();
+    let names = NAMES
+        .get_or_init(|| well_known().map(|k| (k.to_string(), &*Box::leak(label_name(k).into_boxed_str()))).collect());
+    names.get(key).copied().unwrap_or("unknown")
+}
+
+fn node_labels(node: &Node) -> Labels {
+    let get = |k: &str| node.metadata.labels.as_ref().and_then(|l| l.get(k)).cloned().unwrap_or_default();
+    let mut out: Labels = vec![
+        ("node_name", node.metadata.name.clone().unwrap_or_default()),
+        ("phase", node.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default()),
+        ("managed", (!get(wk::LABEL_NODEPOOL).is_empty()).to_string()),
+    ];
+    out.extend(well_known().map(|k| (static_name(k), get(k))));
+    out
+}
+
+/// Karpenter's `resource_type` value for a resource name.
+fn resource_type(name: &str) -> String {
+    name.to_lowercase().replace('-', "_")
+}
+
+/// A resource list as (resource type, amount): cpu in cores, everything else in units.
+fn amounts(list: &ResourceList) -> Vec<(String, f64)> {
+    list.iter()
+        .filter_map(|(name, q)| {
+            let v =
+                if name == "cpu" { parse_milli(&q.0).ok()? as f64 / 1000.0 } else { parse_units(&q.0).ok()? as f64 };
+            Some((resource_type(name), v))
+        })
+        .collect()
+}
+
+/// A resource vector as (resource type, amount), zero amounts left out except cpu and memory.
+fn vector(r: &Resources) -> Vec<(String, f64)> {
+    let mut out = vec![("cpu".to_string(), r.cpu as f64 / 1000.0), ("memory".to_string(), r.memory as f64)];
+    for (name, v) in [("pods", r.pods), ("ephemeral_storage", r.ephemeral_storage)] {
+        if v != 0 {
+            out.push((name.to_string(), v as f64));
+        }
+    }
+    out.extend(r.extended.iter().filter(|(_, v)| *v != 0).map(|(n, v)| (resource_type(n), *v as f64)));
+    out
+}
+
+fn with_type(base: &Labels, (kind, v): (String, f64)) -> (Labels, f64) {
+    let mut l = base.clone();
+    l.push(("resource_type", kind));
+    (l, v)
+}
+
+/// Whether a pod still holds its node's resources: bound and not finished.
+fn holds(p: &Pod) -> bool {
+    let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+    !matches!(phase, Some("Succeeded" | "Failed"))
+}
+
+/// Karpenter's node series for every Node, at `now` (seconds since the epoch).
+pub fn nodes(objects: &ClusterObjects, now: i64) -> NodeSeries {
+    let mut requests: BTreeMap<&str, (Resources, Resources)> = BTreeMap::new();
+    for p in &objects.pods {
+        let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.as_deref()) else { continue };
+        let Some(spec) = p.spec.as_ref().filter(|_| holds(p)) else { continue };
+        let Ok(r) = pod_requests(spec, "pod") else { continue };
+        let entry = requests.entry(node).or_default();
+        entry.0.add(&r);
+        if is_daemon(p) {
+            entry.1.add(&r);
+        }
+    }
+    let mut out = NodeSeries::default();
+    for node in &objects.nodes {
+        let base = node_labels(node);
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        let status = node.status.as_ref();
+        let allocatable = status.and_then(|s| s.allocatable.clone()).unwrap_or_default();
+        let capacity = status.and_then(|s| s.capacity.clone()).unwrap_or_default();
+        let allocatable: ResourceList = allocatable.into_iter().collect();
+        let capacity: ResourceList = capacity.into_iter().collect();
+        let alloc = amounts(&allocatable);
+        for (kind, cap) in amounts(&capacity) {
+            let a = alloc.iter().find(|(k, _)| *k == kind).map_or(0.0, |(_, v)| *v);
+            out.system_overhead.push(with_type(&base, (kind, cap - a)));
+        }
+        out.allocatable.extend(alloc.into_iter().map(|a| with_type(&base, a)));
+        let (pods, daemons) = requests.remove(name).unwrap_or_default();
+        out.pod_requests.extend(vector(&pods).into_iter().map(|a| with_type(&base, a)));
+        out.daemon_requests.extend(vector(&daemons).into_iter().map(|a| with_type(&base, a)));
+        if let Some(t) = &node.metadata.creation_timestamp {
+            out.lifetime.push((base, (now - t.0.as_second()).max(0) as f64));
+        }
+    }
+    out
+}
+
+/// `karpenter_nodepools_usage` (from `status.resources`) and `_limit` (from `spec.limits`).
+pub fn nodepools(pools: &[NodePool]) -> (Gauges, Gauges) {
+    let mut usage = Vec::new();
+    let mut limit = Vec::new();
+    for np in pools {
+        let base: Labels = vec![("nodepool", np.metadata.name.clone().unwrap_or_default())];
+        if let Some(status) = &np.status {
+            usage.extend(amounts(&status.resources).into_iter().map(|a| with_type(&base, a)));
+        }
+        limit.extend(amounts(&np.spec.limits).into_iter().map(|a| with_type(&base, a)));
+    }
+    (usage, limit)
+}
+
+fn is_ready(p: &Pod) -> Option<&k8s_openapi::api::core::v1::PodCondition> {
+    p.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+/// `karpenter_pods_state`: 1 for each pod, with its node's labels.
+pub fn pod_states(objects: &ClusterObjects) -> Gauges {
+    let nodes: BTreeMap<&str, &Node> =
+        objects.nodes.iter().filter_map(|n| Some((n.metadata.name.as_deref()?, n))).collect();
+    objects
+        .pods
+        .iter()
+        .map(|p| {
+            let node_name = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+            let node_label = |k: &str| {
+                nodes
+                    .get(node_name.as_str())
+                    .and_then(|n| n.metadata.labels.as_ref())
+                    .and_then(|l| l.get(k))
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            let namespace = p.metadata.namespace.clone().unwrap_or_default();
+            // Karpenter spells the owner as the self link of the first owner reference.
+            let owner = p.metadata.owner_references.as_ref().and_then(|o| o.first()).map_or(String::new(), |o| {
+                format!("/apis/{}/namespaces/{namespace}/{}s/{}", o.api_version, o.kind.to_lowercase(), o.name)
+            });
+            let nodepool = node_label(wk::LABEL_NODEPOOL);
+            let labels = vec![
+                ("name", p.metadata.name.clone().unwrap_or_default()),
+                ("namespace", namespace),
+                ("owner", owner),
+                ("node", node_name.clone()),
+                ("scheduled", (!node_name.is_empty()).to_string()),
+                ("phase", p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default()),
+                ("ready", is_ready(p).is_some().to_string()),
+                ("zone", node_label(wk::LABEL_ZONE)),
+                ("arch", node_label(wk::LABEL_ARCH)),
+                ("capacity_type", node_label(wk::LABEL_CAPACITY_TYPE)),
+                ("instance_type", node_label(wk::LABEL_INSTANCE_TYPE)),
+                ("managed", (!nodepool.is_empty()).to_string()),
+                ("nodepool", nodepool),
+            ];
+            (labels, 1.0)
+        })
+        .collect()
+}
+
+/// Pods seen Pending, so that their startup is measured once they are Ready (Karpenter's pod
+/// metrics controller: only pods it saw Pending count).
+#[derive(Debug, Default)]
+pub struct PodStartup {
+    pending: BTreeSet<String>,
+}
+
+impl PodStartup {
+    /// Updates from this pass's pods; returns the startup durations (seconds from creation to
+    /// Ready) of pods that turned Ready since.
+    pub fn observe(&mut self, pods: &[Pod]) -> Vec<f64> {
+        let mut started = Vec::new();
+        let mut seen = BTreeSet::new();
+        for p in pods {
+            let key = format!(
+                "{}/{}",
+                p.metadata.namespace.as_deref().unwrap_or_default(),
+                p.metadata.uid.as_deref().unwrap_or_default()
+            );
+            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+            if phase == Some("Pending") {
+                self.pending.insert(key.clone());
+                seen.insert(key);
+                continue;
+            }
+            if !self.pending.contains(&key) {
+                continue;
+            }
+            match (is_ready(p), &p.metadata.creation_timestamp) {
+                (Some(ready), Some(created)) => {
+                    if let Some(at) = &ready.last_transition_time {
+                        started.push((at.0.as_second() - created.0.as_second()).max(0) as f64);
+                    }
+                }
+                // Terminal without ever being Ready: not a startup.
+                _ if matches!(phase, Some("Succeeded" | "Failed")) => {}
+                _ => {
+                    seen.insert(key);
+                }
+            }
+        }
+        self.pending.retain(|k| seen.contains(k));
+        started
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node(name: &str, pool: &str) -> Node {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"karpenter.sh/nodepool": pool, "topology.kubernetes.io/zone": "us-west-2a",
+                    "kubernetes.io/arch": "amd64", "karpenter.k8s.aws/instance-family": "m5"}},
+            "status": {"capacity": {"cpu": "2", "memory": "8Gi", "pods": "29"},
+                "allocatable": {"cpu": "1930m", "memory": "7Gi", "pods": "29"}}
+        }))
+        .unwrap()
+    }
+
+    fn pod(name: &str, node: &str, cpu: &str, daemon: bool, phase: &str) -> Pod {
+        let owner = if daemon {
+            json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds", "uid": "u", "controller": true}])
+        } else {
+            json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u", "controller": true}])
+        };
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "default", "uid": name, "ownerReferences": owner,
+                "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
+            "status": {"phase": phase}
+        }))
+        .unwrap()
+    }
+
+    fn value(g: &Gauges, pairs: &[(&str, &str)]) -> Option<f64> {
+        g.iter().find(|(l, _)| pairs.iter().all(|(k, v)| l.iter().any(|(lk, lv)| lk == k && lv == v))).map(|(_, v)| *v)
+    }
+
+    #[test]
+    fn node_series_sum_bound_pods_and_daemons_apart() {
+        let objects = ClusterObjects {
+            nodes: vec![node("n1", "default")],
+            pods: vec![
+                pod("a", "n1", "500m", false, "Running"),
+                pod("d", "n1", "100m", true, "Running"),
+                pod("done", "n1", "4", false, "Succeeded"),
+            ],
+            ..Default::default()
+        };
+        let s = nodes(&objects, 1_767_225_600 + 3600);
+        let n1 = [("node_name", "n1"), ("nodepool", "default"), ("zone", "us-west-2a"), ("instance_family", "m5")];
+        let with = |t: &'static str| n1.iter().copied().chain([("resource_type", t)]).collect::<Vec<_>>();
+        assert_eq!(value(&s.allocatable, &with("cpu")), Some(1.93));
+        assert_eq!(value(&s.allocatable, &with("memory")), Some(7.0 * 1024.0 * 1024.0 * 1024.0));
+        assert_eq!(value(&s.pod_requests, &with("cpu")), Some(0.6), "the finished pod holds nothing");
+        assert_eq!(value(&s.pod_requests, &with("pods")), Some(2.0));
+        assert_eq!(value(&s.daemon_requests, &with("cpu")), Some(0.1));
+        assert_eq!(value(&s.system_overhead, &with("cpu")), Some(2.0 - 1.93));
+        assert_eq!(value(&s.lifetime, &n1), Some(3600.0));
+        let labels = &s.allocatable[0].0;
+        let names: BTreeSet<_> = labels.iter().map(|(k, _)| *k).collect();
+        assert_eq!(names.len(), labels.len(), "a label name twice: {labels:?}");
+        for k in ["capacity_type", "instance_type", "arch", "os", "region", "windows_build", "managed", "phase"] {
+            assert!(names.contains(k), "{k} missing from {names:?}");
+        }
+    }
+
+    #[test]
+    fn pods_state_carries_the_nodes_labels() {
+        let objects = ClusterObjects {
+            nodes: vec![node("n1", "default")],
+            pods: vec![pod("a", "n1", "1", false, "Running"), pod("p", "", "1", false, "Pending")],
+            ..Default::default()
+        };
+        let s = pod_states(&objects);
+        assert_eq!(
+            value(&s, &[("name", "a"), ("nodepool", "default"), ("zone", "us-west-2a"), ("scheduled", "true")]),
+            Some(1.0)
+        );
+        assert_eq!(
+            value(&s, &[("name", "a"), ("owner", "/apis/apps/v1/namespaces/default/replicasets/rs")]),
+            Some(1.0)
+        );
+        assert_eq!(value(&s, &[("name", "p"), ("scheduled", "false"), ("managed", "false")]), Some(1.0));
+    }
+
+    #[test]
+    fn startup_counts_only_pods_seen_pending() {
+        let mut s = PodStartup::default();
+        let mut p = pod("a", "", "1", false, "Pending");
+        let early = pod("b", "n1", "1", false, "Running");
+        assert!(s.observe(&[p.clone(), early]).is_empty());
+        p.status = serde_json::from_value(json!({"phase": "Running", "conditions": [
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:42Z"}]}))
+        .unwrap();
+        assert_eq!(s.observe(std::slice::from_ref(&p)), vec![42.0]);
+        assert!(s.observe(&[p]).is_empty(), "counted once");
+    }
+
+    #[test]
+    fn nodepool_usage_and_limits_by_resource_type() {
+        let np: NodePool = serde_json::from_value(json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+            "spec": {"limits": {"cpu": "1000", "nvidia.com/gpu": "4"}, "template": {"spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}, "requirements": []}}},
+            "status": {"resources": {"cpu": "4500m", "nodes": "2"}}
+        }))
+        .unwrap();
+        let (usage, limit) = nodepools(&[np]);
+        assert_eq!(value(&usage, &[("nodepool", "default"), ("resource_type", "cpu")]), Some(4.5));
+        assert_eq!(value(&usage, &[("resource_type", "nodes")]), Some(2.0));
+        assert_eq!(value(&limit, &[("resource_type", "nvidia.com/gpu")]), Some(4.0));
+    }
+}

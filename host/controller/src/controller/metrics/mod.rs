@@ -1,0 +1,449 @@
+//! The controller's Prometheus series, kept in prometheus-client families (HELP and TYPE
+//! from [`catalog`]) and rendered in the Prometheus text format. Also the readiness flag and
+//! the pass clock `/readyz` and `/healthz` read.
+
+pub mod catalog;
+pub mod cluster;
+pub mod summary;
+
+use super::health::Passes;
+use catalog::{CATALOG, Family, Kind, PASS_DURATION};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::{Family as Series, MetricConstructor};
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+use summary::Window;
+
+/// A series' labels, in the order they are exposed.
+pub type Labels = Vec<(&'static str, String)>;
+
+/// Builds [`Labels`] from borrowed values.
+pub fn labels(pairs: &[(&'static str, &str)]) -> Labels {
+    pairs.iter().map(|(k, v)| (*k, v.to_string())).collect()
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Buckets(&'static [f64]);
+
+impl MetricConstructor<Histogram> for Buckets {
+    fn new_metric(&self) -> Histogram {
+        Histogram::new(self.0.iter().copied())
+    }
+}
+
+#[derive(Debug)]
+enum Store {
+    Counter(Series<Labels, Counter>),
+    Gauge(Series<Labels, Gauge<f64, AtomicU64>>),
+    Histogram(Series<Labels, Histogram, Buckets>),
+    Summary(Mutex<BTreeMap<Labels, Window>>),
+}
+
+#[derive(Debug)]
+struct Families {
+    by_name: BTreeMap<&'static str, (&'static Family, Store)>,
+    /// Held for writing while a gauge family is replaced, for reading while encoding: a
+    /// scrape sees the old set or the new one.
+    swap: RwLock<()>,
+}
+
+impl Collector for Families {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let _whole = self.swap.read().unwrap_or_else(|e| e.into_inner());
+        for family in CATALOG {
+            let Some((_, store)) = self.by_name.get(family.name) else { continue };
+            // As `Registry::register` writes them.
+            let help = format!("{}.", family.help);
+            match store {
+                Store::Counter(s) if !s.is_empty() => {
+                    let name = family.name.strip_suffix("_total").unwrap_or(family.name);
+                    s.encode(encoder.encode_descriptor(name, &help, None, MetricType::Counter)?)?;
+                }
+                Store::Gauge(s) if !s.is_empty() => {
+                    s.encode(encoder.encode_descriptor(family.name, &help, None, MetricType::Gauge)?)?;
+                }
+                Store::Histogram(s) if !s.is_empty() => {
+                    s.encode(encoder.encode_descriptor(family.name, &help, None, MetricType::Histogram)?)?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+pub struct Metrics {
+    ready: AtomicBool,
+    families: Arc<Families>,
+    registry: Registry,
+    passes: Mutex<Passes>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let by_name = CATALOG
+            .iter()
+            .map(|f| {
+                let store = match f.kind {
+                    Kind::Counter => Store::Counter(Series::default()),
+                    Kind::Gauge => Store::Gauge(Series::default()),
+                    Kind::Histogram(b) => Store::Histogram(Series::new_with_constructor(Buckets(b))),
+                    Kind::Summary => Store::Summary(Mutex::default()),
+                };
+                (f.name, (*f, store))
+            })
+            .collect();
+        let families = Arc::new(Families { by_name, swap: RwLock::new(()) });
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(families.clone()));
+        let metrics = Metrics { ready: AtomicBool::new(false), families, registry, passes: Mutex::default() };
+        metrics.set(catalog::BUILD_INFO, &build_info(), 1.0);
+        metrics
+    }
+}
+
+/// `karpenter_build_info`'s labels. Karpenter's `goversion`/`goarch` carry the Rust compiler
+/// and Go's name for the architecture.
+fn build_info() -> Vec<(&'static str, &'static str)> {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    vec![
+        ("version", env!("CARGO_PKG_VERSION")),
+        ("goversion", option_env!("TENON_RUSTC_VERSION").unwrap_or("rust")),
+        ("goarch", arch),
+        ("commit", option_env!("TENON_COMMIT").unwrap_or("unknown")),
+    ]
+}
+
+impl Metrics {
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
+
+    pub fn pass_started(&self) {
+        if let Ok(mut p) = self.passes.lock() {
+            p.running_since = Some(Instant::now());
+        }
+    }
+
+    /// Ends the pass, recording how long it took in `tenon_controller_pass_duration_seconds`
+    /// (its count is the number of passes: a benchmark divides CPU time by it).
+    pub fn pass_completed(&self) {
+        let now = Instant::now();
+        let started = self.passes.lock().ok().and_then(|mut p| {
+            p.last_completed = Some(now);
+            p.running_since.take()
+        });
+        if let Some(started) = started {
+            self.observe(PASS_DURATION, &[], now.duration_since(started).as_secs_f64());
+        }
+    }
+
+    pub fn passes(&self) -> Passes {
+        self.passes.lock().map(|p| *p).unwrap_or_default()
+    }
+
+    fn store(&self, family: &'static Family) -> &Store {
+        match self.families.by_name.get(family.name) {
+            Some((_, store)) => store,
+            // CATALOG lists every family constant, so this cannot happen.
+            None => unreachable!("{} is not in the catalog", family.name),
+        }
+    }
+
+    /// Adds `n` to counter `family`'s series `labels`.
+    pub fn add(&self, family: &'static Family, labels: &[(&'static str, &str)], n: u64) {
+        if let Store::Counter(s) = self.store(family) {
+            s.get_or_create(&self::labels(labels)).inc_by(n);
+        }
+    }
+
+    /// Advances a counter kept elsewhere (an atomic another component owns) to `total`.
+    pub fn advance_to(&self, family: &'static Family, labels: &[(&'static str, &str)], total: u64) {
+        if let Store::Counter(s) = self.store(family) {
+            let c = s.get_or_create(&self::labels(labels));
+            c.inc_by(total.saturating_sub(c.get()));
+        }
+    }
+
+    pub fn set(&self, family: &'static Family, labels: &[(&'static str, &str)], v: f64) {
+        if let Store::Gauge(s) = self.store(family) {
+            s.get_or_create(&self::labels(labels)).set(v);
+        }
+    }
+
+    /// Records `v` in histogram or summary `family`.
+    pub fn observe(&self, family: &'static Family, labels: &[(&'static str, &str)], v: f64) {
+        match self.store(family) {
+            Store::Histogram(s) => s.get_or_create(&self::labels(labels)).observe(v),
+            Store::Summary(m) => {
+                if let Ok(mut m) = m.lock() {
+                    m.entry(self::labels(labels)).or_default().observe(Instant::now(), v);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Replaces gauge `family`'s series by `series` at once: a family whose label values
+    /// come and go (deleted nodes leave it).
+    pub fn replace(&self, family: &'static Family, series: impl IntoIterator<Item = (Labels, f64)>) {
+        if let Store::Gauge(s) = self.store(family) {
+            let _whole = self.families.swap.write().unwrap_or_else(|e| e.into_inner());
+            s.clear();
+            for (labels, v) in series {
+                s.get_or_create(&labels).set(v);
+            }
+        }
+    }
+
+    /// A counter's or gauge's value, or a histogram's or summary's count.
+    #[cfg(test)]
+    pub fn value(&self, family: &'static Family, labels: &[(&'static str, &str)]) -> Option<f64> {
+        let l = self::labels(labels);
+        match self.store(family) {
+            Store::Counter(s) => s.get(&l).map(|c| c.get() as f64),
+            Store::Gauge(s) => s.get(&l).map(|g| g.get()),
+            Store::Histogram(s) => s.get(&l).map(|h| h.count() as f64),
+            Store::Summary(m) => m.lock().ok()?.get(&l).map(|w| w.count() as f64),
+        }
+    }
+
+    /// Counts `nc` in `karpenter_nodeclaims_disrupted_total` with Karpenter's labels:
+    /// `consolidation_policy` is the NodePool's in snake_case for consolidation, empty otherwise.
+    pub fn nodeclaim_disrupted(&self, nc: &tenon_api::NodeClaim, reason: &str, consolidation_policy: &str) {
+        use tenon_api::wellknown as wk;
+        let label = |k: &str| nc.metadata.labels.as_ref().and_then(|l| l.get(k)).cloned().unwrap_or_default();
+        // Karpenter's termination mode: graceful without a grace period, forceful at zero.
+        let grace = nc.spec.termination_grace_period.as_deref().map(tenon_api::duration::parse_duration);
+        let mode = match grace {
+            None | Some(Err(_)) => "graceful",
+            Some(Ok(d)) if d.is_zero() => "forceful",
+            Some(Ok(_)) => "eventual",
+        };
+        let (pool, capacity) = (label(wk::LABEL_NODEPOOL), label(wk::LABEL_CAPACITY_TYPE));
+        let policy = snake_case(consolidation_policy);
+        self.add(
+            catalog::NODECLAIMS_DISRUPTED,
+            &[
+                ("reason", reason),
+                ("nodepool", &pool),
+                ("capacity_type", &capacity),
+                ("consolidation_policy", &policy),
+                ("termination_mode", mode),
+            ],
+            1,
+        );
+    }
+
+    /// The Prometheus text exposition (version 0.0.4) of every series.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry).is_err() {
+            tracing::warn!("could not encode the controller's metrics");
+        }
+        let now = Instant::now();
+        for family in CATALOG.iter().filter(|f| f.kind == Kind::Summary) {
+            let Store::Summary(m) = self.store(family) else { continue };
+            let m = m.lock().map(|m| m.clone()).unwrap_or_default();
+            if m.is_empty() {
+                continue;
+            }
+            out.push_str(&format!("# HELP {} {}.\n# TYPE {} summary\n", family.name, family.help, family.name));
+            for (labels, window) in &m {
+                let labels: Vec<String> =
+                    labels.iter().map(|(k, v)| format!("{k}=\"{}\"", summary::escape(v))).collect();
+                window.encode(&mut out, family.name, &labels.join(","), now);
+            }
+        }
+        out
+    }
+}
+
+/// `WhenEmptyOrUnderutilized` → `when_empty_or_underutilized`.
+pub fn snake_case(s: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+/// Times the steps of a control-loop pass as controller-runtime times reconciles
+/// (`controller_runtime_reconcile_*`, one `controller` per step). A step handles its own
+/// failures (logged, retried next pass), so each one that returns counts as a success; the
+/// error series exist at zero as controller-runtime initialises them.
+pub struct Step {
+    metrics: Arc<Metrics>,
+    name: &'static str,
+    started: Instant,
+}
+
+impl Step {
+    pub fn start(metrics: Arc<Metrics>, name: &'static str) -> Step {
+        Step { metrics, name, started: Instant::now() }
+    }
+
+    /// Ends the current step and starts `name`.
+    pub fn next(&mut self, name: &'static str) {
+        self.record();
+        self.name = name;
+        self.started = Instant::now();
+    }
+
+    pub fn finish(self) {
+        self.record();
+    }
+
+    fn record(&self) {
+        let controller = [("controller", self.name)];
+        self.metrics.observe(catalog::RECONCILE_TIME, &controller, self.started.elapsed().as_secs_f64());
+        self.metrics.add(catalog::RECONCILE_TOTAL, &[("controller", self.name), ("result", "success")], 1);
+        self.metrics.add(catalog::RECONCILE_TOTAL, &[("controller", self.name), ("result", "error")], 0);
+        self.metrics.add(catalog::RECONCILE_ERRORS, &controller, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::catalog::*;
+    use super::*;
+
+    #[test]
+    fn each_completed_pass_is_counted_with_its_duration() {
+        let m = Metrics::default();
+        m.pass_completed();
+        assert!(!m.render().contains(PASS_DURATION.name), "a pass that never started is not one");
+        for _ in 0..3 {
+            m.pass_started();
+            m.pass_completed();
+        }
+        let text = m.render();
+        assert!(text.lines().any(|l| l == format!("{}_count 3", PASS_DURATION.name)), "{text}");
+        assert!(text.contains(&format!("# TYPE {} histogram", PASS_DURATION.name)), "{text}");
+    }
+
+    #[test]
+    fn every_family_has_help_type_and_karpenters_suffixes() {
+        let m = Metrics::default();
+        for f in CATALOG {
+            let labels = [("nodepool", "a\"b")];
+            match f.kind {
+                Kind::Counter => m.add(f, &labels, 2),
+                Kind::Gauge => m.set(f, &labels, 1.5),
+                Kind::Histogram(_) | Kind::Summary => m.observe(f, &labels, 0.7),
+            }
+        }
+        let text = m.render();
+        for f in CATALOG {
+            let kind = match f.kind {
+                Kind::Counter => "counter",
+                Kind::Gauge => "gauge",
+                Kind::Histogram(_) => "histogram",
+                Kind::Summary => "summary",
+            };
+            assert!(text.contains(&format!("# HELP {} {}.\n", f.name, f.help)), "{} lacks HELP:\n{text}", f.name);
+            assert!(text.contains(&format!("# TYPE {} {kind}\n", f.name)), "{} lacks TYPE:\n{text}", f.name);
+            assert_eq!(f.kind == Kind::Counter, f.name.ends_with("_total"), "{}", f.name);
+        }
+        assert!(text.contains("karpenter_nodes_created_total{nodepool=\"a\\\"b\"} 2\n"), "{text}");
+        assert!(text.contains("karpenter_pods_startup_duration_seconds{nodepool=\"a\\\"b\",quantile=\"0.99\"} 0.7\n"));
+        assert!(text.contains("karpenter_nodes_lifetime_duration_seconds_bucket{nodepool=\"a\\\"b\",le=\"900\"} 1\n"));
+        let names: std::collections::BTreeSet<_> = CATALOG.iter().map(|f| f.name).collect();
+        assert_eq!(names.len(), CATALOG.len(), "a family is listed twice");
+    }
+
+    #[test]
+    fn histograms_count_cumulatively() {
+        let m = Metrics::default();
+        m.observe(NODES_LIFETIME, &[("nodepool", "a")], 1000.0);
+        m.observe(NODES_LIFETIME, &[("nodepool", "a")], 5000.0);
+        let text = m.render();
+        let bucket = |le: &str| {
+            text.lines()
+                .find(|l| l.starts_with("karpenter_nodes_lifetime_duration_seconds_bucket") && l.contains(le))
+                .map(|l| l.rsplit(' ').next().unwrap_or_default().to_string())
+        };
+        assert_eq!(bucket("le=\"900\"").as_deref(), Some("0"), "{text}");
+        assert_eq!(bucket("le=\"1800\"").as_deref(), Some("1"), "{text}");
+        assert_eq!(bucket("le=\"7200\"").as_deref(), Some("2"), "{text}");
+        assert_eq!(bucket("le=\"+Inf\"").as_deref(), Some("2"), "{text}");
+        assert_eq!(m.value(NODES_LIFETIME, &[("nodepool", "a")]), Some(2.0));
+    }
+
+    #[test]
+    fn replacing_a_gauge_family_drops_series_that_went() {
+        let m = Metrics::default();
+        let series = |names: &[&str]| names.iter().map(|n| (labels(&[("node_name", n)]), 1.0)).collect::<Vec<_>>();
+        m.replace(NODES_CURRENT_LIFETIME, series(&["a", "b"]));
+        m.replace(NODES_CURRENT_LIFETIME, series(&["b"]));
+        assert_eq!(m.value(NODES_CURRENT_LIFETIME, &[("node_name", "a")]), None);
+        assert_eq!(m.value(NODES_CURRENT_LIFETIME, &[("node_name", "b")]), Some(1.0));
+    }
+
+    #[test]
+    fn a_counter_kept_elsewhere_only_advances() {
+        let m = Metrics::default();
+        m.advance_to(EVENTS_DROPPED, &[], 3);
+        m.advance_to(EVENTS_DROPPED, &[], 5);
+        m.advance_to(EVENTS_DROPPED, &[], 4);
+        assert_eq!(m.value(EVENTS_DROPPED, &[]), Some(5.0));
+    }
+
+    #[test]
+    fn disrupted_nodeclaims_carry_karpenters_labels() {
+        let m = Metrics::default();
+        let nc: tenon_api::NodeClaim = serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "a", "labels": {"karpenter.sh/nodepool": "p", "karpenter.sh/capacity-type": "spot"}},
+            "spec": {"terminationGracePeriod": "0s", "requirements": [],
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}}
+        }))
+        .unwrap();
+        m.nodeclaim_disrupted(&nc, "underutilized", "WhenEmptyOrUnderutilized");
+        let labels = [
+            ("reason", "underutilized"),
+            ("nodepool", "p"),
+            ("capacity_type", "spot"),
+            ("consolidation_policy", "when_empty_or_underutilized"),
+            ("termination_mode", "forceful"),
+        ];
+        assert_eq!(m.value(NODECLAIMS_DISRUPTED, &labels), Some(1.0));
+    }
+
+    #[test]
+    fn the_metrics_reference_lists_every_family() {
+        let doc = include_str!("../../../../../docs/metrics.md");
+        let missing: Vec<&str> =
+            CATALOG.iter().map(|f| f.name).filter(|n| !doc.contains(&format!("`{n}`"))).collect();
+        assert!(missing.is_empty(), "docs/metrics.md does not list {missing:?}");
+    }
+
+    #[test]
+    fn build_info_is_always_there() {
+        let text = Metrics::default().render();
+        let line = text.lines().find(|l| l.starts_with("karpenter_build_info{")).unwrap_or_default();
+        assert!(
+            line.contains(&format!("version=\"{}\"", env!("CARGO_PKG_VERSION"))) && line.ends_with(" 1.0"),
+            "{text}"
+        );
+    }
+}
