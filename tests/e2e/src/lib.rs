@@ -437,6 +437,11 @@ impl Cluster {
         }
     }
 
+    /// The controller's whole `/metrics` body.
+    pub fn metrics_text(&self) -> Option<String> {
+        tokio::task::block_in_place(|| http_get(&format!("127.0.0.1:{}", self.metrics_port), "/metrics"))
+    }
+
     /// A sample of the controller's `/metrics` (`name` with labels, exactly as exposed).
     pub async fn metric(&self, name: &str) -> Option<f64> {
         let body = tokio::task::block_in_place(|| http_get(&format!("127.0.0.1:{}", self.metrics_port), "/metrics"))?;

@@ -1,0 +1,227 @@
+//! `/metrics` end to end: a scale-up with a scoring policy, then a scale to zero. Every
+//! metric name Karpenter v1.14's Grafana dashboards use (`tests/fixtures/`) and every one
+//! Tenon's own dashboards use (`charts/tenon/dashboards/`) must have appeared, unless it is
+//! a listed departure; every family carries HELP and TYPE.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+use tenon_e2e::scenario::{
+    INFLATE_NS, all_bound, apply_lab_general, nodeclass_ready, scale_inflate, small_nodes_quick_consolidation,
+};
+use tenon_e2e::{Cluster, eventually};
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+/// Tenon's own dashboards' series that only exist once a policy fails, disagrees in shadow
+/// mode or is skipped by its breaker (`host/policy` tests cover them).
+const ONLY_AFTER_POLICY_FAILURES: [&str; 3] =
+    ["tenon_policy_failures_total", "tenon_policy_shadow_disagreements_total", "tenon_policy_skipped_calls_total"];
+
+/// A scrape: sample names, and per family its TYPE and whether it has HELP.
+#[derive(Default)]
+struct Scraped {
+    samples: BTreeSet<String>,
+    types: BTreeMap<String, String>,
+    helped: BTreeSet<String>,
+    lines: Vec<String>,
+}
+
+impl Scraped {
+    fn add(&mut self, text: &str) {
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let mut it = rest.split(' ');
+                if let (Some(name), Some(kind)) = (it.next(), it.next()) {
+                    self.types.insert(name.to_string(), kind.to_string());
+                }
+            } else if let Some(rest) = line.strip_prefix("# HELP ") {
+                self.helped.insert(rest.split(' ').next().unwrap_or_default().to_string());
+            } else if !line.is_empty() && !line.starts_with('#') {
+                let end = line.find(['{', ' ']).unwrap_or(line.len());
+                self.samples.insert(line[..end].to_string());
+                self.lines.push(line.to_string());
+            }
+        }
+    }
+
+    /// The family a sample belongs to (a histogram's or summary's suffixes stripped).
+    fn family_of(&self, sample: &str) -> Option<String> {
+        if self.types.contains_key(sample) {
+            return Some(sample.to_string());
+        }
+        ["_bucket", "_sum", "_count"]
+            .iter()
+            .filter_map(|s| sample.strip_suffix(s))
+            .find(|f| matches!(self.types.get(*f).map(String::as_str), Some("histogram" | "summary")))
+            .map(str::to_string)
+    }
+
+    /// The value of the first sample whose line starts with `prefix` and contains every `part`.
+    fn value(&self, prefix: &str, parts: &[&str]) -> Option<f64> {
+        self.lines
+            .iter()
+            .filter(|l| l.starts_with(prefix) && parts.iter().all(|p| l.contains(p)))
+            .find_map(|l| l.rsplit(' ').next()?.parse().ok())
+    }
+}
+
+/// The fixture's `metric_as_used` column, and the departures with their reasons.
+fn karpenter_dashboard_names() -> (BTreeSet<String>, BTreeMap<String, String>) {
+    let rows = |file: &str| -> Vec<Vec<String>> {
+        let text = std::fs::read_to_string(format!("{ROOT}/tests/fixtures/{file}")).expect(file);
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .skip(1)
+            .map(|l| l.split('\t').map(str::to_string).collect())
+            .collect()
+    };
+    let used = rows("karpenter-dashboard-metrics.tsv").into_iter().map(|r| r[1].clone()).collect();
+    let departures =
+        rows("karpenter-dashboard-departures.tsv").into_iter().map(|r| (r[0].clone(), r[1].clone())).collect();
+    (used, departures)
+}
+
+/// Metric names in a PromQL expression: Tenon's and Karpenter's prefixes, string literals
+/// (label values) left out.
+fn names_in(expr: &str, out: &mut BTreeSet<String>) {
+    let mut unquoted = String::new();
+    let mut quoted = false;
+    for ch in expr.chars() {
+        if ch == '"' {
+            quoted = !quoted;
+        } else if !quoted {
+            unquoted.push(ch);
+        }
+    }
+    for token in unquoted.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':')) {
+        if ["karpenter_", "controller_runtime_", "tenon_"].iter().any(|p| token.starts_with(p)) {
+            out.insert(token.to_string());
+        }
+    }
+}
+
+/// Every query of a Grafana dashboard: panel targets' `expr` and templating queries.
+fn queries(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                match (k.as_str(), v) {
+                    ("expr", serde_json::Value::String(s)) => out.push(s.clone()),
+                    ("query", serde_json::Value::String(s)) => out.push(s.clone()),
+                    _ => queries(v, out),
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|v| queries(v, out)),
+        _ => {}
+    }
+}
+
+fn tenon_dashboard_names() -> BTreeSet<String> {
+    let dir = format!("{ROOT}/charts/tenon/dashboards");
+    let mut names = BTreeSet::new();
+    let mut files = 0;
+    for entry in std::fs::read_dir(&dir).expect("charts/tenon/dashboards") {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let mut q = Vec::new();
+            queries(&json, &mut q);
+            assert!(!q.is_empty(), "{} has no queries", path.display());
+            for expr in &q {
+                assert!(!expr.contains("job="), "{}: {expr} assumes a scrape job name", path.display());
+                names_in(expr, &mut names);
+            }
+            files += 1;
+        }
+    }
+    assert!(files >= 3, "capacity, performance and policy dashboards: {files} found");
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_dashboard_metric_appears_with_help_and_type() {
+    let (karpenter, departures) = karpenter_dashboard_names();
+    for name in departures.keys() {
+        assert!(karpenter.contains(name), "departure {name} is not a dashboard name");
+    }
+    let ours = tenon_dashboard_names();
+
+    let mut c = Cluster::start("metrics").await;
+    apply_lab_general(&c);
+    small_nodes_quick_consolidation(&c);
+    c.kubectl(&["annotate", "nodepool", "lab-general", "tenon.dev/scoring-policy=default-scoring"]);
+    c.start_controller();
+    nodeclass_ready(&c, "lab-general").await;
+    scale_inflate(&c, 8);
+    all_bound(&c, INFLATE_NS, 8, Duration::from_secs(90)).await;
+    let mut seen = Scraped::default();
+    // Node and pod series are published at the end of a pass; a pod's startup once a pass
+    // sees it Ready.
+    let running = eventually(Duration::from_secs(30), "node, pod and startup series", || async {
+        let text = c.metrics_text()?;
+        (text.contains("karpenter_nodes_allocatable{")
+            && text.contains("karpenter_pods_startup_duration_seconds_count"))
+        .then_some(text)
+    })
+    .await;
+    seen.add(&running);
+
+    scale_inflate(&c, 0);
+    let emptied = Instant::now();
+    while !c.nodeclaims().await.is_empty() {
+        assert!(emptied.elapsed() < Duration::from_secs(150), "empty nodes still there after 150 s");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let after = eventually(Duration::from_secs(30), "termination series", || async {
+        let text = c.metrics_text()?;
+        text.contains("karpenter_nodes_terminated_total{").then_some(text)
+    })
+    .await;
+    let mut end = Scraped::default();
+    end.add(&after);
+    seen.add(&after);
+    c.assert_controller_running();
+
+    let missing: Vec<&String> =
+        karpenter.iter().filter(|n| !departures.contains_key(*n) && !seen.samples.contains(*n)).collect();
+    assert!(missing.is_empty(), "Karpenter's dashboards use {missing:?}, never exposed; seen {:?}", seen.samples);
+    for name in departures.keys() {
+        assert!(!seen.samples.contains(name), "{name} is listed as a departure but is exposed");
+    }
+    let missing: Vec<&String> = ours
+        .iter()
+        .filter(|n| !ONLY_AFTER_POLICY_FAILURES.contains(&n.as_str()) && !seen.samples.contains(*n))
+        .collect();
+    assert!(missing.is_empty(), "Tenon's dashboards use {missing:?}, never exposed; seen {:?}", seen.samples);
+
+    for sample in &seen.samples {
+        let family = seen.family_of(sample).unwrap_or_else(|| panic!("{sample} has no # TYPE"));
+        assert!(seen.helped.contains(&family), "{family} has no # HELP");
+    }
+
+    // The values mean what Karpenter's do.
+    let limit = seen.value("karpenter_nodepools_limit{", &["nodepool=\"lab-general\"", "resource_type=\"cpu\""]);
+    assert_eq!(limit, Some(64.0), "the NodePool's spec.limits.cpu");
+    let created: f64 = end
+        .lines
+        .iter()
+        .filter(|l| l.starts_with("karpenter_nodes_created_total{nodepool=\"lab-general\",zone=\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(created >= 3.0, "three nodes or more registered: {created}");
+    let empty =
+        end.value("karpenter_voluntary_disruption_decisions_total{", &["decision=\"delete\"", "reason=\"empty\""]);
+    assert!(empty.is_some_and(|n| n >= 1.0), "emptiness deleted nodes: {empty:?}");
+    let disrupted =
+        end.value("karpenter_nodeclaims_disrupted_total{", &["reason=\"empty\"", "nodepool=\"lab-general\""]);
+    assert!(disrupted.is_some_and(|n| n >= 1.0), "disrupted NodeClaims by reason and NodePool: {disrupted:?}");
+    assert!(
+        !end.samples.contains("karpenter_nodes_allocatable"),
+        "deleted nodes leave the node series: {:?}",
+        end.lines.iter().filter(|l| l.starts_with("karpenter_nodes_allocatable")).collect::<Vec<_>>()
+    );
+    let calls = seen.value("tenon_policy_calls_total{", &["policy=\"default-scoring\"", "hook=\"scoring\""]);
+    assert!(calls.is_some_and(|n| n >= 1.0), "the scoring policy was called: {calls:?}");
+}
