@@ -1,6 +1,7 @@
 //! Kubernetes Events with Karpenter's reasons, recorded as Karpenter's recorder does: the same
 //! (object, reason, message) at most once per dedupe window (2 minutes; 5 for
-//! `FailedScheduling`, 1 for `NoCompatibleInstanceTypes`), `Nominated` rate-limited across all
+//! `FailedScheduling`, 1 for `NoCompatibleInstanceTypes` and a NodePool's `DisruptionBlocked`,
+//! 15 for `Unconsolidatable`, whatever its message), `Nominated` rate-limited across all
 //! pods (5 per second, bursts of 10), and posted from a bounded queue by a task of their own,
 //! so a wave of 10,000 pending pods never waits on Event writes (an Event the full queue
 //! cannot take is dropped and counted, never waited for).
@@ -22,6 +23,10 @@ pub const DEDUPE_FOR: Duration = Duration::from_secs(120);
 pub const FAILED_SCHEDULING_DEDUPE_FOR: Duration = Duration::from_secs(300);
 /// `NoCompatibleInstanceTypes`' (Karpenter's).
 pub const NO_COMPATIBLE_TYPES_DEDUPE_FOR: Duration = Duration::from_secs(60);
+/// `Unconsolidatable`'s, keyed by the object alone whatever the message (Karpenter's).
+pub const UNCONSOLIDATABLE_DEDUPE_FOR: Duration = Duration::from_secs(900);
+/// A NodePool's `DisruptionBlocked` (its budgets can change every minute; Karpenter's).
+pub const NODEPOOL_BLOCKED_DEDUPE_FOR: Duration = Duration::from_secs(60);
 /// Events waiting to be posted, at most.
 pub const QUEUE: usize = 1024;
 
@@ -113,6 +118,8 @@ impl Recorder {
         let window = match reason {
             "FailedScheduling" => FAILED_SCHEDULING_DEDUPE_FOR,
             "NoCompatibleInstanceTypes" => NO_COMPATIBLE_TYPES_DEDUPE_FOR,
+            "Unconsolidatable" => UNCONSOLIDATABLE_DEDUPE_FOR,
+            "DisruptionBlocked" if key.0.starts_with("NodePool/") => NODEPOOL_BLOCKED_DEDUPE_FOR,
             _ => DEDUPE_FOR,
         };
         let Ok(mut sent) = self.sent.lock() else { return true };
@@ -141,7 +148,8 @@ impl Recorder {
                 obj.uid.as_deref().unwrap_or("")
             ),
             reason.to_string(),
-            message.to_string(),
+            // Karpenter says why a node is not consolidatable once per window, whatever why.
+            if reason == "Unconsolidatable" { String::new() } else { message.to_string() },
         );
         if !self.admit(key, reason, Instant::now()) {
             return;
@@ -211,6 +219,15 @@ mod tests {
         assert!(r.admit(key("b", "Evicted"), "Evicted", t0), "another object");
         assert!(r.admit(key("a", "FailedScheduling"), "FailedScheduling", t0));
         assert!(!r.admit(key("a", "FailedScheduling"), "FailedScheduling", t0 + Duration::from_secs(299)));
+        let minutes = |m: u64| t0 + Duration::from_secs(m * 60);
+        assert!(r.admit(key("a", "Unconsolidatable"), "Unconsolidatable", t0));
+        assert!(!r.admit(key("a", "Unconsolidatable"), "Unconsolidatable", minutes(14)));
+        assert!(r.admit(key("a", "Unconsolidatable"), "Unconsolidatable", minutes(15) + Duration::from_secs(1)));
+        let pool = ("NodePool//p/uid".to_string(), "DisruptionBlocked".to_string(), "m".to_string());
+        assert!(r.admit(pool.clone(), "DisruptionBlocked", t0));
+        assert!(r.admit(pool, "DisruptionBlocked", minutes(1) + Duration::from_secs(1)), "a NodePool's: 1 minute");
+        assert!(r.admit(key("a", "DisruptionBlocked"), "DisruptionBlocked", t0));
+        assert!(!r.admit(key("a", "DisruptionBlocked"), "DisruptionBlocked", minutes(1) + Duration::from_secs(1)));
     }
 
     #[test]
