@@ -29,8 +29,8 @@ fn claims() -> Vec<(&'static str, Effect, &'static str)> {
     // The scenario starts Monday 16:30 in Shanghai: the office closes at 5400 s, night at 19800 s.
     let after_hours = |a: &serde_json::Value, b: &serde_json::Value| {
         let (close, night) = (5400, 19800);
-        let (a_moves, b_moves) = (disruptions(a, "consolidation"), disruptions(b, "consolidation"));
-        let (a_drift, b_drift) = (disruptions(a, "drift"), disruptions(b, "drift"));
+        let (a_moves, b_moves) = (disruptions(a, "Underutilized"), disruptions(b, "Underutilized"));
+        let (a_drift, b_drift) = (disruptions(a, "Drifted"), disruptions(b, "Drifted"));
         a_moves.iter().any(|t| *t < close)
             && !b_moves.is_empty()
             && b_moves.iter().all(|t| *t >= close)
@@ -54,10 +54,12 @@ fn events<'a>(report: &'a serde_json::Value, reason: &'a str) -> impl Iterator<I
     report["events"].as_array().into_iter().flatten().filter(move |e| e["reason"] == reason)
 }
 
-/// When a run started disrupting nodes by a method (`drift`, `consolidation`), seconds.
-fn disruptions(report: &serde_json::Value, method: &str) -> Vec<i64> {
+/// When a run disrupted NodeClaims for a reason (Karpenter's `Drifted`, `Underutilized`),
+/// seconds.
+fn disruptions(report: &serde_json::Value, reason: &str) -> Vec<i64> {
+    let message = format!("Disrupting NodeClaim: {reason}");
     events(report, "DisruptionTerminating")
-        .filter(|e| e["message"].as_str().and_then(|m| m.split(',').next()).is_some_and(|m| m.contains(method)))
+        .filter(|e| e["message"].as_str() == Some(message.as_str()))
         .filter_map(|e| e["t"].as_i64())
         .collect()
 }

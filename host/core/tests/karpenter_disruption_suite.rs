@@ -12,7 +12,7 @@ use tenon_core::disruption::candidates::{Candidate, candidates, eviction_cost};
 use tenon_core::disruption::{DefaultPolicies, DisruptionDecision, Method, disrupt};
 use tenon_core::model::{Budget, BudgetNodes, ClusterSnapshot, DisruptionReason, Node, PodDisruptionBudget};
 use tenon_core::orchestration::command::{
-    self as command, Command, REPLACEMENT_TIMEOUT_MS, Replacement, Step, VALIDATION_MS, hold, stale_marks,
+    self as command, Command, On, REPLACEMENT_TIMEOUT_MS, Replacement, Step, VALIDATION_MS, hold, stale_marks,
     still_invalid,
 };
 use tenon_core::plan::NewNodeClaim;
@@ -173,13 +173,34 @@ fn a_command_that_times_out_is_abandoned_and_its_candidates_unmarked() {
 #[test]
 fn a_command_completes_once_its_replacement_is_initialized() {
     let c = started(1);
-    // Launching, waiting on readiness (the shell's `Launching`/`WaitingOnReadiness` Events).
+    // Launching, waiting on readiness: Karpenter's Events on the replacement.
     assert_eq!(c.step(VALIDATION_MS + MS, &[Replacement::Launching]), Step::Wait);
+    let waiting: Vec<(On, &str, String)> =
+        c.waiting_notices(&[Replacement::Launching]).into_iter().map(|n| (n.on, n.reason, n.message)).collect();
+    assert_eq!(
+        waiting,
+        [
+            (On::Replacement(0), "DisruptionLaunching", "Launching NodeClaim: Drifted".to_string()),
+            (
+                On::Replacement(0),
+                "DisruptionWaitingReadiness",
+                "Waiting on readiness to continue disruption".to_string()
+            ),
+        ]
+    );
     assert_eq!(c.step(VALIDATION_MS + 2 * MS, &[Replacement::Initialized]), Step::Delete);
+    assert!(c.waiting_notices(&[Replacement::Initialized]).iter().all(|n| n.reason == "DisruptionLaunching"));
     // The shell then deletes the candidate's NodeClaim (the Node follows) with Karpenter's
-    // `DisruptionTerminating` Events.
-    let msg = c.terminating_message();
-    assert!(msg.starts_with("Disrupting Node: Drifted/Replace"), "{msg}");
+    // `DisruptionTerminating` Events on both.
+    let [node, claim] = c.terminating_notices(0);
+    assert_eq!(
+        (node.on, node.reason, node.message.as_str()),
+        (On::CandidateNode(0), "DisruptionTerminating", "Disrupting Node: Drifted")
+    );
+    assert_eq!(
+        (claim.on, claim.reason, claim.message.as_str()),
+        (On::CandidateNodeClaim(0), "DisruptionTerminating", "Disrupting NodeClaim: Drifted")
+    );
 }
 
 /// karpenter:pkg/controllers/disruption/queue_test.go:257
@@ -197,7 +218,8 @@ fn a_command_completes_only_once_every_replacement_is_initialized() {
 fn a_command_without_replacements_deletes_at_once() {
     let c = started(0);
     assert_eq!(c.step(VALIDATION_MS, &[]), Step::Delete);
-    assert!(c.terminating_message().starts_with("Disrupting Node: Drifted/Delete"));
+    assert_eq!(c.terminating_notices(0)[0].message, "Disrupting Node: Drifted");
+    assert!(c.waiting_notices(&[]).is_empty(), "no replacement to wait on");
 }
 
 /// karpenter:pkg/controllers/disruption/queue_test.go:339

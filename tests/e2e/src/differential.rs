@@ -25,11 +25,12 @@ use tenon_api::wellknown as wk;
 use tenon_api::{EC2NodeClass, NodeClaim};
 use tenon_sim::Scenario;
 
-/// The Event reasons a trace keeps: what the decisions said, not the progress reports.
+/// The Event reasons a trace keeps: what the decisions said, not the progress reports
+/// (`DisruptionWaitingReadiness` depends on when a pass looks, not on a decision).
 pub const DECISION_EVENTS: &[&str] = &[
     "InsufficientCapacityError",
     "DisruptionBlocked",
-    "ConsolidationApproved",
+    "ConsolidationCandidate",
     "ConsolidationRejected",
     "DisruptionLaunching",
     "DisruptionTerminating",
@@ -103,7 +104,9 @@ impl Builder {
 
     /// An event on `kind/name` (a NodeClaim's name becomes its ordinal).
     fn event(&mut self, kind: &str, name: &str, reason: &str, message: &str) {
-        if !DECISION_EVENTS.contains(&reason) || message == NOMINATED {
+        // A Node's disruption Events repeat its NodeClaim's, and Node names are the
+        // cluster's own (the simulator names a node after its NodeClaim).
+        if !DECISION_EVENTS.contains(&reason) || message == NOMINATED || kind == "Node" {
             return;
         }
         let object = if kind == "NodeClaim" { self.name(name) } else { name.to_string() };
@@ -207,33 +210,21 @@ async fn controller_trace(c: &Cluster, claims: &Claims) -> Trace {
         };
         b.nodeclaim(name, format!("{pool} {outcome}"));
     }
-    // Disruptions: the candidates of one command share its DisruptionTerminating message;
-    // its replacements are named in DisruptionLaunching; an expiry is its own.
-    let mut commands: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
+    // Disruptions: the controller logs each command's NodeClaims as it deletes the
+    // candidates (Karpenter's Events name no command); an expiry is its own.
+    for line in c.controller_log().lines().filter(|l| l.contains("deleting the candidates")) {
+        let field = |key: &str| {
+            line.split_whitespace().find_map(|w| w.strip_prefix(key)?.strip_prefix('=')).unwrap_or_default()
+        };
+        let names = |v: &str| v.split(',').filter(|n| !n.is_empty()).map(String::from).collect::<Vec<_>>();
+        b.disruption(field("method"), &names(field("candidates")), &names(field("replacements")));
+    }
     for name in &claims.order {
         for e in reasons("NodeClaim", name) {
-            let message = e.message.clone().unwrap_or_default();
-            match e.reason.as_deref() {
-                Some("DisruptionTerminating") => {
-                    commands.entry(message).or_default().0.insert(name.clone());
-                }
-                Some("Expired") => b.disruption("expiration", std::slice::from_ref(name), &[]),
-                _ => {}
+            if e.reason.as_deref() == Some("Expired") {
+                b.disruption("expiration", std::slice::from_ref(name), &[]);
             }
         }
-    }
-    for (message, (candidates, _)) in &mut commands {
-        let replacements: BTreeSet<String> = candidates
-            .iter()
-            .flat_map(|c| reasons("NodeClaim", c))
-            .filter(|e| e.reason.as_deref() == Some("DisruptionLaunching"))
-            .filter_map(|e| e.message.as_deref()?.split_once(": ").map(|(_, names)| names.to_string()))
-            .flat_map(|names| names.split(", ").map(String::from).collect::<Vec<_>>())
-            .collect();
-        let method = message.split_once('(').and_then(|(_, m)| m.split_once(',')).map_or("?", |(m, _)| m);
-        let candidates: Vec<String> = candidates.iter().cloned().collect();
-        let replacements: Vec<String> = replacements.into_iter().collect();
-        b.disruption(method, &candidates, &replacements);
     }
     for ((kind, name), evs) in &by_object {
         for e in evs {

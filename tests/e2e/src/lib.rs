@@ -400,6 +400,11 @@ impl Cluster {
     }
 
     /// Events about the object named `name` (core/v1 Events).
+    /// Every Event in the cluster.
+    pub async fn events(&self) -> Vec<Event> {
+        Api::<Event>::all(self.client.clone()).list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default()
+    }
+
     pub async fn events_for(&self, name: &str) -> Vec<Event> {
         Api::<Event>::all(self.client.clone())
             .list(&ListParams::default())

@@ -149,6 +149,34 @@ async fn three_underused_nodes_become_one_cheaper_node_replacement_first() {
     assert_eq!(c.instances().await.len(), 1);
     let log = c.controller_log();
     assert!(log.contains("multi-node-consolidation"), "decided as multi-node consolidation");
+    // Karpenter's Events: the candidates named (Node and NodeClaim), the replacement
+    // launching and awaited, then each candidate's Node and NodeClaim disrupted.
+    let events = c.events().await;
+    let count = |kind: &str, reason: &str, message: &str| {
+        events
+            .iter()
+            .filter(|e| {
+                e.involved_object.kind.as_deref() == Some(kind)
+                    && e.reason.as_deref() == Some(reason)
+                    && e.message.as_deref().unwrap_or("").contains(message)
+            })
+            .count()
+    };
+    for kind in ["Node", "NodeClaim"] {
+        let n = count(kind, "ConsolidationCandidate", "(part of 3-node consolidation)");
+        assert!(n >= 3, "ConsolidationCandidate on each candidate {kind}: {n}");
+        let n = count(kind, "DisruptionTerminating", &format!("Disrupting {kind}: Underutilized"));
+        assert_eq!(n, 3, "DisruptionTerminating on each candidate {kind}");
+    }
+    let on_replacement = |reason: &str, message: &str| {
+        events.iter().any(|e| {
+            e.involved_object.name == replacement
+                && e.reason.as_deref() == Some(reason)
+                && e.message.as_deref() == Some(message)
+        })
+    };
+    assert!(on_replacement("DisruptionLaunching", "Launching NodeClaim: Underutilized"), "{events:#?}");
+    assert!(on_replacement("DisruptionWaitingReadiness", "Waiting on readiness to continue disruption"));
     eprintln!(
         "e2e disruption (multi-node): 3 -> 1 ({}); candidates deleted {:.1}s after the replacement was Initialized; longest a pod waited for a node {:.1}s",
         claims[0]
@@ -169,9 +197,12 @@ async fn three_underused_nodes_become_one_cheaper_node_replacement_first() {
 async fn a_restart_after_disruption_launching_leaves_no_stale_mark_and_consolidation_finishes() {
     let mut c = Cluster::start("disruption-restart").await;
     let originals = three_underused_nodes(&mut c).await;
-    eventually(Duration::from_secs(90), "DisruptionLaunching on a candidate", || async {
-        for name in &originals {
-            if c.events_for(name).await.iter().any(|e| e.reason.as_deref() == Some("DisruptionLaunching")) {
+    eventually(Duration::from_secs(90), "DisruptionLaunching on a replacement", || async {
+        for nc in c.nodeclaims().await {
+            let name = nc.metadata.name.unwrap_or_default();
+            if !originals.contains(&name)
+                && c.events_for(&name).await.iter().any(|e| e.reason.as_deref() == Some("DisruptionLaunching"))
+            {
                 return Some(());
             }
         }

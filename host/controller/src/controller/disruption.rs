@@ -25,7 +25,7 @@ use tenon_core::convert::{ClusterObjects, is_active, is_daemon, pod_key};
 use tenon_core::disruption::candidates::Candidate;
 use tenon_core::disruption::{DisruptionPlan, Method, disrupt};
 use tenon_core::orchestration::budget_events;
-use tenon_core::orchestration::command::{self, Replacement, Step, stale_marks};
+use tenon_core::orchestration::command::{self, Notice, On, Replacement, Step, stale_marks};
 
 /// Karpenter's disruption polling period.
 pub const ROUND_EVERY: Duration = Duration::from_secs(10);
@@ -132,6 +132,10 @@ impl Controller {
         }
         for b in &decision.blocked {
             let node = &snap.nodes[b.node];
+            if let Some(n) = objects.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(node.name.as_str())) {
+                let obj = super::events::Involved::cluster_scoped("v1", "Node", &n.metadata);
+                self.recorder.publish(&self.client, &obj, "Normal", "DisruptionBlocked", &b.reason).await;
+            }
             if let Some(nc) = node.claim.as_ref().and_then(|c| find(objects, &c.nodeclaim)) {
                 self.recorder
                     .publish(&self.client, &involved_nodeclaim(nc), "Normal", "DisruptionBlocked", &b.reason)
@@ -153,6 +157,7 @@ impl Controller {
         }
         if let Some(plan) = decision.plan {
             let cmd = self.decided(&snap, objects, plan, now);
+            self.publish(&cmd, objects, cmd.candidate_notices()).await;
             self.commands.push(cmd);
         }
     }
@@ -182,7 +187,11 @@ impl Controller {
         held: &BTreeSet<String>,
     ) -> Option<Command> {
         let states: Vec<Replacement> = cmd.replacements.iter().map(|r| self.replacement(r, objects)).collect();
-        match cmd.step(self.now_ms(), &states) {
+        let step = cmd.step(self.now_ms(), &states);
+        if cmd.executed.is_some() && matches!(step, Step::Wait | Step::Delete) {
+            self.publish(&cmd, objects, cmd.waiting_notices(&states)).await;
+        }
+        match step {
             Step::Wait => Some(cmd),
             Step::Validate => {
                 let (mut snap, _) = snapshot(objects, catalogs);
@@ -267,8 +276,6 @@ impl Controller {
         let labels =
             [("decision", decision), ("reason", &reason), ("consolidation_type", consolidation_type(cmd.method))];
         self.metrics.add(mc::VOLUNTARY_DISRUPTION_DECISIONS, &labels, 1);
-        let approved = format!("{}: {} (saves ${:.4}/h)", cmd.method.as_str(), cmd.reason, cmd.savings_per_hour);
-        self.publish_on_candidates(&cmd, objects, "ConsolidationApproved", &approved).await;
         let mut created = Vec::new();
         for r in std::mem::take(&mut cmd.planned) {
             match self.create_nodeclaim(&r, "disruption").await {
@@ -280,36 +287,47 @@ impl Controller {
                 }
             }
         }
-        if !created.is_empty() {
-            let message = format!("launching {} replacement(s): {}", created.len(), created.join(", "));
-            self.publish_on_candidates(&cmd, objects, "DisruptionLaunching", &message).await;
-        }
         cmd.execute(created, self.now_ms());
         Some(cmd)
     }
 
-    async fn publish_on_candidates(&self, cmd: &Command, objects: &ClusterObjects, reason: &str, message: &str) {
-        for (nc, _) in &cmd.candidates {
-            if let Some(obj) = find(objects, nc) {
-                self.recorder.publish(&self.client, &involved_nodeclaim(obj), "Normal", reason, message).await;
+    /// Publishes a command's Events on the objects they name (those still in the cache).
+    async fn publish(&self, cmd: &Command, objects: &ClusterObjects, notices: Vec<Notice>) {
+        for n in notices {
+            let nodeclaim = |name: &str| find(objects, name).map(involved_nodeclaim);
+            let obj = match n.on {
+                On::CandidateNodeClaim(i) => cmd.candidates.get(i).and_then(|(nc, _)| nodeclaim(nc)),
+                On::Replacement(i) => cmd.replacements.get(i).and_then(|nc| nodeclaim(nc)),
+                On::CandidateNode(i) => cmd.candidates.get(i).and_then(|(_, node)| {
+                    let n = objects.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(node.as_str()))?;
+                    Some(super::events::Involved::cluster_scoped("v1", "Node", &n.metadata))
+                }),
+            };
+            if let Some(obj) = obj {
+                self.recorder.publish(&self.client, &obj, "Normal", n.reason, &n.message).await;
             }
         }
     }
 
     /// Deletes the candidates of a command whose replacements are Initialized.
     async fn finish(&mut self, cmd: &Command, objects: &ClusterObjects) {
-        self.publish_on_candidates(cmd, objects, "DisruptionTerminating", &cmd.terminating_message()).await;
         if let Some(at) = cmd.executed {
             let waited = (self.now_ms() - at) as f64 / 1000.0;
             self.metrics.set(mc::DISRUPTION_EXECUTION, &[], waited);
         }
-        tracing::info!(method = cmd.method.as_str(), candidates = ?cmd.candidates, savings_per_hour = cmd.savings_per_hour, "deleting the candidates");
-        for (nc, _) in &cmd.candidates {
-            self.delete_nodeclaim(nc, cmd.method, &cmd.reason, objects).await;
+        // One line per command with its NodeClaims (the differential test reads it).
+        let candidates: Vec<&str> = cmd.candidates.iter().map(|(nc, _)| nc.as_str()).collect();
+        tracing::info!(method = %cmd.method.as_str(), candidates = %candidates.join(","), replacements = %cmd.replacements.join(","), savings_per_hour = cmd.savings_per_hour, "deleting the candidates");
+        for (i, (nc, _)) in cmd.candidates.iter().enumerate() {
+            // Karpenter publishes once the delete went through.
+            if self.delete_nodeclaim(nc, cmd.method, &cmd.reason, objects).await {
+                self.publish(cmd, objects, cmd.terminating_notices(i).into()).await;
+            }
         }
     }
 
-    async fn delete_nodeclaim(&self, name: &str, method: Method, reason: &str, objects: &ClusterObjects) {
+    /// Deletes a candidate's NodeClaim; whether it was deleted now.
+    async fn delete_nodeclaim(&self, name: &str, method: Method, reason: &str, objects: &ClusterObjects) -> bool {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
         match api.delete(name, &DeleteParams::default()).await {
             Ok(_) => {
@@ -324,9 +342,13 @@ impl Controller {
                     };
                     self.metrics.nodeclaim_disrupted(nc, &reason_name(method).to_lowercase(), policy);
                 }
+                true
             }
-            Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(e) => tracing::warn!(nodeclaim = %name, error = %e, "could not delete a disrupted NodeClaim"),
+            Err(kube::Error::Api(e)) if e.code == 404 => false,
+            Err(e) => {
+                tracing::warn!(nodeclaim = %name, error = %e, "could not delete a disrupted NodeClaim");
+                false
+            }
         }
     }
 
@@ -351,17 +373,12 @@ impl Controller {
     /// consolidation removes them if unneeded).
     async fn abandon(&self, cmd: &Command, objects: &ClusterObjects, why: &str, marked: bool) {
         tracing::info!(method = cmd.method.as_str(), candidates = ?cmd.candidates, %why, "disruption abandoned");
-        for (nc, node) in &cmd.candidates {
-            if marked {
+        if marked {
+            for (nc, node) in &cmd.candidates {
                 self.unmark(nc, node, objects).await;
             }
-            if let Some(obj) = find(objects, nc) {
-                let message = format!("{} abandoned: {why}", cmd.method.as_str());
-                self.recorder
-                    .publish(&self.client, &involved_nodeclaim(obj), "Normal", "DisruptionBlocked", &message)
-                    .await;
-            }
         }
+        self.publish(cmd, objects, cmd.abandoned_notices(why)).await;
     }
 
     /// Removes the disruption taint and `DisruptionReason` from a candidate.

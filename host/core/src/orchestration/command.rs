@@ -48,6 +48,22 @@ pub enum Replacement {
     Initialized,
 }
 
+/// An Event a shell publishes for a command: on which object, Karpenter's reason, the message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notice {
+    pub on: On,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// The object of a [`Notice`], by index into the command's `candidates` or `replacements`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum On {
+    CandidateNode(usize),
+    CandidateNodeClaim(usize),
+    Replacement(usize),
+}
+
 /// What the shell does next.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
@@ -122,17 +138,107 @@ impl<R> Command<R> {
         Step::Wait
     }
 
-    /// Karpenter's `DisruptionTerminating` message (reason and decision), with the method,
-    /// the saving and the decision's reason.
-    pub fn terminating_message(&self) -> String {
-        let reason = self.method.reason().map_or("Expired", |r| r.as_str());
-        let decision = if self.replacements.is_empty() { "Delete" } else { "Replace" };
-        format!(
-            "Disrupting Node: {reason}/{decision} ({}, saving ${:.4}/h: {})",
-            self.method.as_str(),
-            self.savings_per_hour,
-            self.reason
-        )
+    /// Karpenter's name for the command's reason (`Underutilized`, `Empty`, `Drifted`, …).
+    fn reason_name(&self) -> &'static str {
+        self.method.reason().map_or("Expired", |r| r.as_str())
+    }
+
+    fn is_consolidation(&self) -> bool {
+        matches!(self.method, Method::SingleNodeConsolidation | Method::MultiNodeConsolidation)
+    }
+
+    /// The command as Karpenter's Events spell it for candidate `i`: the whole command for one
+    /// candidate, that candidate in context for several.
+    fn as_seen_by(&self, i: usize) -> String {
+        let decision = if self.planned_or_created() == 0 { "delete" } else { "replace" };
+        let node = self.candidates.get(i).map_or("", |(_, n)| n.as_str());
+        if self.candidates.len() > 1 {
+            return format!("{decision}: [{node}] (part of {}-node consolidation)", self.candidates.len());
+        }
+        match self.planned_or_created() {
+            0 => format!("{decision}: [{node}]"),
+            1 => format!("{decision}: [{node}] -> [1 replacement]"),
+            n => format!("{decision}: [{node}] -> [{n} replacements]"),
+        }
+    }
+
+    fn planned_or_created(&self) -> usize {
+        self.planned.len().max(self.replacements.len())
+    }
+
+    /// Karpenter's `ConsolidationCandidate` Events, when a consolidation is decided (none
+    /// for other methods).
+    pub fn candidate_notices(&self) -> Vec<Notice> {
+        if !self.is_consolidation() {
+            return Vec::new();
+        }
+        let message =
+            |i| format!("Consolidation candidate: {} (savings: ${:.2})", self.as_seen_by(i), self.savings_per_hour);
+        self.on_each_candidate("ConsolidationCandidate", message)
+    }
+
+    /// The Events of a command given up because of `why`: Karpenter's `ConsolidationRejected`
+    /// for a consolidation, `DisruptionBlocked` otherwise.
+    pub fn abandoned_notices(&self, why: &str) -> Vec<Notice> {
+        if self.is_consolidation() {
+            let message = |i| {
+                format!(
+                    "Consolidation rejected: {}, reason: {why} (savings: ${:.2})",
+                    self.as_seen_by(i),
+                    self.savings_per_hour
+                )
+            };
+            return self.on_each_candidate("ConsolidationRejected", message);
+        }
+        self.on_each_candidate("DisruptionBlocked", |_| format!("{} abandoned: {why}", self.method.as_str()))
+    }
+
+    /// Karpenter's Events while the replacements come up (every pass, deduplicated by the
+    /// recorder): `DisruptionLaunching` on each replacement in the shell's view and
+    /// `DisruptionWaitingReadiness` on each not yet Initialized.
+    pub fn waiting_notices(&self, states: &[Replacement]) -> Vec<Notice> {
+        let mut out = Vec::new();
+        for (i, state) in states.iter().enumerate().take(self.replacements.len()) {
+            if matches!(state, Replacement::Launching | Replacement::Initialized) {
+                let message = format!("Launching NodeClaim: {}", self.reason_name());
+                out.push(Notice { on: On::Replacement(i), reason: "DisruptionLaunching", message });
+            }
+            if *state == Replacement::Launching {
+                let message = "Waiting on readiness to continue disruption".to_string();
+                out.push(Notice { on: On::Replacement(i), reason: "DisruptionWaitingReadiness", message });
+            }
+        }
+        out
+    }
+
+    /// Karpenter's `DisruptionTerminating` Events on candidate `i`'s Node and NodeClaim, once
+    /// its NodeClaim is deleted.
+    pub fn terminating_notices(&self, i: usize) -> [Notice; 2] {
+        let reason = self.reason_name();
+        [
+            Notice {
+                on: On::CandidateNode(i),
+                reason: "DisruptionTerminating",
+                message: format!("Disrupting Node: {reason}"),
+            },
+            Notice {
+                on: On::CandidateNodeClaim(i),
+                reason: "DisruptionTerminating",
+                message: format!("Disrupting NodeClaim: {reason}"),
+            },
+        ]
+    }
+
+    fn on_each_candidate(&self, reason: &'static str, message: impl Fn(usize) -> String) -> Vec<Notice> {
+        (0..self.candidates.len())
+            .flat_map(|i| {
+                let m = message(i);
+                [
+                    Notice { on: On::CandidateNode(i), reason, message: m.clone() },
+                    Notice { on: On::CandidateNodeClaim(i), reason, message: m },
+                ]
+            })
+            .collect()
     }
 
     /// Whether `nodeclaim` is one of this command's candidates.
@@ -247,6 +353,60 @@ mod tests {
             vec![(); replacements],
             1_000,
         )
+    }
+
+    fn messages(notices: &[Notice]) -> Vec<(On, &str, &str)> {
+        notices.iter().map(|n| (n.on, n.reason, n.message.as_str())).collect()
+    }
+
+    #[test]
+    fn a_consolidation_names_each_candidate_on_its_node_and_nodeclaim() {
+        let delete = cmd(0);
+        let m = "Consolidation candidate: delete: [node-a] (savings: $0.10)";
+        assert_eq!(
+            messages(&delete.candidate_notices()),
+            [
+                (On::CandidateNode(0), "ConsolidationCandidate", m),
+                (On::CandidateNodeClaim(0), "ConsolidationCandidate", m)
+            ]
+        );
+        let replace = cmd(1).candidate_notices();
+        assert_eq!(
+            replace[0].message,
+            "Consolidation candidate: replace: [node-a] -> [1 replacement] (savings: $0.10)"
+        );
+        let mut multi = cmd(1);
+        multi.method = Method::MultiNodeConsolidation;
+        multi.candidates.push(("b".into(), "node-b".into()));
+        let notices = multi.candidate_notices();
+        assert_eq!(notices.len(), 4);
+        assert_eq!(
+            notices[2].message,
+            "Consolidation candidate: replace: [node-b] (part of 2-node consolidation) (savings: $0.10)"
+        );
+        let mut drift = cmd(1);
+        drift.method = Method::Drift;
+        assert!(drift.candidate_notices().is_empty(), "only consolidation names candidates");
+    }
+
+    #[test]
+    fn an_abandoned_consolidation_is_rejected_and_other_methods_blocked() {
+        let rejected = cmd(0).abandoned_notices("a pod would not schedule");
+        assert_eq!(
+            (rejected[1].on, rejected[1].reason, rejected[1].message.as_str()),
+            (
+                On::CandidateNodeClaim(0),
+                "ConsolidationRejected",
+                "Consolidation rejected: delete: [node-a], reason: a pod would not schedule (savings: $0.10)"
+            )
+        );
+        let mut drift = cmd(0);
+        drift.method = Method::Drift;
+        let blocked = drift.abandoned_notices("replacement r is gone");
+        assert_eq!(
+            messages(&blocked)[0],
+            (On::CandidateNode(0), "DisruptionBlocked", "drift abandoned: replacement r is gone")
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use tenon_api::wellknown as wk;
 use tenon_core::disruption::drain::{DrainAction, drain_order};
 use tenon_core::disruption::{Method, disrupt};
 use tenon_core::orchestration::budget_events;
-use tenon_core::orchestration::command::{Command, Replacement, Step, held, hold, validate};
+use tenon_core::orchestration::command::{Command, Notice, On, Replacement, Step, held, hold, validate};
 use tenon_core::orchestration::expiration::{self, Lifetime};
 
 impl World<'_> {
@@ -74,6 +74,7 @@ impl World<'_> {
             let name = snap.nodes[b.node].name.clone();
             if self.blocked.get(&name) != Some(&b.reason) {
                 self.blocked.insert(name.clone(), b.reason.clone());
+                self.event("DisruptionBlocked", format!("Node/{name}"), b.reason.clone());
                 self.event("DisruptionBlocked", format!("NodeClaim/{name}"), b.reason.clone());
             }
         }
@@ -91,6 +92,7 @@ impl World<'_> {
         let planned: Vec<Planned> = plan.replacements.iter().map(|r| Planned::new(r, &snap)).collect();
         let types = plan.replacement_types(&snap);
         let cmd = Command::new(plan.method, plan.reason, plan.savings_per_hour, candidates, planned, now);
+        self.publish(&cmd, cmd.candidate_notices());
         self.commands.push(cmd.expecting(types));
     }
 
@@ -107,7 +109,16 @@ impl World<'_> {
                 Some(_) => Replacement::Launching,
             })
             .collect();
-        match cmd.step(self.now_ms(), &states) {
+        let step = cmd.step(self.now_ms(), &states);
+        if cmd.executed.is_some() && matches!(step, Step::Wait | Step::Delete) {
+            let fresh: Vec<Notice> = cmd
+                .waiting_notices(&states)
+                .into_iter()
+                .filter(|n| self.waiting_noticed.insert((object(&cmd, n.on), n.reason)))
+                .collect();
+            self.publish(&cmd, fresh);
+        }
+        match step {
             Step::Wait => self.commands.push(cmd),
             Step::Validate => {
                 let mut snap = self.lend_snapshot(false);
@@ -125,26 +136,20 @@ impl World<'_> {
         }
     }
 
-    fn on_candidates(&mut self, cmd: &Command<Planned>, reason: &str, message: &str) {
-        for (nc, _) in &cmd.candidates {
-            self.event(reason, format!("NodeClaim/{nc}"), message.to_string());
+    fn publish(&mut self, cmd: &Command<Planned>, notices: Vec<Notice>) {
+        for n in notices {
+            self.event(n.reason, object(cmd, n.on), n.message);
         }
     }
 
     /// Marks the candidates and launches the replacements of a command that still holds.
     fn execute(&mut self, mut cmd: Command<Planned>) {
         self.set_marked(&cmd, true);
-        let approved = format!("{}: {} (saves ${:.4}/h)", cmd.method.as_str(), cmd.reason, cmd.savings_per_hour);
-        self.on_candidates(&cmd, "ConsolidationApproved", &approved);
         let mut created = Vec::new();
         for r in std::mem::take(&mut cmd.planned) {
             // A replacement that fails to launch is created and deleted at once: the
             // command sees it gone and is abandoned, as in the controller.
             created.push(self.create_nodeclaim(&r, "disruption"));
-        }
-        if !created.is_empty() {
-            let message = format!("launching {} replacement(s): {}", created.len(), created.join(", "));
-            self.on_candidates(&cmd, "DisruptionLaunching", &message);
         }
         cmd.execute(created, self.now_ms());
         self.commands.push(cmd);
@@ -159,7 +164,9 @@ impl World<'_> {
 
     fn finish(&mut self, cmd: &Command<Planned>) {
         self.disruptions += cmd.candidates.len();
-        self.on_candidates(cmd, "DisruptionTerminating", &cmd.terminating_message());
+        for i in 0..cmd.candidates.len() {
+            self.publish(cmd, cmd.terminating_notices(i).into());
+        }
         self.disruption_log.push(DisruptionRecord {
             method: cmd.method.as_str().into(),
             candidates: cmd.candidates.iter().map(|(nc, _)| nc.clone()).collect(),
@@ -181,7 +188,7 @@ impl World<'_> {
         if marked {
             self.set_marked(cmd, false);
         }
-        self.on_candidates(cmd, "DisruptionBlocked", &format!("{} abandoned: {why}", cmd.method.as_str()));
+        self.publish(cmd, cmd.abandoned_notices(why));
     }
 
     pub(super) fn start_drain(&mut self, i: usize, why: &str) {
@@ -275,5 +282,15 @@ impl World<'_> {
             })
             .min()
             .unwrap_or(i64::MAX)
+    }
+}
+
+/// The object a command's Event names, as the simulator spells it (a node and its NodeClaim
+/// share a name).
+fn object(cmd: &Command<Planned>, on: On) -> String {
+    match on {
+        On::CandidateNode(i) => format!("Node/{}", cmd.candidates.get(i).map_or("", |(_, n)| n.as_str())),
+        On::CandidateNodeClaim(i) => format!("NodeClaim/{}", cmd.candidates.get(i).map_or("", |(nc, _)| nc.as_str())),
+        On::Replacement(i) => format!("NodeClaim/{}", cmd.replacements.get(i).map_or("", String::as_str)),
     }
 }

@@ -63,6 +63,9 @@ pub struct World<'p> {
     explained: BTreeMap<String, String>,
     /// Last reported reason a node could not be disrupted (events are not repeated).
     blocked: BTreeMap<String, String>,
+    /// (object, reason) of each command Event published while waiting on replacements: the
+    /// controller's recorder would deduplicate the ones a pass repeats.
+    waiting_noticed: BTreeSet<(String, &'static str)>,
     /// The disruptions under way; their replacements are planned NodeClaims until created.
     commands: Vec<Command<cloud::Planned>>,
     budget_events: BudgetEvents,
@@ -125,6 +128,7 @@ impl<'p> World<'p> {
             batch_seen: 0,
             explained: BTreeMap::new(),
             blocked: BTreeMap::new(),
+            waiting_noticed: BTreeSet::new(),
             commands: Vec::new(),
             budget_events: BudgetEvents::default(),
             next_disruption: start + scenario.settings.disruption_interval_seconds,
