@@ -432,8 +432,7 @@ mod tests {
     #[test]
     fn the_metrics_reference_lists_every_family() {
         let doc = include_str!("../../../../../docs/metrics.md");
-        let missing: Vec<&str> =
-            CATALOG.iter().map(|f| f.name).filter(|n| !doc.contains(&format!("`{n}`"))).collect();
+        let missing: Vec<&str> = CATALOG.iter().map(|f| f.name).filter(|n| !doc.contains(&format!("`{n}`"))).collect();
         assert!(missing.is_empty(), "docs/metrics.md does not list {missing:?}");
     }
 
