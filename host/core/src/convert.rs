@@ -391,6 +391,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod, ConvertError> {
             .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "False")),
         node_name: spec.node_name.clone(),
         created: p.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second()),
+        started: p.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0.as_second()),
         owner_kind: owner.map(|o| o.kind.clone()),
         owner_name: owner.map(|o| o.name.clone()),
         labels,

@@ -85,6 +85,9 @@ pub struct Pod {
     pub node_name: Option<String>,
     /// Seconds since the epoch.
     pub created: i64,
+    /// When the kubelet started it (`status.startTime`), seconds since the epoch; a
+    /// duration-valued do-not-disrupt counts from here.
+    pub started: Option<i64>,
     pub owner_kind: Option<String>,
     pub owner_name: Option<String>,
     /// `terminationGracePeriodSeconds` (Kubernetes default 30).
@@ -125,6 +128,7 @@ impl Default for Pod {
             priority: 0,
             node_name: None,
             created: 0,
+            started: None,
             owner_kind: None,
             owner_name: None,
             termination_grace_seconds: 30,

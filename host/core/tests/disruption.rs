@@ -105,10 +105,15 @@ fn do_not_disrupt_and_pdbs_block_consolidation() {
     assert!(d.plan.is_none());
     assert!(d.blocked[0].reason.contains("do-not-disrupt"), "{:?}", d.blocked);
 
-    // The duration form expires.
+    // The duration form counts from the pod's start (Karpenter's status.startTime), not
+    // its creation, and protects a pod not started yet.
     s.pods[0].annotations.insert("karpenter.sh/do-not-disrupt".into(), "30m".into());
     s.pods[0].created = T0;
-    assert!(decide(&s).plan.is_some(), "30m after creation the annotation no longer holds");
+    assert!(decide(&s).plan.is_none(), "not started: still protected");
+    s.pods[0].started = Some(T0 + 45 * MIN);
+    assert!(decide(&s).plan.is_none(), "created an hour ago, started 15m ago: protected");
+    s.pods[0].started = Some(T0);
+    assert!(decide(&s).plan.is_some(), "30m after its start the annotation no longer holds");
 
     s.pods[0].annotations.clear();
     s.pods[0].labels = labels(&[("app", "db")]);
@@ -741,4 +746,41 @@ fn a_balanced_nodepool_takes_only_moves_worth_their_disruption() {
     let plan = decide(&s).plan.expect("Balanced approves the delete");
     assert_eq!(plan.candidates, [0]);
     assert!(plan.replacements.is_empty());
+}
+
+#[test]
+fn a_do_not_disrupt_duration_says_when_it_elapses_and_a_bad_one_is_ignored() {
+    use tenon_core::disruption::candidates::{do_not_disrupt, do_not_disrupt_event};
+    let mut p = bound("guarded", "n", 100, 1);
+    p.started = Some(T0);
+    let at = |v: &str, now: i64| {
+        let mut p = p.clone();
+        p.annotations.insert("karpenter.sh/do-not-disrupt".into(), v.into());
+        (do_not_disrupt(&p, now), do_not_disrupt_event(&p, now))
+    };
+    let (held, event) = at("5m", T0 + 60);
+    assert!(held);
+    assert_eq!(
+        event,
+        Some((
+            "Normal",
+            "DoNotDisruptUntil",
+            "The karpenter.sh/do-not-disrupt grace period will elapse at 2026-11-30T00:05:00Z".to_string()
+        ))
+    );
+    let (held, event) = at("5m", T0 + 300);
+    assert!(!held);
+    assert_eq!(event.map(|e| e.1), Some("DoNotDisruptGracePeriodElapsed"));
+    for bad in ["soon", "0s"] {
+        let (held, event) = at(bad, T0);
+        assert!(!held, "{bad}: ignored, as if absent");
+        let (kind, reason, message) = event.unwrap();
+        assert_eq!((kind, reason), ("Warning", "InvalidDoNotDisruptAnnotation"));
+        assert!(
+            message.starts_with("Invalid karpenter.sh/do-not-disrupt annotation: ")
+                && message.ends_with(", ignoring annotation"),
+            "{message}"
+        );
+    }
+    assert_eq!(at("true", T0).1, None, "nothing to say about an unconditional one");
 }

@@ -389,10 +389,14 @@ async fn pdbs_and_do_not_disrupt_pods_block_consolidation_until_lifted() {
     assert_eq!(disrupting(&c).await, 0, "the PDB holds");
     assert_eq!(c.nodeclaims().await.len(), 1);
 
-    // The PDB goes; a pod asks not to be disrupted.
+    // The PDB goes; a pod asks not to be disrupted for an hour after its start, the other
+    // with a value that means nothing (ignored, and said so).
     c.kubectl(&["delete", "pdb", "inflate", "-n", INFLATE_NS]);
-    let pod = c.pods(INFLATE_NS).await[0].metadata.name.clone().unwrap();
-    c.kubectl(&["annotate", "pod", &pod, "-n", INFLATE_NS, "karpenter.sh/do-not-disrupt=true"]);
+    let pods = c.pods(INFLATE_NS).await;
+    let pod = pods[0].metadata.name.clone().unwrap();
+    let other = pods[1].metadata.name.clone().unwrap();
+    c.kubectl(&["annotate", "pod", &pod, "-n", INFLATE_NS, "karpenter.sh/do-not-disrupt=1h"]);
+    c.kubectl(&["annotate", "pod", &other, "-n", INFLATE_NS, "karpenter.sh/do-not-disrupt=soon"]);
     eventually(Duration::from_secs(40), "DisruptionBlocked by do-not-disrupt", || async {
         c.events_for(&node).await.into_iter().find(|e| {
             e.reason.as_deref() == Some("DisruptionBlocked")
@@ -400,6 +404,20 @@ async fn pdbs_and_do_not_disrupt_pods_block_consolidation_until_lifted() {
         })
     })
     .await;
+    // Posted in the same pass as the block, after it.
+    let event = |name: String, reason: &'static str| {
+        let c = &c;
+        async move {
+            eventually(Duration::from_secs(10), reason, || async {
+                c.events_for(&name).await.into_iter().find(|e| e.reason.as_deref() == Some(reason))
+            })
+            .await
+        }
+    };
+    let message = event(pod.clone(), "DoNotDisruptUntil").await.message.unwrap_or_default();
+    assert!(message.starts_with("The karpenter.sh/do-not-disrupt grace period will elapse at "), "{message:?}");
+    let invalid = event(other.clone(), "InvalidDoNotDisruptAnnotation").await;
+    assert_eq!(invalid.type_.as_deref(), Some("Warning"), "the meaningless value is called out");
     tokio::time::sleep(Duration::from_secs(12)).await;
     assert_eq!(disrupting(&c).await, 0, "do-not-disrupt holds");
     assert_eq!(c.nodeclaims().await.len(), 1);

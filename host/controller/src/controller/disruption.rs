@@ -22,7 +22,7 @@ use tenon_api::{EC2NodeClass, NodeClaim};
 use tenon_core::ClusterSnapshot;
 use tenon_core::cloud::CloudProvider;
 use tenon_core::convert::{ClusterObjects, is_active, is_daemon, pod_key};
-use tenon_core::disruption::candidates::Candidate;
+use tenon_core::disruption::candidates::{Candidate, do_not_disrupt_event};
 use tenon_core::disruption::{DisruptionPlan, Method, disrupt};
 use tenon_core::orchestration::budget_events;
 use tenon_core::orchestration::command::{self, Notice, On, Replacement, Step, stale_marks};
@@ -140,6 +140,15 @@ impl Controller {
                 self.recorder
                     .publish(&self.client, &involved_nodeclaim(nc), "Normal", "DisruptionBlocked", &b.reason)
                     .await;
+            }
+        }
+        // Karpenter's word on each duration-valued or invalid do-not-disrupt of a pod on a
+        // node it could disrupt.
+        let managed: BTreeSet<&str> =
+            snap.nodes.iter().filter(|n| n.claim.is_some()).map(|n| n.name.as_str()).collect();
+        for p in snap.pods.iter().filter(|p| p.node_name.as_deref().is_some_and(|n| managed.contains(n))) {
+            if let Some((type_, reason, message)) = do_not_disrupt_event(p, snap.now) {
+                self.recorder.publish(&self.client, &super::events::Involved::pod(p), type_, reason, &message).await;
             }
         }
         for r in &decision.rejected {

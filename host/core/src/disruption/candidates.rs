@@ -73,13 +73,70 @@ pub fn lifetime_remaining(created: i64, expire_after: Option<i64>, now: i64) -> 
     }
 }
 
-/// Whether a pod's `karpenter.sh/do-not-disrupt` holds at `now`: `"true"`, or a duration
-/// counted from the pod's creation that has not yet passed.
+/// Whether a pod's `karpenter.sh/do-not-disrupt` holds at `now`: `"true"`, or a positive
+/// duration counted from the pod's start (`status.startTime`) that has not yet passed; a
+/// pod not started yet stays protected. An invalid value is ignored, as Karpenter does.
 pub fn do_not_disrupt(p: &Pod, now: i64) -> bool {
-    match p.annotations.get(ANNOTATION_DO_NOT_DISRUPT).map(String::as_str) {
-        Some("true") => true,
-        Some(d) => parse_duration(d).is_ok_and(|d| now < p.created + d.as_secs() as i64),
-        None => false,
+    match do_not_disrupt_state(p, now) {
+        Some(DoNotDisrupt::Always | DoNotDisrupt::Until(_) | DoNotDisrupt::NotStarted) => true,
+        Some(DoNotDisrupt::Elapsed | DoNotDisrupt::Invalid(_)) | None => false,
+    }
+}
+
+/// Where a pod's `karpenter.sh/do-not-disrupt` stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DoNotDisrupt {
+    Always,
+    /// A duration not yet elapsed: disruptable from this time (seconds since the epoch).
+    Until(i64),
+    /// A duration, and the pod has not started: protected until it has.
+    NotStarted,
+    Elapsed,
+    /// Not `"true"` nor a positive duration: ignored (why).
+    Invalid(String),
+}
+
+/// The annotation's state at `now`; `None` without the annotation.
+pub fn do_not_disrupt_state(p: &Pod, now: i64) -> Option<DoNotDisrupt> {
+    let value = p.annotations.get(ANNOTATION_DO_NOT_DISRUPT)?;
+    if value == "true" {
+        return Some(DoNotDisrupt::Always);
+    }
+    let d = match parse_duration(value) {
+        Ok(d) if !d.is_zero() => d.as_secs() as i64,
+        Ok(_) => return Some(DoNotDisrupt::Invalid(format!("duration {value:?} must be positive"))),
+        Err(e) => return Some(DoNotDisrupt::Invalid(e.to_string())),
+    };
+    Some(match p.started {
+        None => DoNotDisrupt::NotStarted,
+        Some(s) if now < s + d => DoNotDisrupt::Until(s + d),
+        Some(_) => DoNotDisrupt::Elapsed,
+    })
+}
+
+/// Karpenter's Event about a pod's duration-valued or invalid do-not-disrupt, at `now`:
+/// (type, reason, message).
+pub fn do_not_disrupt_event(p: &Pod, now: i64) -> Option<(&'static str, &'static str, String)> {
+    match do_not_disrupt_state(p, now)? {
+        DoNotDisrupt::Invalid(why) => Some((
+            "Warning",
+            "InvalidDoNotDisruptAnnotation",
+            format!("Invalid karpenter.sh/do-not-disrupt annotation: {why}, ignoring annotation"),
+        )),
+        DoNotDisrupt::Until(at) => {
+            let at = k8s_openapi::jiff::Timestamp::from_second(at).map_or_else(|_| at.to_string(), |t| t.to_string());
+            Some((
+                "Normal",
+                "DoNotDisruptUntil",
+                format!("The karpenter.sh/do-not-disrupt grace period will elapse at {at}"),
+            ))
+        }
+        DoNotDisrupt::Elapsed => Some((
+            "Normal",
+            "DoNotDisruptGracePeriodElapsed",
+            "The karpenter.sh/do-not-disrupt grace period has elapsed, pod is now disruptable".to_string(),
+        )),
+        DoNotDisrupt::Always | DoNotDisrupt::NotStarted => None,
     }
 }
 

@@ -76,6 +76,7 @@ impl World<'_> {
                 let mut pod = ds.pod.clone();
                 pod.name = format!("{}-{}", ds.name, node);
                 pod.node_name = Some(node.clone());
+                pod.started = Some(self.now);
                 self.pods.push(SimPod { pod, deployment: None, created: self.now });
             }
         }
@@ -101,6 +102,8 @@ impl World<'_> {
             let now = self.now;
             let p = &mut self.pods[nom.pod];
             p.pod.node_name = Some(nom.node.clone());
+            // The simulated kubelet starts a pod as it binds.
+            p.pod.started = Some(now);
             self.pending_times.push(now - p.created);
             if let Some(n) = self.nodes.iter_mut().find(|n| n.name == nom.node) {
                 n.last_pod_event = now;
