@@ -181,6 +181,7 @@ pub mod condition {
     pub const DRAINED: &str = "Drained";
     pub const VOLUMES_DETACHED: &str = "VolumesDetached";
     pub const INSTANCE_TERMINATING: &str = "InstanceTerminating";
+    pub const CONSISTENT_STATE_FOUND: &str = "ConsistentStateFound";
     // NodePool
     pub const NODE_CLASS_READY: &str = "NodeClassReady";
     pub const VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";

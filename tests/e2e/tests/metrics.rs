@@ -156,6 +156,12 @@ async fn every_dashboard_metric_appears_with_help_and_type() {
     nodeclass_ready(&c, "lab-general").await;
     scale_inflate(&c, 8);
     all_bound(&c, INFLATE_NS, 8, Duration::from_secs(90)).await;
+    // Karpenter's consistency check found each Node the shape its NodeClaim expected.
+    eventually(Duration::from_secs(30), "ConsistentStateFound on every NodeClaim", || async {
+        let claims = c.nodeclaims().await;
+        claims.iter().all(|nc| tenon_e2e::has_condition(nc, "ConsistentStateFound")).then_some(())
+    })
+    .await;
     let mut seen = Scraped::default();
     // Node and pod series are published at the end of a pass; a pod's startup once a pass
     // sees it Ready.

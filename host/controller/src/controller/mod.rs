@@ -8,6 +8,7 @@
 
 pub mod client_policy;
 pub mod conditions;
+pub mod consistency;
 pub mod disruption;
 pub mod events;
 pub mod eviction_backoff;
@@ -117,6 +118,8 @@ struct Controller {
     pods_on: BTreeMap<String, BTreeSet<String>>,
     /// Pods seen Pending, for `karpenter_pods_startup_duration_seconds`.
     pod_startup: metrics::cluster::PodStartup,
+    /// When each NodeClaim (by UID) was last checked for consistency.
+    consistency_scanned: BTreeMap<String, Instant>,
     last_gc: Option<Instant>,
     last_orphans: Option<Instant>,
     /// The last instance listing, shared by the drift check and garbage collection.
@@ -246,6 +249,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         budget_events: BudgetEvents::default(),
         pods_on: BTreeMap::new(),
         pod_startup: metrics::cluster::PodStartup::default(),
+        consistency_scanned: BTreeMap::new(),
         last_gc: None,
         last_orphans: None,
         instances: None,
@@ -428,6 +432,8 @@ impl Controller {
         }
         step.next("nodeclaim.lifecycle");
         self.lifecycle(&catalogs).await;
+        step.next("nodeclaim.consistency");
+        self.consistency(&objects).await;
         step.next("pod.events");
         self.pod_events(&objects).await;
         // Neither waits for a settled cluster: one stuck node must not stop either.

@@ -7,6 +7,7 @@
 pub mod batcher;
 pub mod budget_events;
 pub mod command;
+pub mod consistency;
 pub mod expiration;
 pub mod ice;
 pub mod instance_health;

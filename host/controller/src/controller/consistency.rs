@@ -1,0 +1,72 @@
+//! Karpenter's NodeClaim consistency pass (`tenon_core::orchestration::consistency`): each
+//! Initialized NodeClaim is checked against its Node at most every ten minutes; a Node
+//! short of a requested resource gets a `FailedConsistencyCheck` Warning on the NodeClaim
+//! and `ConsistentStateFound=False`, a consistent one `ConsistentStateFound=True`.
+
+use super::{Controller, conditions, involved_nodeclaim, node_of};
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use tenon_api::NodeClaim;
+use tenon_api::wellknown::condition;
+use tenon_core::convert::ClusterObjects;
+use tenon_core::orchestration::consistency::{SCAN_EVERY_MS, node_shape_issues};
+
+impl Controller {
+    pub(super) async fn consistency(&mut self, objects: &ClusterObjects) {
+        let now = Instant::now();
+        let every = Duration::from_millis(SCAN_EVERY_MS as u64);
+        let live: std::collections::BTreeSet<&str> =
+            objects.nodeclaims.iter().filter_map(|nc| nc.metadata.uid.as_deref()).collect();
+        self.consistency_scanned.retain(|uid, _| live.contains(uid.as_str()));
+        for nc in &objects.nodeclaims {
+            let Some(uid) = nc.metadata.uid.clone() else { continue };
+            if nc.metadata.deletion_timestamp.is_some() || !conditions::has_condition(nc, condition::INITIALIZED) {
+                continue;
+            }
+            if self.consistency_scanned.get(&uid).is_some_and(|t| now.duration_since(*t) < every) {
+                continue;
+            }
+            let Some(node) = node_of(nc, &objects.nodes) else { continue };
+            self.consistency_scanned.insert(uid, now);
+            let Some(status) = nc.status.as_ref() else { continue };
+            let expected: BTreeMap<&str, &str> =
+                status.capacity.iter().map(|(k, q)| (k.as_str(), q.0.as_str())).collect();
+            let node_capacity = node.status.as_ref().and_then(|s| s.capacity.as_ref());
+            let found: BTreeMap<&str, &str> =
+                node_capacity.into_iter().flatten().map(|(k, q)| (k.as_str(), q.0.as_str())).collect();
+            let requests = nc.spec.resources.requests.iter().map(|(k, q)| (k.as_str(), q.0.as_str()));
+            let issues = node_shape_issues(requests, &expected, &found);
+            for issue in &issues {
+                tracing::info!(nodeclaim = ?nc.metadata.name, %issue, "failed consistency check");
+                self.recorder
+                    .publish(&self.client, &involved_nodeclaim(nc), "Warning", "FailedConsistencyCheck", issue)
+                    .await;
+            }
+            self.write_consistency(nc, issues.is_empty()).await;
+        }
+    }
+
+    /// `ConsistentStateFound`: False with Karpenter's reason when issues were found, True
+    /// otherwise (written only when it changes).
+    async fn write_consistency(&self, nc: &NodeClaim, consistent: bool) {
+        let status = if consistent { "True" } else { "False" };
+        if conditions::condition_is(nc, condition::CONSISTENT_STATE_FOUND, status) {
+            return;
+        }
+        let conds = if consistent {
+            conditions::with_condition(nc, condition::CONSISTENT_STATE_FOUND, true, "ConsistentStateFound", "")
+        } else {
+            let (reason, message) = ("ConsistencyCheckFailed", "Consistency Check Failed");
+            conditions::with_condition(nc, condition::CONSISTENT_STATE_FOUND, false, reason, message)
+        };
+        let name = nc.metadata.name.clone().unwrap_or_default();
+        let patch = json!({"status": {"conditions": conds}});
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        if let Err(e) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            tracing::warn!(nodeclaim = %name, error = %e, "could not write ConsistentStateFound");
+        }
+    }
+}
