@@ -30,6 +30,9 @@ pub fn parse(body: &str) -> Result<InterruptionEvent, String> {
     let (kind, instance_ids) = match (source, detail_type) {
         ("aws.ec2", "EC2 Spot Instance Interruption Warning") => (InterruptionKind::SpotInterruption, one_id()?),
         ("aws.ec2", "EC2 Instance Rebalance Recommendation") => (InterruptionKind::RebalanceRecommendation, one_id()?),
+        ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning") => {
+            (InterruptionKind::CapacityReservationInterruption, one_id()?)
+        }
         ("aws.ec2", "EC2 Instance State-change Notification") => {
             let state = detail["state"].as_str().ok_or("no detail.state")?;
             (InterruptionKind::StateChange(state.to_string()), one_id()?)

@@ -67,6 +67,14 @@ fn spot(id: &str) -> String {
     )
 }
 
+fn capacity_reservation(id: &str) -> String {
+    event(
+        "EC2 Capacity Reservation Instance Interruption Warning",
+        "aws.ec2",
+        serde_json::json!({"instance-id": id, "instance-action": "terminate"}),
+    )
+}
+
 fn scheduled(id: &str) -> String {
     event(
         "AWS Health Event",
@@ -126,6 +134,31 @@ async fn a_spot_interruption_warning_deletes_the_nodeclaim() {
     );
 }
 
+/// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:150
+#[tokio::test]
+async fn a_capacity_reservation_interruption_warning_deletes_the_nodeclaim() {
+    let cluster = [owner("i-0bbb")];
+    let p = pass(&[capacity_reservation("i-0bbb")]).await;
+    assert_eq!(p.received.len(), 1);
+    let gone = deleted(&p, &cluster);
+    assert_eq!(gone, [("default-i-0bbb".into(), "default".into(), "capacity_reservation_interrupted".into())]);
+    assert_eq!(p.left, 0, "the message is deleted");
+    let steps = plan(&p.received[0].event.kind, &cluster);
+    let notice = steps.iter().find_map(|s| match s {
+        Step::Notify { notice, .. } => Some(notice.clone()),
+        _ => None,
+    });
+    let notice = notice.expect("an Event on the NodeClaim and its Node");
+    assert_eq!(
+        (notice.type_, notice.reason, notice.message.as_str()),
+        (
+            "Warning",
+            "CapacityReservationInstanceInterrupted",
+            "Capacity Reservation interruption warning was triggered"
+        )
+    );
+}
+
 /// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:175
 #[tokio::test]
 async fn a_scheduled_change_deletes_the_nodeclaim() {
@@ -149,11 +182,10 @@ async fn stop_and_termination_state_changes_delete_their_nodeclaims() {
     assert_eq!(p.left, 0, "all four messages deleted");
 }
 
-/// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:252
-#[tokio::test]
-async fn a_hundred_spot_warnings_delete_a_hundred_nodeclaims() {
+/// A hundred messages built by `message`, each for its own NodeClaim: every one deleted.
+async fn a_hundred_messages_delete_a_hundred_nodeclaims(message: fn(&str) -> String) {
     let cluster: Vec<Owner> = (0..100).map(|i| owner(&format!("i-{i:017}"))).collect();
-    let bodies: Vec<String> = cluster.iter().map(|o| spot(&o.instance_id)).collect();
+    let bodies: Vec<String> = cluster.iter().map(|o| message(&o.instance_id)).collect();
     let p = pass(&bodies).await;
     let mut gone: Vec<String> = deleted(&p, &cluster).into_iter().map(|(n, _, _)| n).collect();
     gone.sort();
@@ -161,6 +193,18 @@ async fn a_hundred_spot_warnings_delete_a_hundred_nodeclaims() {
     all.sort();
     assert_eq!(gone, all);
     assert_eq!(p.left, 0, "a hundred messages deleted");
+}
+
+/// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:252
+#[tokio::test]
+async fn a_hundred_spot_warnings_delete_a_hundred_nodeclaims() {
+    a_hundred_messages_delete_a_hundred_nodeclaims(spot).await;
+}
+
+/// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:253
+#[tokio::test]
+async fn a_hundred_capacity_reservation_warnings_delete_a_hundred_nodeclaims() {
+    a_hundred_messages_delete_a_hundred_nodeclaims(capacity_reservation).await;
 }
 
 /// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:255

@@ -19,6 +19,9 @@ pub enum InterruptionKind {
     ScheduledChange,
     /// The instance changed state (`stopping`, `stopped`, `shutting-down`, `terminated`, ...).
     StateChange(String),
+    /// EC2 is taking back the capacity reservation the instance runs in (an open
+    /// reservation EC2 matched the launch to).
+    CapacityReservationInterruption,
     /// EC2's status checks find the instance unhealthy
     /// ([`instance_health`](super::instance_health)): not a queue message, the same handling.
     Unhealthy(HealthCategory),
@@ -72,6 +75,7 @@ pub fn kind(kind: &InterruptionKind) -> Option<&'static str> {
         InterruptionKind::SpotInterruption => "spot_interrupted",
         InterruptionKind::RebalanceRecommendation => "rebalance_recommendation",
         InterruptionKind::ScheduledChange => "scheduled_change",
+        InterruptionKind::CapacityReservationInterruption => "capacity_reservation_interrupted",
         InterruptionKind::StateChange(s) => match s.to_ascii_lowercase().as_str() {
             "stopping" | "stopped" => "instance_stopped",
             "shutting-down" | "terminated" => "instance_terminated",
@@ -123,6 +127,11 @@ pub fn plan(of: &InterruptionKind, owners: &[Owner]) -> Vec<Step> {
                 ("Normal", "SpotRebalanceRecommendation", format!("Spot rebalance recommendation for instance {id}"))
             }
             "scheduled_change" => ("Warning", "InstanceUnhealthy", format!("AWS scheduled a change to instance {id}")),
+            "capacity_reservation_interrupted" => (
+                "Warning",
+                "CapacityReservationInstanceInterrupted",
+                "Capacity Reservation interruption warning was triggered".to_string(),
+            ),
             "instance_stopped" => ("Warning", "InstanceStopping", format!("Instance {id} is stopping")),
             "instance_terminated" => ("Warning", "InstanceTerminating", format!("Instance {id} is terminating")),
             "event_status" => ("Warning", "InstanceUnhealthy", format!("Instance {id} has a scheduled EC2 event")),
