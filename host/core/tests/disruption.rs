@@ -563,7 +563,10 @@ fn spot_node_on(it: &str, types: usize, spot_to_spot: bool) -> ClusterSnapshot {
 #[test]
 fn spot_is_not_replaced_by_spot_without_the_feature_gate() {
     let s = spot_node_on("t19", 20, false);
-    assert!(decide(&s).plan.is_none(), "SpotToSpotConsolidation is off: a lone spot node is only ever deleted");
+    let d = decide(&s);
+    assert!(d.plan.is_none(), "SpotToSpotConsolidation is off: a lone spot node is only ever deleted");
+    let why: Vec<&str> = d.unconsolidatable.iter().map(|(_, w)| w.as_str()).collect();
+    assert_eq!(why, ["SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"]);
     let s = spot_node_on("t19", 20, true);
     assert!(decide(&s).plan.is_some(), "with the gate on, 19 cheaper spot types make a replacement");
 }
@@ -572,7 +575,15 @@ fn spot_is_not_replaced_by_spot_without_the_feature_gate() {
 #[test]
 fn spot_to_spot_needs_fifteen_cheaper_types() {
     // t10 has ten cheaper types: not enough flexibility to replace it.
-    assert!(decide(&spot_node_on("t10", 20, true)).plan.is_none());
+    let d = decide(&spot_node_on("t10", 20, true));
+    assert!(d.plan.is_none());
+    let why: Vec<&str> = d.unconsolidatable.iter().map(|(_, w)| w.as_str()).collect();
+    assert_eq!(
+        why,
+        [
+            "SpotToSpotConsolidation requires 15 cheaper instance type options than the current candidate to consolidate, got 10"
+        ]
+    );
     assert!(decide(&spot_node_on("t15", 20, true)).plan.is_some(), "fifteen cheaper types");
 }
 

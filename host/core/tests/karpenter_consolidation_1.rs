@@ -292,6 +292,7 @@ fn no_unconsolidatable_event_under_when_empty_or_underutilized() {
     let c = events_cluster("0s", "WhenEmptyOrUnderutilized", false);
     let (snap, d) = decide(&c);
     // Nothing was refused consolidation: no `Unconsolidatable` event.
+    assert!(d.unconsolidatable.is_empty(), "{:?}", d.unconsolidatable);
     assert!(d.rejected.is_empty(), "{:?}", d.rejected);
     assert!(d.blocked.is_empty(), "{:?}", d.blocked);
     assert_eq!(eligible_underutilized(&d), 1, "the node is open to consolidation");
@@ -304,10 +305,15 @@ fn no_unconsolidatable_event_under_when_empty_or_underutilized() {
 fn a_when_empty_nodepools_node_with_a_pod_is_left_to_emptiness() {
     let c = events_cluster("1m", "WhenEmpty", true);
     let (_, d) = decide(&c);
-    // Karpenter's four `Unconsolidatable` events ("consolidation disabled") on the Node and
-    // NodeClaim from multi- and single-node consolidation; Tenon's controller fires none.
-    // The decision: the node is consolidatable by time but its policy is WhenEmpty, and it is
-    // not empty, so no method takes it.
+    // Karpenter's `Unconsolidatable` events on the Node and NodeClaim (four calls: multi- and
+    // single-node consolidation each, one visible per object after its recorder's dedupe).
+    // The decision names the node once; the controller publishes on both objects.
+    assert_eq!(
+        unconsolidatable(&d),
+        ["NodePool \"default\" has consolidation policy WhenEmpty, but node is not empty"]
+    );
+    // The node is consolidatable by time but its policy is WhenEmpty, and it is not empty,
+    // so no method takes it.
     let cand = &d.candidates[0];
     assert!(cand.consolidatable && !cand.empty);
     assert_eq!(cand.consolidation_policy, ConsolidationPolicy::WhenEmpty);
@@ -320,21 +326,30 @@ fn a_when_empty_nodepools_node_with_a_pod_is_left_to_emptiness() {
 fn a_consolidate_after_never_nodepools_node_is_not_consolidated() {
     let c = events_cluster("Never", "WhenEmptyOrUnderutilized", true);
     let (_, d) = decide(&c);
-    // Karpenter's six `Unconsolidatable` events (emptiness too); Tenon's controller fires
-    // none. The decision: consolidateAfter Never, so the node is never consolidatable.
+    // Karpenter's `Unconsolidatable` events (six calls: emptiness too; one per object after
+    // dedupe): consolidation is disabled. consolidateAfter Never: never consolidatable.
+    assert_eq!(unconsolidatable(&d), ["NodePool \"default\" has consolidation disabled"]);
     assert!(!d.candidates[0].consolidatable);
     assert_eq!(eligible_underutilized(&d), 0);
     assert!(d.plan.is_none(), "{:?}", d.plan);
 }
 
-/// A node missing label `key` (NodeClaim and Node), with a pod.
-fn unlabelled(key: &str) -> DisruptionDecision {
+/// The `Unconsolidatable` messages of a decision.
+fn unconsolidatable(d: &DisruptionDecision) -> Vec<&str> {
+    d.unconsolidatable.iter().map(|(_, why)| why.as_str()).collect()
+}
+
+/// A node missing label `key` (NodeClaim and Node), with a pod: `Unconsolidatable` with
+/// `message`.
+fn unlabelled(key: &str, message: &str) -> DisruptionDecision {
     let mut c = events_cluster("0s", "WhenEmptyOrUnderutilized", true);
     drop_label(&mut c, "node-1", key);
     let (snap, d) = decide(&c);
-    // Karpenter's four `Unconsolidatable` events from the consolidation methods; Tenon's
-    // controller fires none. The decision: the node is still a candidate (suite case 1856),
-    // but its price cannot be known, so nothing is found cheaper and it is not consolidated.
+    // Karpenter's `Unconsolidatable` events from the consolidation methods (four calls, one
+    // per object after dedupe).
+    assert_eq!(unconsolidatable(&d), [message]);
+    // The node is still a candidate (suite case 1856), but its price cannot be known, so
+    // nothing is found cheaper and it is not consolidated.
     assert_eq!(d.candidates.len(), 1, "still a candidate");
     assert_eq!(snap.nodes[d.candidates[0].node].name, "node-1");
     // No consolidation. (Without an instance type the node is drifted, InstanceTypeNotFound,
@@ -346,19 +361,19 @@ fn unlabelled(key: &str) -> DisruptionDecision {
 /// karpenter:pkg/controllers/disruption/consolidation_test.go:137
 #[test]
 fn a_node_whose_instance_type_cannot_be_resolved_is_not_consolidated() {
-    unlabelled("node.kubernetes.io/instance-type");
+    unlabelled("node.kubernetes.io/instance-type", "Instance Type \"\" not found");
 }
 
 /// karpenter:pkg/controllers/disruption/consolidation_test.go:150
 #[test]
 fn a_node_without_a_capacity_type_label_is_not_consolidated() {
-    unlabelled("karpenter.sh/capacity-type");
+    unlabelled("karpenter.sh/capacity-type", "Node does not have label \"karpenter.sh/capacity-type\"");
 }
 
 /// karpenter:pkg/controllers/disruption/consolidation_test.go:163
 #[test]
 fn a_node_without_a_zone_label_is_not_consolidated() {
-    unlabelled("topology.kubernetes.io/zone");
+    unlabelled("topology.kubernetes.io/zone", "Node does not have label \"topology.kubernetes.io/zone\"");
 }
 
 // ---------------------------------------------------------------------------------------

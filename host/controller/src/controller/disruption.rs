@@ -142,6 +142,16 @@ impl Controller {
                     .await;
             }
         }
+        for (i, why) in &decision.unconsolidatable {
+            let node = &snap.nodes[*i];
+            if let Some(n) = objects.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(node.name.as_str())) {
+                let obj = super::events::Involved::cluster_scoped("v1", "Node", &n.metadata);
+                self.recorder.publish(&self.client, &obj, "Normal", "Unconsolidatable", why).await;
+            }
+            if let Some(nc) = node.claim.as_ref().and_then(|c| find(objects, &c.nodeclaim)) {
+                self.recorder.publish(&self.client, &involved_nodeclaim(nc), "Normal", "Unconsolidatable", why).await;
+            }
+        }
         // Karpenter's word on each duration-valued or invalid do-not-disrupt of a pod on a
         // node it could disrupt.
         let managed: BTreeSet<&str> =

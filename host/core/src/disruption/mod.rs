@@ -141,6 +141,9 @@ pub struct DisruptionDecision {
     pub evaluated: usize,
     /// Every node considered, as the round saw it (for the `Consolidatable`/`Drifted` record).
     pub candidates: Vec<Candidate>,
+    /// Nodes (indices into the snapshot's nodes) consolidation looked at and could not
+    /// consolidate, with Karpenter's `Unconsolidatable` message.
+    pub unconsolidatable: Vec<(usize, String)>,
 }
 
 struct Round<'a> {
@@ -152,6 +155,8 @@ struct Round<'a> {
     uninitialized: BTreeSet<&'a str>,
     /// Totals of the Balanced NodePools, by index (empty when there are none).
     balanced: BTreeMap<usize, balanced::Totals>,
+    /// Why single candidates could not be consolidated (Karpenter reports only those).
+    unconsolidatable: Vec<(usize, String)>,
 }
 
 /// Decides this round's disruptions.
@@ -193,6 +198,11 @@ fn decide(
     }
     decision.blocked = blocked;
     decision.budget_constrained = budget_constrained(snap, &live, &decision.allowed);
+    decision.unconsolidatable = live
+        .iter()
+        .filter(|c| c.blocked.is_none() && snap.nodepools[c.nodepool].replicas.is_none())
+        .filter_map(|c| not_consolidatable(c, snap).map(|why| (c.node, why)))
+        .collect();
 
     let budget = |method: Method| -> BTreeMap<usize, usize> {
         let reason = method.reason().expect("voluntary method");
@@ -249,7 +259,46 @@ fn decide(
     plans.extend(round.single_node(&open));
     decision.plan = round.review(plans, &mut decision.rejected);
     decision.evaluated = round.evaluated;
+    for (node, why) in std::mem::take(&mut round.unconsolidatable) {
+        if !decision.unconsolidatable.iter().any(|(n, _)| *n == node) {
+            decision.unconsolidatable.push((node, why));
+        }
+    }
     decision
+}
+
+/// Why consolidation will not consider candidate `c` at all, in Karpenter's words (its
+/// consolidation's candidate checks): an unknown instance type, a missing capacity-type or
+/// zone label, consolidation disabled, or a WhenEmpty NodePool's node that is not empty.
+fn not_consolidatable(c: &Candidate, snap: &ClusterSnapshot) -> Option<String> {
+    let node = &snap.nodes[c.node];
+    let pool = &snap.nodepools[c.nodepool];
+    let label = |k: &str| node.labels.get(k).filter(|v| !v.is_empty());
+    let instance_type = label(wk::LABEL_INSTANCE_TYPE).map_or("", String::as_str);
+    if !pool.instance_types.iter().any(|t| t.name == instance_type) {
+        return Some(format!("Instance Type {instance_type:?} not found"));
+    }
+    for key in [wk::LABEL_CAPACITY_TYPE, wk::LABEL_ZONE] {
+        if label(key).is_none() {
+            return Some(format!("Node does not have label {key:?}"));
+        }
+    }
+    if pool.disruption.consolidate_after.is_none() {
+        return Some(format!("NodePool {:?} has consolidation disabled", pool.name));
+    }
+    if c.consolidatable && !c.empty && !c.consolidation_policy.underutilized() {
+        return Some(format!("NodePool {:?} has consolidation policy WhenEmpty, but node is not empty", pool.name));
+    }
+    None
+}
+
+/// Messages joined into one sentence (Karpenter's `pretty.Sentence`).
+fn sentence(parts: &[String]) -> String {
+    match parts {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 /// Karpenter's validation of a decided command, over a snapshot of now in which the other
@@ -441,7 +490,15 @@ impl<'a> Round<'a> {
             .map(|n| n.name.as_str())
             .collect();
         let balanced = balanced::totals(snap);
-        Round { snap, policies, sim: Simulator::new(snap), evaluated: 0, uninitialized, balanced }
+        Round {
+            snap,
+            policies,
+            sim: Simulator::new(snap),
+            evaluated: 0,
+            uninitialized,
+            balanced,
+            unconsolidatable: Vec::new(),
+        }
     }
 
     fn simulate(&mut self, nodes: &[usize]) -> SimOutcome {
@@ -466,17 +523,38 @@ impl<'a> Round<'a> {
     fn consolidate(&mut self, cands: &[&Candidate], method: Method) -> Option<DisruptionPlan> {
         let nodes: Vec<usize> = cands.iter().map(|c| c.node).collect();
         let pods: Vec<usize> = cands.iter().flat_map(|c| c.pods.iter().copied()).collect();
+        // Karpenter says why a single candidate cannot be consolidated.
+        let single = (cands.len() == 1).then(|| cands[0].node);
+        let unconsolidatable = |round: &mut Self, why: String| {
+            if let Some(n) = single {
+                round.unconsolidatable.push((n, why));
+            }
+        };
         if pdb_problem(&pods, self.snap).is_some() {
             return None;
         }
         let out = self.simulate(&nodes);
-        if out.unschedulable.iter().any(|u| pods.contains(&u.pod)) || self.relies_on_uninitialized(&out, &pods) {
+        let stranded: Vec<String> = out
+            .unschedulable
+            .iter()
+            .filter(|u| pods.contains(&u.pod))
+            .map(|u| {
+                let p = &self.snap.pods[u.pod];
+                format!("pod {}/{} would not schedule: {}", p.namespace, p.name, u.reason)
+            })
+            .collect();
+        if !stranded.is_empty() {
+            unconsolidatable(self, sentence(&stranded));
+            return None;
+        }
+        if self.relies_on_uninitialized(&out, &pods) {
             return None;
         }
         // Every new NodeClaim counts, pending pods' included (Karpenter's `NewNodeClaims`):
         // a consolidation must not take the room a pending pod was about to get.
         let mut needed: Vec<NewNodeClaim> = out.nodeclaims;
         if needed.len() > 1 {
+            unconsolidatable(self, format!("Can't remove without creating {} candidates", needed.len()));
             return None;
         }
         let price: f64 = cands.iter().map(|c| c.price).sum();
@@ -499,6 +577,8 @@ impl<'a> Round<'a> {
                     // Off unless the SpotToSpotConsolidation feature gate is on: spot nodes are
                     // then only deleted.
                     if !snap.spot_to_spot {
+                        let why = "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node";
+                        unconsolidatable(self, why.into());
                         return None;
                     }
                     nc.requirements.add(Requirement::in_values(ct, [wk::CAPACITY_TYPE_SPOT]));
@@ -509,6 +589,11 @@ impl<'a> Round<'a> {
                 nc.instance_types.retain(|&t| price_of(t, &reqs).is_some_and(|p| p < price));
                 if spot_to_spot && nodes.len() == 1 {
                     if nc.instance_types.len() < MIN_SPOT_TO_SPOT_TYPES {
+                        let why = format!(
+                            "SpotToSpotConsolidation requires {MIN_SPOT_TO_SPOT_TYPES} cheaper instance type options than the current candidate to consolidate, got {}",
+                            nc.instance_types.len()
+                        );
+                        unconsolidatable(self, why);
                         return None;
                     }
                     let mut by_price: Vec<(u32, f64)> =
@@ -538,7 +623,10 @@ impl<'a> Round<'a> {
                             .get(ct)
                             .is_none_or(|r| r.has(&cat[t as usize].offerings[o as usize].capacity_type))
                 });
-                let (name, new_price) = cheapest(&nc, snap)?;
+                let Some((name, new_price)) = cheapest(&nc, snap) else {
+                    unconsolidatable(self, "Can't replace with a cheaper node".into());
+                    return None;
+                };
                 Some(DisruptionPlan {
                     method,
                     reason: format!(

@@ -78,6 +78,14 @@ impl World<'_> {
                 self.event("DisruptionBlocked", format!("NodeClaim/{name}"), b.reason.clone());
             }
         }
+        for (i, why) in &decision.unconsolidatable {
+            let name = snap.nodes[*i].name.clone();
+            if self.unconsolidatable.get(&name) != Some(why) {
+                self.unconsolidatable.insert(name.clone(), why.clone());
+                self.event("Unconsolidatable", format!("Node/{name}"), why.clone());
+                self.event("Unconsolidatable", format!("NodeClaim/{name}"), why.clone());
+            }
+        }
         for r in &decision.rejected {
             let message = format!("{} by policy {}: {}", r.method.as_str(), r.consolidator, r.reason);
             for &c in &r.candidates {

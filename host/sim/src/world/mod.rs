@@ -63,6 +63,8 @@ pub struct World<'p> {
     explained: BTreeMap<String, String>,
     /// Last reported reason a node could not be disrupted (events are not repeated).
     blocked: BTreeMap<String, String>,
+    /// Last reported reason a node could not be consolidated (events are not repeated).
+    unconsolidatable: BTreeMap<String, String>,
     /// (object, reason) of each command Event published while waiting on replacements: the
     /// controller's recorder would deduplicate the ones a pass repeats.
     waiting_noticed: BTreeSet<(String, &'static str)>,
@@ -128,6 +130,7 @@ impl<'p> World<'p> {
             batch_seen: 0,
             explained: BTreeMap::new(),
             blocked: BTreeMap::new(),
+            unconsolidatable: BTreeMap::new(),
             waiting_noticed: BTreeSet::new(),
             commands: Vec::new(),
             budget_events: BudgetEvents::default(),
