@@ -73,6 +73,17 @@ async fn a_spot_interruption_replaces_the_node_and_a_rebalance_is_only_an_event(
     for reason in ["SpotInterrupted", "TerminatingOnInterruption"] {
         assert!(events.iter().any(|e| e.reason.as_deref() == Some(reason)), "no {reason} Event: {events:#?}");
     }
+    // Karpenter's words on each object, the Node named as the Node.
+    let all = c.events().await;
+    let said = |kind: &str, message: &str| {
+        all.iter().any(|e| {
+            e.involved_object.kind.as_deref() == Some(kind)
+                && e.reason.as_deref() == Some("TerminatingOnInterruption")
+                && e.message.as_deref() == Some(message)
+        })
+    };
+    assert!(said("NodeClaim", "Interruption triggered termination for the NodeClaim"));
+    assert!(said("Node", "Interruption triggered termination for the Node"));
     let claims = c.nodeclaims().await;
     assert_eq!(claims.len(), 1, "one replacement");
     let live = c.instances().await;

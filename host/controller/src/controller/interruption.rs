@@ -137,10 +137,16 @@ impl Interruption {
                         Ok(_) => {
                             tracing::info!(nodeclaim = %o.nodeclaim, instance = %o.instance_id, %reason, "interruption: NodeClaim deleted");
                             self.metrics.nodeclaim_disrupted(&found[owner], reason, "");
-                            let message =
-                                format!("Interruption triggered termination for the NodeClaim {}", o.nodeclaim);
-                            self.notify(&found[owner], o, &nodes, "Warning", "TerminatingOnInterruption", &message)
-                                .await;
+                            let messages = handling::TERMINATING_ON_INTERRUPTION;
+                            self.notify_each(
+                                &found[owner],
+                                o,
+                                &nodes,
+                                "Warning",
+                                "TerminatingOnInterruption",
+                                messages,
+                            )
+                            .await;
                         }
                         // Gone already: nothing left to do.
                         Err(kube::Error::Api(s)) if s.code == 404 => {}
@@ -157,11 +163,24 @@ impl Interruption {
 
     /// An Event on the NodeClaim and, when it has registered, its Node (as Karpenter does).
     async fn notify(&self, nc: &NodeClaim, o: &Owner, nodes: &[Arc<Node>], type_: &str, reason: &str, message: &str) {
-        self.recorder.publish(&self.client, &involved_nodeclaim(nc), type_, reason, message).await;
+        self.notify_each(nc, o, nodes, type_, reason, (message, message)).await;
+    }
+
+    /// An Event on the NodeClaim and its Node, with a message for each.
+    async fn notify_each(
+        &self,
+        nc: &NodeClaim,
+        o: &Owner,
+        nodes: &[Arc<Node>],
+        type_: &str,
+        reason: &str,
+        (on_nodeclaim, on_node): (&str, &str),
+    ) {
+        self.recorder.publish(&self.client, &involved_nodeclaim(nc), type_, reason, on_nodeclaim).await;
         if let Some(node) = o.node.as_deref().and_then(|n| nodes.iter().find(|x| x.metadata.name.as_deref() == Some(n)))
         {
             let obj = Involved::cluster_scoped("v1", "Node", &node.metadata);
-            self.recorder.publish(&self.client, &obj, type_, reason, message).await;
+            self.recorder.publish(&self.client, &obj, type_, reason, on_node).await;
         }
     }
 }

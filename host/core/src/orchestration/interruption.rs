@@ -87,6 +87,11 @@ pub fn kind(kind: &InterruptionKind) -> Option<&'static str> {
     })
 }
 
+/// Karpenter's `TerminatingOnInterruption` messages, on the NodeClaim and on its Node, once
+/// a message had the NodeClaim deleted.
+pub const TERMINATING_ON_INTERRUPTION: (&str, &str) =
+    ("Interruption triggered termination for the NodeClaim", "Interruption triggered termination for the Node");
+
 /// The Event a message puts on its NodeClaim and Node (Karpenter's reasons).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Notice {

@@ -185,11 +185,9 @@ impl World<'_> {
                         // The simulator scripts spot warnings only, which stamp nothing.
                         InterruptionStep::StampTermination { .. } => {}
                         InterruptionStep::Delete { .. } => {
-                            self.event(
-                                "TerminatingOnInterruption",
-                                format!("Node/{name}"),
-                                format!("Interruption triggered termination for the NodeClaim {name}"),
-                            );
+                            let (on_nodeclaim, on_node) = interruption::TERMINATING_ON_INTERRUPTION;
+                            self.event("TerminatingOnInterruption", format!("NodeClaim/{name}"), on_nodeclaim.into());
+                            self.event("TerminatingOnInterruption", format!("Node/{name}"), on_node.into());
                             self.start_drain(i, "spot interruption");
                         }
                     }
