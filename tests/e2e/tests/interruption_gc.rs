@@ -84,6 +84,8 @@ async fn a_spot_interruption_replaces_the_node_and_a_rebalance_is_only_an_event(
     };
     assert!(said("NodeClaim", "Interruption triggered termination for the NodeClaim"));
     assert!(said("Node", "Interruption triggered termination for the Node"));
+    let queued = c.metric("karpenter_interruption_message_queue_duration_seconds_count").await;
+    assert!(queued.is_some_and(|n| n >= 1.0), "the message's time on the queue is measured: {queued:?}");
     let claims = c.nodeclaims().await;
     assert_eq!(claims.len(), 1, "one replacement");
     let live = c.instances().await;

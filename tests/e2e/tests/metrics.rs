@@ -228,6 +228,10 @@ async fn every_dashboard_metric_appears_with_help_and_type() {
         "deleted nodes leave the node series: {:?}",
         end.lines.iter().filter(|l| l.starts_with("karpenter_nodes_allocatable")).collect::<Vec<_>>()
     );
+    for name in ["karpenter_cluster_state_synced", "karpenter_cluster_state_unsynced_time_seconds"] {
+        let settled = if name.ends_with("_synced") { 1.0 } else { 0.0 };
+        assert_eq!(end.value(&format!("{name} "), &[]), Some(settled), "{name} once settled");
+    }
     let calls = seen.value("tenon_policy_calls_total{", &["policy=\"default-scoring\"", "hook=\"scoring\""]);
     assert!(calls.is_some_and(|n| n >= 1.0), "the scoring policy was called: {calls:?}");
 }

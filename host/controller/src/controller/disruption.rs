@@ -225,6 +225,8 @@ impl Controller {
                 .await
                 .unwrap_or_else(|| Some("the validation panicked".into()));
                 if let Some(why) = why {
+                    let labels = [("consolidation_type", consolidation_type(cmd.method))];
+                    self.metrics.add(mc::VOLUNTARY_DISRUPTION_FAILED_VALIDATIONS, &labels, 1);
                     self.abandon(&cmd, objects, &why, false).await;
                     return None;
                 }

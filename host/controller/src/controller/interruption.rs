@@ -74,6 +74,10 @@ impl Interruption {
     async fn handle(&self, m: &Received) -> Result<(), kube::Error> {
         let kind = handling::kind(&m.event.kind);
         self.metrics.add(mc::INTERRUPTION_RECEIVED, &[("message_type", kind.unwrap_or("no_op"))], 1);
+        if let Ok(sent) = m.event.time.parse::<k8s_openapi::jiff::Timestamp>() {
+            let waited = k8s_openapi::jiff::Timestamp::now().duration_since(sent).as_secs_f64().max(0.0);
+            self.metrics.observe(mc::INTERRUPTION_MESSAGE_QUEUE_DURATION, &[], waited);
+        }
         self.act(&m.event.kind, &m.event.instance_ids).await.map(|_| ())
     }
 

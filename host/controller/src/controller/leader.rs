@@ -59,6 +59,11 @@ impl Leadership {
         Leadership { deadline: Some(renew_deadline), renewed: Mutex::new(None) }
     }
 
+    /// Whether leader election is on (a sole replica holds no Lease).
+    pub fn is_elected(&self) -> bool {
+        self.deadline.is_some()
+    }
+
     pub fn leading(&self) -> bool {
         self.leading_at(Instant::now())
     }

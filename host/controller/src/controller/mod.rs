@@ -209,6 +209,10 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         tracing::warn!(error = %e, "could not fetch the instance catalog yet; the first decision will retry");
     }
     metrics.set_ready();
+    if election.is_some() {
+        // Waiting for the Lease: a follower says so before its first pass.
+        metrics.set(metrics::catalog::LEADER_ELECTION_MASTER_STATUS, &[("name", leader::LEASE_NAME)], 0.0);
+    }
     tracing::info!("caches synced");
     if let Some(election) = election.clone() {
         election.acquire(&client, &leadership).await;
@@ -400,6 +404,10 @@ impl Controller {
     }
 
     async fn reconcile(&mut self) -> anyhow::Result<()> {
+        if self.leadership.is_elected() {
+            let leading = if self.leadership.leading() { 1.0 } else { 0.0 };
+            self.metrics.set(metrics::catalog::LEADER_ELECTION_MASTER_STATUS, &[("name", leader::LEASE_NAME)], leading);
+        }
         if !self.leadership.leading() {
             // The watchdog is about to exit the process; nothing is done meanwhile.
             return Ok(());
@@ -475,6 +483,8 @@ impl Controller {
         }
         self.metrics.set(mc::CLUSTER_STATE_NODE_COUNT, &[], objects.nodes.len() as f64);
         self.metrics.set(mc::CLUSTER_STATE_SYNCED, &[], if self.unobserved.is_empty() { 1.0 } else { 0.0 });
+        let unsynced = self.unobserved.values().min().map_or(0.0, |t| t.elapsed().as_secs_f64());
+        self.metrics.set(mc::CLUSTER_STATE_UNSYNCED_TIME, &[], unsynced);
         let dropped = self.recorder.dropped.load(std::sync::atomic::Ordering::Relaxed);
         self.metrics.advance_to(mc::EVENTS_DROPPED, &[], dropped);
     }

@@ -146,6 +146,14 @@ catalog! {
         "Nodes in the controller's view of the cluster";
     CLUSTER_STATE_SYNCED: Gauge, "karpenter_cluster_state_synced",
         "1 when every NodeClaim the controller created is in its view of the cluster, 0 while one is not yet";
+    CLUSTER_STATE_UNSYNCED_TIME: Gauge, "karpenter_cluster_state_unsynced_time_seconds",
+        "Seconds the controller's view of the cluster has lacked a NodeClaim it created (0 when synced)";
+    INTERRUPTION_MESSAGE_QUEUE_DURATION: Histogram(DURATION_BUCKETS), "karpenter_interruption_message_queue_duration_seconds",
+        "Seconds from an interruption message's event time to its handling";
+    VOLUNTARY_DISRUPTION_FAILED_VALIDATIONS: Counter, "karpenter_voluntary_disruption_failed_validations_total",
+        "Disruption commands given up when re-validated before acting, by consolidation type";
+    LEADER_ELECTION_MASTER_STATUS: Gauge, "leader_election_master_status",
+        "1 while this replica holds the leader Lease, 0 while it waits, by Lease name (only with leader election)";
     RECONCILE_TIME: Histogram(RECONCILE_BUCKETS), "controller_runtime_reconcile_time_seconds",
         "Seconds each step of a control-loop pass took, by controller (Karpenter's controller name for the step)";
     RECONCILE_TOTAL: Counter, "controller_runtime_reconcile_total",
