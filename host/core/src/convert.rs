@@ -179,17 +179,32 @@ fn affinity_term(t: &core::PodAffinityTerm, labels: &BTreeMap<String, String>) -
 /// init container with the sidecars started before it, whichever is larger; pod-level cpu and
 /// memory requests instead where set; plus pod overhead and one pod slot.
 pub fn pod_requests(spec: &core::PodSpec, object: &str) -> Result<Resources, ConvertError> {
-    let req = |c: &core::Container, field: &str| {
-        resources(c.resources.as_ref().and_then(|r| r.requests.as_ref()), object, field)
+    let mut r = pod_amounts(spec, object, "requests")?;
+    r.pods += 1;
+    Ok(r)
+}
+
+/// Effective limits, by the same rules as [`pod_requests`] (without the pod slot).
+pub fn pod_limits(spec: &core::PodSpec, object: &str) -> Result<Resources, ConvertError> {
+    pod_amounts(spec, object, "limits")
+}
+
+/// A pod's effective `requests` or `limits` (`which`), Kubernetes' rules for both.
+fn pod_amounts(spec: &core::PodSpec, object: &str, which: &str) -> Result<Resources, ConvertError> {
+    fn pick<'r>(r: &'r core::ResourceRequirements, which: &str) -> Option<&'r BTreeMap<String, Quantity>> {
+        if which == "limits" { r.limits.as_ref() } else { r.requests.as_ref() }
+    }
+    let of = |c: &core::Container, field: &str| {
+        resources(c.resources.as_ref().and_then(|r| pick(r, which)), object, &format!("{field}.{which}"))
     };
     let mut main = Resources::default();
     for c in &spec.containers {
-        main.add(&req(c, "spec.containers.resources.requests")?);
+        main.add(&of(c, "spec.containers.resources")?);
     }
     let mut sidecars = Resources::default();
     let mut init_peak = Resources::default();
     for c in spec.init_containers.iter().flatten() {
-        let r = req(c, "spec.initContainers.resources.requests")?;
+        let r = of(c, "spec.initContainers.resources")?;
         if c.restart_policy.as_deref() == Some("Always") {
             sidecars.add(&r);
             init_peak.max_with(&sidecars);
@@ -199,10 +214,9 @@ pub fn pod_requests(spec: &core::PodSpec, object: &str) -> Result<Resources, Con
     }
     main.add(&sidecars);
     main.max_with(&init_peak);
-    // Pod-level requests (spec.resources) replace the containers' sum for cpu and memory.
-    let pod_level =
-        resources(spec.resources.as_ref().and_then(|r| r.requests.as_ref()), object, "spec.resources.requests")?;
-    let set = spec.resources.as_ref().and_then(|r| r.requests.as_ref());
+    // Pod-level amounts (spec.resources) replace the containers' sum for cpu and memory.
+    let set = spec.resources.as_ref().and_then(|r| pick(r, which));
+    let pod_level = resources(set, object, &format!("spec.resources.{which}"))?;
     if set.is_some_and(|r| r.contains_key("cpu")) {
         main.cpu = pod_level.cpu;
     }
@@ -210,7 +224,6 @@ pub fn pod_requests(spec: &core::PodSpec, object: &str) -> Result<Resources, Con
         main.memory = pod_level.memory;
     }
     main.add(&resources(spec.overhead.as_ref(), object, "spec.overhead")?);
-    main.pods += 1;
     Ok(main)
 }
 

@@ -472,6 +472,9 @@ impl Controller {
         self.metrics.replace(mc::NODES_ALLOCATABLE, nodes.allocatable);
         self.metrics.replace(mc::NODES_POD_REQUESTS, nodes.pod_requests);
         self.metrics.replace(mc::NODES_DAEMON_REQUESTS, nodes.daemon_requests);
+        self.metrics.replace(mc::NODES_POD_LIMITS, nodes.pod_limits);
+        self.metrics.replace(mc::NODES_DAEMON_LIMITS, nodes.daemon_limits);
+        self.metrics.replace(mc::CLUSTER_UTILIZATION, nodes.utilization);
         self.metrics.replace(mc::NODES_SYSTEM_OVERHEAD, nodes.system_overhead);
         self.metrics.replace(mc::NODES_CURRENT_LIFETIME, nodes.lifetime);
         let (usage, limit) = metrics::cluster::nodepools(&objects.nodepools);

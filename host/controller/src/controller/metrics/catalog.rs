@@ -106,6 +106,12 @@ catalog! {
         "What the pods bound to a node request, DaemonSet pods included, by node, its well-known labels and resource type";
     NODES_DAEMON_REQUESTS: Gauge, "karpenter_nodes_total_daemon_requests",
         "What the DaemonSet pods bound to a node request, by node, its well-known labels and resource type";
+    NODES_POD_LIMITS: Gauge, "karpenter_nodes_total_pod_limits",
+        "The limits of the pods bound to a node, DaemonSet pods included, by node, its well-known labels and resource type";
+    NODES_DAEMON_LIMITS: Gauge, "karpenter_nodes_total_daemon_limits",
+        "The limits of the DaemonSet pods bound to a node, by node, its well-known labels and resource type";
+    CLUSTER_UTILIZATION: Gauge, "karpenter_cluster_utilization_percent",
+        "What the pods of all nodes request as a percentage of what the nodes can allocate, by resource type";
     NODES_SYSTEM_OVERHEAD: Gauge, "karpenter_nodes_system_overhead",
         "A node's capacity less its allocatable (what the kubelet and system reserve), by node, its well-known labels and resource type";
     NODES_CURRENT_LIFETIME: Gauge, "karpenter_nodes_current_lifetime_seconds",

@@ -9,7 +9,7 @@ use tenon_api::NodePool;
 use tenon_api::common::ResourceList;
 use tenon_api::quantity::{parse_milli, parse_units};
 use tenon_api::wellknown::{self as wk};
-use tenon_core::convert::{ClusterObjects, is_daemon, pod_requests};
+use tenon_core::convert::{ClusterObjects, is_daemon, pod_limits, pod_requests};
 use tenon_core::resources::Resources;
 
 /// A gauge family's series.
@@ -21,8 +21,22 @@ pub struct NodeSeries {
     pub allocatable: Gauges,
     pub pod_requests: Gauges,
     pub daemon_requests: Gauges,
+    pub pod_limits: Gauges,
+    pub daemon_limits: Gauges,
     pub system_overhead: Gauges,
     pub lifetime: Gauges,
+    /// Karpenter's cluster utilization: all pod requests over all allocatable, in percent,
+    /// by resource type.
+    pub utilization: Gauges,
+}
+
+/// What the pods bound to one node hold: requests and limits, all pods' and DaemonSet pods'.
+#[derive(Debug, Default)]
+struct Held {
+    requests: Resources,
+    daemon_requests: Resources,
+    limits: Resources,
+    daemon_limits: Resources,
 }
 
 /// Karpenter's label name for a well-known node label: the part after the `/`, snake_case.
@@ -97,18 +111,22 @@ fn holds(p: &Pod) -> bool {
 
 /// Karpenter's node series for every Node, at `now` (seconds since the epoch).
 pub fn nodes(objects: &ClusterObjects, now: i64) -> NodeSeries {
-    let mut requests: BTreeMap<&str, (Resources, Resources)> = BTreeMap::new();
+    let mut held: BTreeMap<&str, Held> = BTreeMap::new();
     for p in &objects.pods {
         let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.as_deref()) else { continue };
         let Some(spec) = p.spec.as_ref().filter(|_| holds(p)) else { continue };
-        let Ok(r) = pod_requests(spec, "pod") else { continue };
-        let entry = requests.entry(node).or_default();
-        entry.0.add(&r);
+        let (Ok(r), Ok(l)) = (pod_requests(spec, "pod"), pod_limits(spec, "pod")) else { continue };
+        let entry = held.entry(node).or_default();
+        entry.requests.add(&r);
+        entry.limits.add(&l);
         if is_daemon(p) {
-            entry.1.add(&r);
+            entry.daemon_requests.add(&r);
+            entry.daemon_limits.add(&l);
         }
     }
     let mut out = NodeSeries::default();
+    let mut all_allocatable: BTreeMap<String, f64> = BTreeMap::new();
+    let mut all_requested: BTreeMap<String, f64> = BTreeMap::new();
     for node in &objects.nodes {
         let base = node_labels(node);
         let name = node.metadata.name.as_deref().unwrap_or_default();
@@ -122,13 +140,29 @@ pub fn nodes(objects: &ClusterObjects, now: i64) -> NodeSeries {
             let a = alloc.iter().find(|(k, _)| *k == kind).map_or(0.0, |(_, v)| *v);
             out.system_overhead.push(with_type(&base, (kind, cap - a)));
         }
+        for (kind, v) in &alloc {
+            *all_allocatable.entry(kind.clone()).or_default() += v;
+        }
         out.allocatable.extend(alloc.into_iter().map(|a| with_type(&base, a)));
-        let (pods, daemons) = requests.remove(name).unwrap_or_default();
-        out.pod_requests.extend(vector(&pods).into_iter().map(|a| with_type(&base, a)));
-        out.daemon_requests.extend(vector(&daemons).into_iter().map(|a| with_type(&base, a)));
+        let h = held.remove(name).unwrap_or_default();
+        for (kind, v) in vector(&h.requests) {
+            *all_requested.entry(kind).or_default() += v;
+        }
+        for (series, r) in [
+            (&mut out.pod_requests, &h.requests),
+            (&mut out.daemon_requests, &h.daemon_requests),
+            (&mut out.pod_limits, &h.limits),
+            (&mut out.daemon_limits, &h.daemon_limits),
+        ] {
+            series.extend(vector(r).into_iter().map(|a| with_type(&base, a)));
+        }
         if let Some(t) = &node.metadata.creation_timestamp {
             out.lifetime.push((base, (now - t.0.as_second()).max(0) as f64));
         }
+    }
+    for (kind, allocatable) in all_allocatable.into_iter().filter(|(_, v)| *v > 0.0) {
+        let used = all_requested.get(&kind).copied().unwrap_or(0.0);
+        out.utilization.push((vec![("resource_type", kind)], 100.0 * used / allocatable));
     }
     out
 }
@@ -265,7 +299,8 @@ mod tests {
         serde_json::from_value(json!({
             "metadata": {"name": name, "namespace": "default", "uid": name, "ownerReferences": owner,
                 "creationTimestamp": "2026-01-01T00:00:00Z"},
-            "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {
+                "requests": {"cpu": cpu, "memory": "1Gi"}, "limits": {"memory": if daemon { "1Gi" } else { "2Gi" }}}}]},
             "status": {"phase": phase}
         }))
         .unwrap()
@@ -294,6 +329,11 @@ mod tests {
         assert_eq!(value(&s.pod_requests, &with("cpu")), Some(0.6), "the finished pod holds nothing");
         assert_eq!(value(&s.pod_requests, &with("pods")), Some(2.0));
         assert_eq!(value(&s.daemon_requests, &with("cpu")), Some(0.1));
+        assert_eq!(value(&s.pod_limits, &with("memory")), Some(3.0 * 1024.0 * 1024.0 * 1024.0));
+        assert_eq!(value(&s.daemon_limits, &with("memory")), Some(1024.0 * 1024.0 * 1024.0));
+        assert_eq!(value(&s.pod_limits, &with("pods")), None, "limits hold no pod slot");
+        let cpu = value(&s.utilization, &[("resource_type", "cpu")]).unwrap();
+        assert!((cpu - 100.0 * 0.6 / 1.93).abs() < 1e-9, "{cpu}");
         assert_eq!(value(&s.system_overhead, &with("cpu")), Some(2.0 - 1.93));
         assert_eq!(value(&s.lifetime, &n1), Some(3600.0));
         let labels = &s.allocatable[0].0;
