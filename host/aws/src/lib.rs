@@ -293,6 +293,10 @@ impl AwsProvider {
     /// catalog and NodeClass shape and shared: passes and the launches they start hold one
     /// copy, not one per pass.
     pub async fn instance_types(&self, nc: &EC2NodeClass) -> Result<Arc<Vec<InstanceType>>, CloudError> {
+        self.measured("GetInstanceTypes", self.shaped_instance_types(nc)).await
+    }
+
+    async fn shaped_instance_types(&self, nc: &EC2NodeClass) -> Result<Arc<Vec<InstanceType>>, CloudError> {
         let raw = self.catalog().await?;
         let zones: Vec<String> =
             nc.status.as_ref().map(|s| s.subnets.iter().map(|s| s.zone.clone()).collect()).unwrap_or_default();
@@ -373,7 +377,7 @@ impl AwsProvider {
         req: &LaunchRequest,
         requested: &std::collections::BTreeSet<String>,
     ) -> Result<Instance, CloudError> {
-        fleet::create(self, req, requested).await
+        self.measured("Create", fleet::create(self, req, requested)).await
     }
 
     /// At most `n` launches under way at once from now on (clones share the bound).
@@ -478,22 +482,39 @@ fn root_volume_bytes(nc: &EC2NodeClass) -> i64 {
     chosen.and_then(size).unwrap_or(default)
 }
 
+impl AwsProvider {
+    /// Runs a cloud provider call, timed and its error counted under Karpenter's `method`.
+    async fn measured<T>(
+        &self,
+        method: &str,
+        call: impl std::future::Future<Output = Result<T, CloudError>>,
+    ) -> Result<T, CloudError> {
+        let started = std::time::Instant::now();
+        let out = call.await;
+        self.metrics.provider_call(method, started.elapsed().as_secs_f64(), out.as_ref().err());
+        out
+    }
+}
+
 impl CloudProvider for AwsProvider {
     async fn create(&self, req: &LaunchRequest) -> Result<Instance, CloudError> {
         self.launch(req, &Default::default()).await
     }
 
     async fn delete(&self, ids: &[String]) -> Result<(), CloudError> {
-        self.fence.check("TerminateInstances")?;
-        instances::terminate(&self.clients.ec2, ids).await
+        self.measured("Delete", async {
+            self.fence.check("TerminateInstances")?;
+            instances::terminate(&self.clients.ec2, ids).await
+        })
+        .await
     }
 
     async fn get(&self, id: &str) -> Result<Instance, CloudError> {
-        instances::get(&self.clients.ec2, id).await
+        self.measured("Get", instances::get(&self.clients.ec2, id)).await
     }
 
     async fn list(&self) -> Result<Vec<Instance>, CloudError> {
-        instances::list(&self.clients.ec2, &self.settings.cluster.name).await
+        self.measured("List", instances::list(&self.clients.ec2, &self.settings.cluster.name)).await
     }
 
     fn is_drifted(

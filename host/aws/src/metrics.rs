@@ -2,16 +2,43 @@
 //! `/metrics` beside its own (names as Karpenter's where the meaning is the same).
 
 use prometheus_client::encoding::prometheus_text;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
+use tenon_core::cloud::CloudError;
 
 /// Gauge: bytes of the user data last rendered into a NodeClass' launch template (EC2 refuses
 /// more than 16 KiB), by NodeClass.
 pub const USERDATA_BYTES: &str = "karpenter_ec2nodeclasses_userdata_bytes";
 
 type ByNodeClass = Vec<(&'static str, String)>;
+type Labels = Vec<(&'static str, String)>;
+
+/// Prometheus' default buckets, which Karpenter's cloud provider histogram keeps.
+const CALL_BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+fn call_histogram() -> Histogram {
+    Histogram::new(CALL_BUCKETS)
+}
+
+/// The `controller`, `method` and `provider` labels of a cloud provider call. Which control
+/// loop step made the call is not known here: `controller` is empty.
+fn call(method: &str) -> Labels {
+    vec![("controller", String::new()), ("method", method.to_string()), ("provider", "aws".to_string())]
+}
+
+/// Karpenter's `error` label: the well-known error kinds by name, others empty.
+fn error_kind(e: &CloudError) -> &'static str {
+    match e {
+        CloudError::NotFound(_) => "NodeClaimNotFoundError",
+        CloudError::InsufficientCapacity { .. } => "InsufficientCapacityError",
+        CloudError::NodeClassNotReady { .. } => "NodeClassNotReadyError",
+        _ => "",
+    }
+}
 
 fn by_nodeclass(nodeclass: &str) -> ByNodeClass {
     vec![("nodeclass", nodeclass.to_string())]
@@ -20,6 +47,8 @@ fn by_nodeclass(nodeclass: &str) -> ByNodeClass {
 #[derive(Debug)]
 pub struct Metrics {
     userdata_bytes: Family<ByNodeClass, Gauge<f64, AtomicU64>>,
+    call_duration: Family<Labels, Histogram, fn() -> Histogram>,
+    call_errors: Family<Labels, Counter>,
     registry: Registry,
 }
 
@@ -32,7 +61,19 @@ impl Default for Metrics {
             "Bytes of the user data last rendered for an EC2NodeClass (EC2 refuses more than 16 KiB), by NodeClass",
             userdata_bytes.clone(),
         );
-        Metrics { userdata_bytes, registry }
+        let call_duration = Family::new_with_constructor(call_histogram as fn() -> Histogram);
+        let call_errors = Family::default();
+        registry.register(
+            "karpenter_cloudprovider_duration_seconds",
+            "Seconds cloud provider calls took, by controller, method and provider",
+            call_duration.clone(),
+        );
+        registry.register(
+            "karpenter_cloudprovider_errors",
+            "Cloud provider calls that returned an error, by controller, method, provider and error",
+            call_errors.clone(),
+        );
+        Metrics { userdata_bytes, call_duration, call_errors, registry }
     }
 }
 
@@ -50,11 +91,45 @@ impl Metrics {
         self.userdata_bytes.remove(&by_nodeclass(nodeclass));
     }
 
+    /// Records one cloud provider call (Karpenter's method name: `Create`, `Delete`, `Get`,
+    /// `List`, `GetInstanceTypes`) and its error, if any.
+    pub fn provider_call(&self, method: &str, seconds: f64, error: Option<&CloudError>) {
+        self.call_duration.get_or_create(&call(method)).observe(seconds);
+        if let Some(e) = error {
+            let mut labels = call(method);
+            labels.push(("error", error_kind(e).to_string()));
+            self.call_errors.get_or_create(&labels).inc();
+        }
+    }
+
     /// The Prometheus text exposition (version 0.0.4) of every series.
     pub fn render(&self) -> String {
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_text::encode(&mut out, &self.registry);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_calls_are_timed_and_their_errors_counted_by_kind() {
+        let m = Metrics::default();
+        m.provider_call("Create", 0.3, None);
+        m.provider_call("Get", 0.02, Some(&CloudError::NotFound("i-1".into())));
+        m.provider_call("Create", 0.4, Some(&CloudError::InvalidRequest("x".into())));
+        let text = m.render();
+        for line in [
+            "# TYPE karpenter_cloudprovider_duration_seconds histogram",
+            "karpenter_cloudprovider_duration_seconds_count{controller=\"\",method=\"Create\",provider=\"aws\"} 2",
+            "# TYPE karpenter_cloudprovider_errors_total counter",
+            "karpenter_cloudprovider_errors_total{controller=\"\",method=\"Get\",provider=\"aws\",error=\"NodeClaimNotFoundError\"} 1",
+            "karpenter_cloudprovider_errors_total{controller=\"\",method=\"Create\",provider=\"aws\",error=\"\"} 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} missing from\n{text}");
+        }
     }
 }

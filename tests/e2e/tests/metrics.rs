@@ -232,6 +232,9 @@ async fn every_dashboard_metric_appears_with_help_and_type() {
         let settled = if name.ends_with("_synced") { 1.0 } else { 0.0 };
         assert_eq!(end.value(&format!("{name} "), &[]), Some(settled), "{name} once settled");
     }
+    let launches =
+        seen.value("karpenter_cloudprovider_duration_seconds_count{", &["method=\"Create\"", "provider=\"aws\""]);
+    assert!(launches.is_some_and(|n| n >= 3.0), "each launch is a timed Create call: {launches:?}");
     let calls = seen.value("tenon_policy_calls_total{", &["policy=\"default-scoring\"", "hook=\"scoring\""]);
     assert!(calls.is_some_and(|n| n >= 1.0), "the scoring policy was called: {calls:?}");
 }
