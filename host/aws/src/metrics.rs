@@ -106,8 +106,7 @@ impl Metrics {
     pub fn render(&self) -> String {
         let mut out = String::new();
         // Writing to a String cannot fail.
-        let _ = prometheus_text::encode(&mut out, &self.registry);
-        out
+        prometheus_text::encode(&mut out, &self.registry).map_or_else(|_| String::new(), |()| out)
     }
 }
 
