@@ -27,6 +27,12 @@ impl Resources {
         Resources { cpu: cpu_milli, memory, pods, ..Default::default() }
     }
 
+    /// One quantity of resource `name` as a number, as Karpenter's metrics and checks compare
+    /// them: cpu in cores, everything else in units (bytes, counts).
+    pub fn approximate(name: &str, q: &str) -> Result<f64, QuantityError> {
+        Ok(if name == CPU { parse_milli(q)? as f64 / 1000.0 } else { parse_units(q)? as f64 })
+    }
+
     /// Parses a Kubernetes resource list (`{cpu: "2", memory: 4Gi}`).
     pub fn from_quantities<'a>(list: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, QuantityError> {
         let mut r = Resources::default();

@@ -3,19 +3,15 @@
 //! gets a `FailedConsistencyCheck` Warning per resource and `ConsistentStateFound=False`.
 //! Each NodeClaim is checked at most every [`SCAN_EVERY_MS`].
 
+use crate::resources::Resources;
 use std::collections::BTreeMap;
-use tenon_api::quantity::{parse_milli, parse_units};
 
 /// How often one NodeClaim is checked.
 pub const SCAN_EVERY_MS: i64 = 600_000;
 
 /// A quantity as a number (cpu in cores), `None` when unreadable.
 fn amount(resource: &str, q: &str) -> Option<f64> {
-    if resource == "cpu" {
-        parse_milli(q).ok().map(|m| m as f64 / 1000.0)
-    } else {
-        parse_units(q).ok().map(|u| u as f64)
-    }
+    Resources::approximate(resource, q).ok()
 }
 
 /// One message per resource the NodeClaim requests whose Node capacity (`found`) is below

@@ -7,7 +7,6 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use std::collections::{BTreeMap, BTreeSet};
 use tenon_api::NodePool;
 use tenon_api::common::ResourceList;
-use tenon_api::quantity::{parse_milli, parse_units};
 use tenon_api::wellknown::{self as wk};
 use tenon_core::convert::{ClusterObjects, is_daemon, pod_limits, pod_requests};
 use tenon_core::resources::Resources;
@@ -76,13 +75,7 @@ fn resource_type(name: &str) -> String {
 
 /// A resource list as (resource type, amount): cpu in cores, everything else in units.
 fn amounts(list: &ResourceList) -> Vec<(String, f64)> {
-    list.iter()
-        .filter_map(|(name, q)| {
-            let v =
-                if name == "cpu" { parse_milli(&q.0).ok()? as f64 / 1000.0 } else { parse_units(&q.0).ok()? as f64 };
-            Some((resource_type(name), v))
-        })
-        .collect()
+    list.iter().filter_map(|(name, q)| Some((resource_type(name), Resources::approximate(name, &q.0).ok()?))).collect()
 }
 
 /// A resource vector as (resource type, amount), zero amounts left out except cpu and memory.
