@@ -53,6 +53,12 @@ fn eligible_by_reason(candidates: &[tenon_core::disruption::candidates::Candidat
     ]
 }
 
+/// The Node named `name`, as an Event's object, if it is in the cache.
+fn involved_node(objects: &ClusterObjects, name: &str) -> Option<super::events::Involved> {
+    let n = objects.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(name))?;
+    Some(super::events::Involved::cluster_scoped("v1", "Node", &n.metadata))
+}
+
 fn consolidation_type(m: Method) -> &'static str {
     match m {
         Method::MultiNodeConsolidation => "multi",
@@ -130,27 +136,13 @@ impl Controller {
                 self.recorder.publish(&self.client, &obj, "Normal", budget_events::REASON, &message).await;
             }
         }
-        for b in &decision.blocked {
-            let node = &snap.nodes[b.node];
-            if let Some(n) = objects.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(node.name.as_str())) {
-                let obj = super::events::Involved::cluster_scoped("v1", "Node", &n.metadata);
-                self.recorder.publish(&self.client, &obj, "Normal", "DisruptionBlocked", &b.reason).await;
-            }
-            if let Some(nc) = node.claim.as_ref().and_then(|c| find(objects, &c.nodeclaim)) {
-                self.recorder
-                    .publish(&self.client, &involved_nodeclaim(nc), "Normal", "DisruptionBlocked", &b.reason)
-                    .await;
-            }
-        }
-        for (i, why) in &decision.unconsolidatable {
-            let node = &snap.nodes[*i];
-            if let Some(n) = objects.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(node.name.as_str())) {
-                let obj = super::events::Involved::cluster_scoped("v1", "Node", &n.metadata);
-                self.recorder.publish(&self.client, &obj, "Normal", "Unconsolidatable", why).await;
-            }
-            if let Some(nc) = node.claim.as_ref().and_then(|c| find(objects, &c.nodeclaim)) {
-                self.recorder.publish(&self.client, &involved_nodeclaim(nc), "Normal", "Unconsolidatable", why).await;
-            }
+        let said = decision.blocked.iter().map(|b| (b.node, "DisruptionBlocked", &b.reason));
+        for (i, reason, message) in
+            said.chain(decision.unconsolidatable.iter().map(|(i, w)| (*i, "Unconsolidatable", w)))
+        {
+            let node = &snap.nodes[i];
+            let nodeclaim = node.claim.as_ref().map(|c| c.nodeclaim.as_str());
+            self.publish_on_node_and_claim(objects, &node.name, nodeclaim, reason, message).await;
         }
         // Karpenter's word on each duration-valued or invalid do-not-disrupt of a pod on a
         // node it could disrupt.
@@ -319,14 +311,27 @@ impl Controller {
             let obj = match n.on {
                 On::CandidateNodeClaim(i) => cmd.candidates.get(i).and_then(|(nc, _)| nodeclaim(nc)),
                 On::Replacement(i) => cmd.replacements.get(i).and_then(|nc| nodeclaim(nc)),
-                On::CandidateNode(i) => cmd.candidates.get(i).and_then(|(_, node)| {
-                    let n = objects.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(node.as_str()))?;
-                    Some(super::events::Involved::cluster_scoped("v1", "Node", &n.metadata))
-                }),
+                On::CandidateNode(i) => cmd.candidates.get(i).and_then(|(_, node)| involved_node(objects, node)),
             };
             if let Some(obj) = obj {
                 self.recorder.publish(&self.client, &obj, "Normal", n.reason, &n.message).await;
             }
+        }
+    }
+
+    /// A Normal Event on a Node and its NodeClaim (those still in the cache), as Karpenter
+    /// says most things about a candidate.
+    async fn publish_on_node_and_claim(
+        &self,
+        objects: &ClusterObjects,
+        node: &str,
+        nodeclaim: Option<&str>,
+        reason: &str,
+        message: &str,
+    ) {
+        let claim = nodeclaim.and_then(|nc| find(objects, nc)).map(involved_nodeclaim);
+        for obj in involved_node(objects, node).into_iter().chain(claim) {
+            self.recorder.publish(&self.client, &obj, "Normal", reason, message).await;
         }
     }
 
