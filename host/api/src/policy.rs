@@ -2,7 +2,8 @@
 //! it, their configuration, and whether they act or only shadow the defaults.
 
 use crate::wellknown::{
-    ANNOTATION_CONSOLIDATION_POLICY, ANNOTATION_DISRUPTION_POLICY, ANNOTATION_POLICY_CONFIG, ANNOTATION_POLICY_MODE,
+    ANNOTATION_CONSOLIDATION_CONFIG, ANNOTATION_CONSOLIDATION_POLICY, ANNOTATION_DISRUPTION_CONFIG,
+    ANNOTATION_DISRUPTION_POLICY, ANNOTATION_POLICY_CONFIG, ANNOTATION_POLICY_MODE, ANNOTATION_SCORING_CONFIG,
     ANNOTATION_SCORING_POLICY, TENON_DOMAIN, TENON_NODEPOOL_ANNOTATIONS,
 };
 use std::collections::BTreeMap;
@@ -83,14 +84,46 @@ pub enum PolicyMode {
     Shadow,
 }
 
+/// The three decisions a NodePool's policies make, each named by its own annotations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PolicyHook {
+    Scoring,
+    Consolidation,
+    Disruption,
+}
+
+impl PolicyHook {
+    pub const ALL: [PolicyHook; 3] = [PolicyHook::Scoring, PolicyHook::Consolidation, PolicyHook::Disruption];
+
+    /// The annotation naming the hook's policy.
+    pub fn policy_annotation(self) -> &'static str {
+        match self {
+            PolicyHook::Scoring => ANNOTATION_SCORING_POLICY,
+            PolicyHook::Consolidation => ANNOTATION_CONSOLIDATION_POLICY,
+            PolicyHook::Disruption => ANNOTATION_DISRUPTION_POLICY,
+        }
+    }
+
+    /// The annotation holding the hook's own configuration.
+    pub fn config_annotation(self) -> &'static str {
+        match self {
+            PolicyHook::Scoring => ANNOTATION_SCORING_CONFIG,
+            PolicyHook::Consolidation => ANNOTATION_CONSOLIDATION_CONFIG,
+            PolicyHook::Disruption => ANNOTATION_DISRUPTION_CONFIG,
+        }
+    }
+}
+
 /// The parsed policy annotations of one NodePool. Absent entries mean the built-in default.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct NodePoolPolicies {
     pub scoring: Option<PolicyRef>,
     pub consolidation: Option<PolicyRef>,
     pub disruption: Option<PolicyRef>,
-    /// The JSON object handed to every policy of the NodePool, as written.
+    /// `tenon.dev/policy-config` as written: the JSON object every hook without its own gets.
     pub config: Option<String>,
+    /// Each hook's own configuration as written (`tenon.dev/scoring-config`, …).
+    pub hook_configs: BTreeMap<PolicyHook, String>,
     pub mode: PolicyMode,
 }
 
@@ -126,19 +159,25 @@ impl NodePoolPolicies {
                 }
             }
         }
-        if let Some(v) = annotations.get(ANNOTATION_POLICY_CONFIG) {
+        let shared = std::iter::once((None, ANNOTATION_POLICY_CONFIG));
+        let own = PolicyHook::ALL.into_iter().map(|h| (Some(h), h.config_annotation()));
+        for (hook, key) in shared.chain(own) {
+            let Some(v) = annotations.get(key) else { continue };
             match serde_json::from_str::<serde_json::Value>(v) {
-                Ok(serde_json::Value::Object(_)) => out.config = Some(v.clone()),
+                Ok(serde_json::Value::Object(_)) => match hook {
+                    None => out.config = Some(v.clone()),
+                    Some(h) => {
+                        out.hook_configs.insert(h, v.clone());
+                    }
+                },
                 Ok(other) => err(
-                    ANNOTATION_POLICY_CONFIG,
-                    format!("policy-config must be a JSON object, found {}", json_kind(&other)),
+                    key,
+                    format!("expected a JSON object, found {}", json_kind(&other)),
                     "wrap the settings in an object, e.g. '{\"maxPremiumPercent\": 10}'",
                 ),
-                Err(e) => err(
-                    ANNOTATION_POLICY_CONFIG,
-                    format!("policy-config is not valid JSON: {e}"),
-                    "write a JSON object, e.g. '{\"maxPremiumPercent\": 10}'",
-                ),
+                Err(e) => {
+                    err(key, format!("not valid JSON: {e}"), "write a JSON object, e.g. '{\"maxPremiumPercent\": 10}'")
+                }
             }
         }
         if let Some(v) = annotations.get(ANNOTATION_POLICY_MODE) {
@@ -160,6 +199,16 @@ impl NodePoolPolicies {
             }
         }
         (out, problems)
+    }
+
+    /// The configuration `hook`'s policy gets: its own annotation, else the shared
+    /// `tenon.dev/policy-config`, else `{}`; with the annotation it came from.
+    pub fn config_for(&self, hook: PolicyHook) -> (&str, Option<&'static str>) {
+        match (self.hook_configs.get(&hook), &self.config) {
+            (Some(own), _) => (own, Some(hook.config_annotation())),
+            (None, Some(shared)) => (shared, Some(ANNOTATION_POLICY_CONFIG)),
+            (None, None) => ("{}", None),
+        }
     }
 }
 
@@ -215,5 +264,29 @@ mod tests {
         ]));
         assert_eq!(errs.len(), 4);
         assert_eq!(errs.iter().filter(|p| p.warning).count(), 1);
+    }
+
+    #[test]
+    fn each_hook_takes_its_own_config_else_the_shared_one() {
+        let (p, problems) = NodePoolPolicies::from_annotations(&ann(&[
+            ("tenon.dev/scoring-policy", "amd-first"),
+            ("tenon.dev/disruption-policy", "business-hours"),
+            ("tenon.dev/policy-config", r#"{"shared": 1}"#),
+            ("tenon.dev/scoring-config", r#"{"maxPremiumPercent": 25}"#),
+        ]));
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(
+            p.config_for(PolicyHook::Scoring),
+            (r#"{"maxPremiumPercent": 25}"#, Some("tenon.dev/scoring-config"))
+        );
+        assert_eq!(p.config_for(PolicyHook::Disruption), (r#"{"shared": 1}"#, Some("tenon.dev/policy-config")));
+        assert_eq!(NodePoolPolicies::default().config_for(PolicyHook::Consolidation), ("{}", None));
+
+        let (_, problems) =
+            NodePoolPolicies::from_annotations(&ann(&[("tenon.dev/disruption-config", r#""Asia/Shanghai""#)]));
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].key, "tenon.dev/disruption-config");
+        assert!(problems[0].message.contains("expected a JSON object, found a string"), "{}", problems[0].message);
+        assert!(!problems[0].warning, "a known annotation, not an unknown one");
     }
 }

@@ -131,13 +131,21 @@ pub const ANNOTATION_LAUNCH_ATTEMPT: &str = "tenon.dev/launch-attempt";
 pub const ANNOTATION_SCORING_POLICY: &str = "tenon.dev/scoring-policy";
 pub const ANNOTATION_CONSOLIDATION_POLICY: &str = "tenon.dev/consolidation-policy";
 pub const ANNOTATION_DISRUPTION_POLICY: &str = "tenon.dev/disruption-policy";
+/// The configuration every policy of the NodePool gets unless its hook has its own.
 pub const ANNOTATION_POLICY_CONFIG: &str = "tenon.dev/policy-config";
+/// Each hook's own configuration, in place of `tenon.dev/policy-config` for that hook.
+pub const ANNOTATION_SCORING_CONFIG: &str = "tenon.dev/scoring-config";
+pub const ANNOTATION_CONSOLIDATION_CONFIG: &str = "tenon.dev/consolidation-config";
+pub const ANNOTATION_DISRUPTION_CONFIG: &str = "tenon.dev/disruption-config";
 pub const ANNOTATION_POLICY_MODE: &str = "tenon.dev/policy-mode";
 pub const TENON_NODEPOOL_ANNOTATIONS: &[&str] = &[
     ANNOTATION_SCORING_POLICY,
     ANNOTATION_CONSOLIDATION_POLICY,
     ANNOTATION_DISRUPTION_POLICY,
     ANNOTATION_POLICY_CONFIG,
+    ANNOTATION_SCORING_CONFIG,
+    ANNOTATION_CONSOLIDATION_CONFIG,
+    ANNOTATION_DISRUPTION_CONFIG,
     ANNOTATION_POLICY_MODE,
 ];
 

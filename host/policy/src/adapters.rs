@@ -25,7 +25,8 @@ use tenon_core::scorer::{Scorer, ScoringInput};
 pub struct NodePoolContext {
     pub name: String,
     pub labels: BTreeMap<String, String>,
-    /// `tenon.dev/policy-config`, a JSON object; `{}` when absent.
+    /// The hook's configuration, a JSON object: its own annotation
+    /// (`tenon.dev/scoring-config`, …), else `tenon.dev/policy-config`, else `{}`.
     pub config: String,
 }
 
@@ -59,6 +60,15 @@ impl Hook {
             Hook::Scoring => World::Scorer,
             Hook::Consolidation => World::Consolidator,
             Hook::Budget => World::DisruptionBudget,
+        }
+    }
+
+    /// The hook as the NodePool's annotations name it.
+    pub fn annotated(&self) -> tenon_api::policy::PolicyHook {
+        match self {
+            Hook::Scoring => tenon_api::policy::PolicyHook::Scoring,
+            Hook::Consolidation => tenon_api::policy::PolicyHook::Consolidation,
+            Hook::Budget => tenon_api::policy::PolicyHook::Disruption,
         }
     }
 

@@ -15,10 +15,7 @@ use crate::store::PolicyStore;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tenon_api::policy::{NodePoolPolicies, PolicyMode, PolicyRef};
-use tenon_api::wellknown::{
-    ANNOTATION_CONSOLIDATION_POLICY, ANNOTATION_DISRUPTION_POLICY, ANNOTATION_POLICY_CONFIG, ANNOTATION_POLICY_MODE,
-    ANNOTATION_SCORING_POLICY,
-};
+use tenon_api::wellknown::{ANNOTATION_POLICY_CONFIG, ANNOTATION_POLICY_MODE};
 use tenon_core::disruption::PolicySet;
 use tenon_core::disruption::budgets::{Allowance, BudgetContext, BudgetRule, KarpenterBudgets};
 use tenon_core::disruption::consolidator::{ApproveAll, Consolidator, PlanView, Review, Verdict};
@@ -86,11 +83,7 @@ pub struct ClusterPolicies {
 
 /// The annotation that names the policy of `hook`.
 pub fn annotation(hook: Hook) -> &'static str {
-    match hook {
-        Hook::Scoring => ANNOTATION_SCORING_POLICY,
-        Hook::Consolidation => ANNOTATION_CONSOLIDATION_POLICY,
-        Hook::Budget => ANNOTATION_DISRUPTION_POLICY,
-    }
+    hook.annotated().policy_annotation()
 }
 
 /// Why `policy` cannot serve `hook`: it implements another world.
@@ -139,10 +132,10 @@ impl ClusterPolicies {
         for pool in pools {
             let (parsed, annotation_problems) = NodePoolPolicies::from_annotations(&pool.annotations);
             let errors: Vec<_> = annotation_problems.iter().filter(|p| !p.warning).collect();
-            let ctx = NodePoolContext {
+            let ctx = |hook: Hook| NodePoolContext {
                 name: pool.name.clone(),
                 labels: pool.labels.clone(),
-                config: parsed.config.clone().unwrap_or_else(|| "{}".into()),
+                config: parsed.config_for(hook.annotated()).0.to_string(),
             };
             let mode = if parsed.mode == PolicyMode::Shadow { Mode::Shadow } else { Mode::Enforce };
             let mut p = PoolPolicies::default();
@@ -164,7 +157,7 @@ impl ClusterPolicies {
                     match load(r) {
                         Ok(policy) => {
                             let hook = Hook::of(policy.world);
-                            p.set(hook, out.bind(policy, &ctx, mode));
+                            p.set(hook, out.bind(policy, &ctx(hook), mode));
                         }
                         Err(e) => problems.push((pool.name.clone(), e)),
                     }
@@ -172,9 +165,10 @@ impl ClusterPolicies {
                 out.pools.insert(pool.name.clone(), p);
                 continue;
             }
-            // A bad config or mode annotation spoils every policy of the NodePool.
-            let shared =
-                errors.iter().find(|e| [ANNOTATION_POLICY_CONFIG, ANNOTATION_POLICY_MODE].contains(&e.key.as_str()));
+            // A bad mode spoils every policy of the NodePool; a bad configuration, the policies
+            // that would get it: a hook's own, or the shared one where a hook has none.
+            let mode_error = errors.iter().find(|e| e.key == ANNOTATION_POLICY_MODE);
+            let shared_error = errors.iter().find(|e| e.key == ANNOTATION_POLICY_CONFIG);
             for (hook, named) in [
                 (Hook::Scoring, &parsed.scoring),
                 (Hook::Consolidation, &parsed.consolidation),
@@ -183,7 +177,13 @@ impl ClusterPolicies {
                 let key = annotation(hook);
                 let Some(written) = pool.annotations.get(key) else { continue };
                 let own = errors.iter().find(|e| e.key == key);
-                let used = match (own.or(shared), named) {
+                let own_config = hook.annotated().config_annotation();
+                let config_error = match errors.iter().find(|e| e.key == own_config) {
+                    Some(e) => Some(e),
+                    None if !pool.annotations.contains_key(own_config) => shared_error,
+                    None => None,
+                };
+                let used = match (own.or(mode_error).or(config_error), named) {
                     (Some(e), _) => Err(format!("{}: {} ({})", e.key, e.message, e.hint)),
                     (None, None) => Err(format!("{key}: cannot read {written:?}")),
                     (None, Some(r)) => load(r)
@@ -191,7 +191,7 @@ impl ClusterPolicies {
                         .and_then(|policy| wrong_world(hook, &policy).map_or(Ok(policy), Err)),
                 };
                 match used {
-                    Ok(policy) => p.set(hook, out.bind(policy, &ctx, mode)),
+                    Ok(policy) => p.set(hook, out.bind(policy, &ctx(hook), mode)),
                     Err(why) => {
                         let name = named.as_ref().map_or_else(|| written.clone(), |r| r.name.clone());
                         let safe = unusable(hook, name, why);

@@ -1,5 +1,6 @@
-//! Builds the guest policies the tests load: the default bundle (`policies/`) and the
-//! hostile guests (`tests/guests/`), for wasm32-wasip2, once per test binary.
+//! Builds the guest policies the tests load: the default bundle (`policies/`), the gallery
+//! (`examples/policies`) and the hostile guests (`tests/guests/`), for wasm32-wasip2, once per
+//! test binary.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -29,6 +30,16 @@ pub fn bundle_dir() -> &'static Path {
     DIR.get_or_init(|| match std::env::var_os("TENON_POLICY_DIR") {
         Some(d) => PathBuf::from(d),
         None => build(&repo().join("policies/Cargo.toml")),
+    })
+}
+
+/// The directory holding the built gallery (`examples/policies`); the test command builds it
+/// next to the default bundle.
+pub fn gallery_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| match std::env::var_os("TENON_POLICY_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => build(&repo().join("examples/policies/Cargo.toml")),
     })
 }
 
