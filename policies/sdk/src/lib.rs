@@ -220,11 +220,13 @@ pub mod time {
     }
 }
 
-/// Parses a NodePool's `tenon.dev/policy-config` into your settings type. An error names
-/// the problem; return it as your policy's `Err` so the NodePool shows it.
+/// Parses the configuration the NodePool gives your hook (`tenon.dev/scoring-config`,
+/// `consolidation-config` or `disruption-config`, else the shared `tenon.dev/policy-config`)
+/// into your settings type. An error names the problem; return it as your policy's `Err` so
+/// the NodePool shows it.
 pub fn config<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, String> {
     let json = if json.trim().is_empty() { "{}" } else { json };
-    serde_json::from_str(json).map_err(|e| format!("tenon.dev/policy-config: {e}"))
+    serde_json::from_str(json).map_err(|e| format!("config: {e}"))
 }
 
 /// `value`, the config field `field`, when it is a finite number ≥ 0; else an error naming
@@ -233,7 +235,7 @@ pub fn non_negative(field: &str, value: f64, what: &str) -> Result<f64, String> 
     if value.is_finite() && value >= 0.0 {
         Ok(value)
     } else {
-        Err(format!("tenon.dev/policy-config: {field} must be a non-negative {what}, got {value}"))
+        Err(format!("config: {field} must be a non-negative {what}, got {value}"))
     }
 }
 

@@ -3,7 +3,7 @@
 //! more than a set premium over the cheapest offering of any manufacturer. Within AMD, and
 //! within the rest, price order holds.
 //!
-//! `tenon.dev/policy-config`: `{"maxPremiumPercent": 10}` (required, ≥ 0; 0 prefers AMD only
+//! `tenon.dev/scoring-config`: `{"maxPremiumPercent": 10}` (required, ≥ 0; 0 prefers AMD only
 //! when it is at least as cheap). Types without `karpenter.k8s.aws/instance-cpu-manufacturer`
 //! are not AMD.
 

@@ -3,7 +3,7 @@
 //! daylight saving and cannot skip holidays. Outside those hours the NodePool's own budgets
 //! apply unchanged.
 //!
-//! `tenon.dev/policy-config`:
+//! `tenon.dev/disruption-config`:
 //! `{"timeZone": "Europe/Berlin", "businessHours": {"days": ["mon", "tue", "wed", "thu", "fri"],
 //!   "start": "09:00", "end": "18:00"}, "holidays": ["2026-12-24"], "night": {"start": "22:00", "end": "06:00"}}`
 //! `timeZone`: a zone the SDK knows (EU and US daylight saving) or a fixed offset (`+08:00`).
@@ -33,7 +33,7 @@ struct Window {
 }
 
 fn bad(field: &str, want: &str, got: &str) -> String {
-    format!("tenon.dev/policy-config: {field} must be {want}, got {got:?}")
+    format!("config: {field} must be {want}, got {got:?}")
 }
 
 /// A window's `[start, end)` in minutes after midnight; it may cross midnight.
@@ -41,7 +41,7 @@ fn span(field: &str, w: &Window) -> Result<(i64, i64), String> {
     let at = |which: &str, s: &str| parse_hhmm(s).ok_or_else(|| bad(&format!("{field}.{which}"), "HH:MM (24-hour)", s));
     let (start, end) = (at("start", &w.start)?, at("end", &w.end)?);
     if start == end {
-        return Err(format!("tenon.dev/policy-config: {field}.start and .end are both {}: an empty window", w.start));
+        return Err(format!("config: {field}.start and .end are both {}: an empty window", w.start));
     }
     Ok((start, end))
 }
@@ -68,7 +68,7 @@ impl Guest for BusinessHours {
         });
         let days = days.collect::<Result<Vec<usize>, String>>()?;
         if days.is_empty() {
-            return Err("tenon.dev/policy-config: businessHours.days must name at least one day (mon..sun)".into());
+            return Err("config: businessHours.days must name at least one day (mon..sun)".into());
         }
         let night = cfg.night.as_ref().map_or(Ok((22 * 60, 6 * 60)), |w| span("night", w))?;
         let holidays = cfg.holidays.iter().map(|h| parse_date(h).ok_or_else(|| bad("holidays[]", "YYYY-MM-DD", h)));

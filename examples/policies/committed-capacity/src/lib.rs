@@ -3,7 +3,7 @@
 //! committed to (an EC2 Instance Savings Plan for a family, a Reserved Instance for a type) is
 //! cheaper at the margin, so Karpenter's list-price order launches the wrong thing.
 //!
-//! `tenon.dev/policy-config`:
+//! `tenon.dev/scoring-config`:
 //! `{"commitments": [{"family": "m6a", "discountPercent": 40}, {"instanceType": "m6a.2xlarge", "effectivePrice": 0.05}]}`
 //! Each entry names a `family` or an `instanceType` and gives a `discountPercent` (0-100) or an
 //! `effectivePrice` (USD/h). A type entry beats a family entry. Spot offerings are never
@@ -37,7 +37,7 @@ enum Rate {
 
 impl Commitment {
     fn rate(&self, i: usize) -> Result<Rate, String> {
-        let at = format!("tenon.dev/policy-config: commitments[{i}]");
+        let at = format!("config: commitments[{i}]");
         match (&self.family, &self.instance_type) {
             (Some(_), None) | (None, Some(_)) => {}
             _ => return Err(format!("{at}: give exactly one of family or instanceType")),

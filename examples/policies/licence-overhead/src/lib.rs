@@ -4,7 +4,7 @@
 //! larger nodes amortise it and win when that is cheaper overall; with no licence this is
 //! price per vCPU.
 //!
-//! `tenon.dev/policy-config`: `{"perNodeHourly": 0.05}` (USD per node-hour, required, ≥ 0).
+//! `tenon.dev/scoring-config`: `{"perNodeHourly": 0.05}` (USD per node-hour, required, ≥ 0).
 
 use serde::Deserialize;
 use tenon_policy_sdk::scorer::{Guest, ScoringInput};

@@ -2,7 +2,7 @@
 //! cheapest offering (aws/karpenter-provider-aws#6721): newer generations are usually faster
 //! per vCPU, so a few percent more per hour buys more than it costs.
 //!
-//! `tenon.dev/policy-config`: `{"maxPremiumPercent": 10}` (required, ≥ 0). Offerings within
+//! `tenon.dev/scoring-config`: `{"maxPremiumPercent": 10}` (required, ≥ 0). Offerings within
 //! the premium rank newest generation first (then by price); the rest follow by price. Types
 //! without `karpenter.k8s.aws/instance-generation` count as generation 0.
 

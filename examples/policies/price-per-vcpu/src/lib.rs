@@ -2,7 +2,7 @@
 //! (aws/karpenter-provider-aws#1944): a bigger node that costs less per unit of capacity wins,
 //! leaving headroom for the next pods instead of another small node.
 //!
-//! `tenon.dev/policy-config`: `{"per": "cpu"}` (default) or `{"per": "memory"}`.
+//! `tenon.dev/scoring-config`: `{"per": "cpu"}` (default) or `{"per": "memory"}`.
 
 use serde::Deserialize;
 use tenon_policy_sdk::scorer::{Guest, ScoringInput};

@@ -3,7 +3,7 @@
 //! carried out only when it saves at least a set amount per hour. Karpenter replaces a
 //! 70 %-used node to save a few cents and restarts its pods to do it.
 //!
-//! `tenon.dev/policy-config`: `{"maxUtilisationPercent": 50, "minSavingsPerHour": 0.05}`
+//! `tenon.dev/consolidation-config`: `{"maxUtilisationPercent": 50, "minSavingsPerHour": 0.05}`
 //! (`maxUtilisationPercent` required, 0-100; `minSavingsPerHour` USD, default 0). Emptiness
 //! plans skip the utilisation test (DaemonSet pods are all that is left) but not the savings
 //! test. Drift and expiration are not cost decisions: always approved. Order is unchanged.
@@ -23,7 +23,7 @@ impl Config {
     fn validate(self) -> Result<Self, String> {
         if !(0.0..=100.0).contains(&self.max_utilisation_percent) {
             return Err(format!(
-                "tenon.dev/policy-config: maxUtilisationPercent must be between 0 and 100, got {}",
+                "config: maxUtilisationPercent must be between 0 and 100, got {}",
                 self.max_utilisation_percent
             ));
         }
