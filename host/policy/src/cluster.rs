@@ -73,10 +73,14 @@ pub struct NodePoolInfo {
     pub annotations: BTreeMap<String, String>,
 }
 
+/// A previous set, and which of its NodePools to keep as they are.
+type Reuse<'a> = (&'a ClusterPolicies, &'a dyn Fn(&str) -> bool);
+
 /// Every NodePool's policies; NodePools without one get Karpenter's behaviour.
 #[derive(Default)]
 pub struct ClusterPolicies {
-    pools: BTreeMap<String, PoolPolicies>,
+    /// Shared with the set a re-resolution builds, for the NodePools it keeps.
+    pools: BTreeMap<String, Arc<PoolPolicies>>,
     pub metrics: Arc<Metrics>,
     log: Arc<FailureLog>,
 }
@@ -113,6 +117,11 @@ impl ClusterPolicies {
         Self::resolve_into(Some(store), pools, overrides, Arc::new(Metrics::default()))
     }
 
+    /// No NodePools yet, counting into `metrics`.
+    pub fn empty(metrics: Arc<Metrics>) -> Self {
+        ClusterPolicies { pools: BTreeMap::new(), metrics, log: Arc::default() }
+    }
+
     /// As [`ClusterPolicies::resolve`], counting into `metrics` (a controller keeps one set
     /// of counters across reloads). Without a store every named policy is unavailable.
     pub fn resolve_into(
@@ -121,7 +130,29 @@ impl ClusterPolicies {
         overrides: Option<&[PolicyRef]>,
         metrics: Arc<Metrics>,
     ) -> (Self, Vec<(String, String)>) {
-        let mut out = ClusterPolicies { pools: BTreeMap::new(), metrics, log: Arc::default() };
+        Self::build(store, pools, overrides, Self::empty(metrics), None)
+    }
+
+    /// Resolves `pools` again, keeping this set's policies, with their call records, for the
+    /// NodePools `keep` names: a NodePool whose annotations and policy files did not change
+    /// keeps its breaker and last failure. Problems are returned for the others only.
+    pub fn re_resolve(
+        &self,
+        store: Option<&PolicyStore>,
+        pools: &[NodePoolInfo],
+        keep: &dyn Fn(&str) -> bool,
+    ) -> (Self, Vec<(String, String)>) {
+        let out = ClusterPolicies { pools: BTreeMap::new(), metrics: self.metrics.clone(), log: self.log.clone() };
+        Self::build(store, pools, None, out, Some((self, keep)))
+    }
+
+    fn build(
+        store: Option<&PolicyStore>,
+        pools: &[NodePoolInfo],
+        overrides: Option<&[PolicyRef]>,
+        mut out: ClusterPolicies,
+        previous: Option<Reuse<'_>>,
+    ) -> (Self, Vec<(String, String)>) {
         let load = |r: &PolicyRef| -> Result<Arc<LoadedPolicy>, String> {
             let store = store.ok_or(
                 "there is no policy store (set TENON_POLICY_DIR or --policy-dir; the Helm chart mounts the default bundle there)",
@@ -130,6 +161,13 @@ impl ClusterPolicies {
         };
         let mut problems = Vec::new();
         for pool in pools {
+            if let Some((before, keep)) = previous
+                && keep(&pool.name)
+                && let Some(p) = before.pools.get(&pool.name)
+            {
+                out.pools.insert(pool.name.clone(), p.clone());
+                continue;
+            }
             let (parsed, annotation_problems) = NodePoolPolicies::from_annotations(&pool.annotations);
             let errors: Vec<_> = annotation_problems.iter().filter(|p| !p.warning).collect();
             let ctx = |hook: Hook| NodePoolContext {
@@ -162,7 +200,7 @@ impl ClusterPolicies {
                         Err(e) => problems.push((pool.name.clone(), e)),
                     }
                 }
-                out.pools.insert(pool.name.clone(), p);
+                out.pools.insert(pool.name.clone(), Arc::new(p));
                 continue;
             }
             // A bad mode spoils every policy of the NodePool; a bad configuration, the policies
@@ -201,7 +239,7 @@ impl ClusterPolicies {
                     }
                 }
             }
-            out.pools.insert(pool.name.clone(), p);
+            out.pools.insert(pool.name.clone(), Arc::new(p));
         }
         (out, problems)
     }

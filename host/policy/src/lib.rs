@@ -23,5 +23,5 @@ pub use engine::PolicyEngine;
 pub use error::{Failure, FailureKind, PolicyError};
 pub use policy::{LoadedPolicy, World};
 pub use sandbox::Limits;
-pub use store::PolicyStore;
+pub use store::{FileStamp, PolicyStore};
 pub mod testing;

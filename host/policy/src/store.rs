@@ -1,6 +1,8 @@
 //! The policy store: a directory of `.wasm` files the Helm chart fills with the default
 //! bundle and users' policies. References are `NAME` or `NAME@sha256:HEX`; a pinned digest
-//! that does not match is an error, never a fallback.
+//! that does not match is an error, never a fallback. Files may change under a running
+//! controller (a ConfigMap volume update swaps a symlink): [`PolicyStore::stamp`] tells a
+//! caller when to resolve again.
 
 use crate::engine::{PolicyEngine, sha256_hex};
 use crate::error::PolicyError;
@@ -9,6 +11,15 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tenon_api::policy::PolicyRef;
+
+/// A policy file's identity and version as the file system reports them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStamp {
+    device: u64,
+    inode: u64,
+    len: u64,
+    modified_ns: i64,
+}
 
 pub struct PolicyStore {
     dir: PathBuf,
@@ -26,11 +37,29 @@ impl PolicyStore {
         &self.engine
     }
 
+    /// The file a reference names. Cargo names the file after the crate with '-' as '_':
+    /// either spelling is accepted, the one as written first.
+    fn path(&self, r: &PolicyRef) -> PathBuf {
+        let dashed = self.dir.join(format!("{}.wasm", r.name));
+        if dashed.is_file() { dashed } else { self.dir.join(format!("{}.wasm", r.name.replace('-', "_"))) }
+    }
+
+    /// What identifies the file a reference names now, through symlinks (`None`: no such
+    /// file): it differs after the file is replaced, rewritten or swapped.
+    pub fn stamp(&self, r: &PolicyRef) -> Option<FileStamp> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(self.path(r)).ok()?;
+        Some(FileStamp {
+            device: m.dev(),
+            inode: m.ino(),
+            len: m.len(),
+            modified_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+        })
+    }
+
     /// Loads the policy a reference names, checking a pinned digest first.
     pub fn resolve(&self, r: &PolicyRef) -> Result<Arc<LoadedPolicy>, PolicyError> {
-        // Cargo names the file after the crate with '-' as '_': accept either spelling.
-        let dashed = self.dir.join(format!("{}.wasm", r.name));
-        let path = if dashed.is_file() { dashed } else { self.dir.join(format!("{}.wasm", r.name.replace('-', "_"))) };
+        let path = self.path(r);
         if !path.is_file() {
             return Err(PolicyError::NotFound { name: r.name.clone(), path: path.display().to_string() });
         }

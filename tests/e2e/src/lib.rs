@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tenon_api::NodeClaim;
+use tenon_api::{NodeClaim, NodePool};
 use tenon_aws::{AwsProvider, ClusterInfo, Connection, Settings};
 use tenon_core::cloud::{CloudProvider, Instance};
 use tenon_kube_emulator::Emulator;
@@ -399,12 +399,19 @@ impl Cluster {
             .unwrap_or_default()
     }
 
-    /// Events about the object named `name` (core/v1 Events).
     /// Every Event in the cluster.
     pub async fn events(&self) -> Vec<Event> {
         Api::<Event>::all(self.client.clone()).list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default()
     }
 
+    /// (status, reason, message) of condition `type_` on NodePool `name`, once written.
+    pub async fn nodepool_condition(&self, name: &str, type_: &str) -> Option<(String, String, String)> {
+        let np = Api::<NodePool>::all(self.client.clone()).get(name).await.ok()?;
+        let c = np.status?.conditions.into_iter().find(|x| x.type_ == type_)?;
+        Some((c.status, c.reason, c.message))
+    }
+
+    /// Events about the object named `name` (core/v1 Events).
     pub async fn events_for(&self, name: &str) -> Vec<Event> {
         Api::<Event>::all(self.client.clone())
             .list(&ListParams::default())

@@ -38,13 +38,8 @@ spec:
 
 /// (status, reason, message) of `type_` on NodePool `name`, once it is written.
 async fn condition(c: &Cluster, name: &str, type_: &str) -> (String, String, String) {
-    let api: Api<NodePool> = Api::all(c.client.clone());
-    eventually(Duration::from_secs(30), &format!("{type_} on NodePool {name}"), || async {
-        let np = api.get(name).await.ok()?;
-        let cond = np.status?.conditions.into_iter().find(|x| x.type_ == type_)?;
-        Some((cond.status, cond.reason, cond.message))
-    })
-    .await
+    eventually(Duration::from_secs(30), &format!("{type_} on NodePool {name}"), || c.nodepool_condition(name, type_))
+        .await
 }
 
 async fn event(c: &Cluster, name: &str, reason: &str) -> String {

@@ -415,7 +415,7 @@ impl Controller {
         let mut step = metrics::Step::start(self.metrics.clone(), "nodeclass");
         self.nodeclasses().await;
         step.next("policies");
-        self.policies.refresh(&self.stores.nodepools.state());
+        self.policies.refresh(&self.stores.nodepools.state(), Instant::now());
         self.policies.log_failures();
         let objects = self.stores.objects();
         step.next("nodepool.status");

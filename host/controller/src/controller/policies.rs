@@ -1,29 +1,45 @@
 //! Per-NodePool policies: each NodePool's `tenon.dev/*` annotations resolved through the
-//! policy store, reloaded when annotations change. A NodePool whose policy cannot be loaded
-//! or last failed is reported (`PolicyHealthy=False` + Event) and decided with the fallbacks
-//! (price order, no consolidation plans, no disruptions), the same in both cases; other
-//! NodePools are unaffected.
+//! policy store. A NodePool is resolved again when its annotations or labels change, when a
+//! policy file it names changes (a ConfigMap volume update swaps the file under us), and,
+//! while its policy is unavailable, on a backoff until it appears. A NodePool whose policy
+//! cannot be loaded or last failed is reported (`PolicyHealthy=False` + Event) and decided
+//! with the fallbacks (price order, no consolidation plans, no disruptions), the same in
+//! both cases; other NodePools are unaffected and keep their policies' call records.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tenon_api::NodePool;
+use tenon_api::policy::{NodePoolPolicies, PolicyHook};
 use tenon_policy::cache::PrecompileCache;
 use tenon_policy::cluster::{ClusterPolicies, NodePoolInfo};
 use tenon_policy::metrics::Metrics;
-use tenon_policy::{Limits, PolicyEngine, PolicyStore};
+use tenon_policy::{FileStamp, Limits, PolicyEngine, PolicyStore};
 
-/// A NodePool as its policies see it: name, template labels, `tenon.dev/*` annotations.
-type PolicyInput = (String, BTreeMap<String, String>, BTreeMap<String, String>);
+/// A NodePool as its policies see it: template labels and `tenon.dev/*` annotations.
+type PolicyInput = (BTreeMap<String, String>, BTreeMap<String, String>);
+
+/// The first retry of an unavailable policy, doubled at each failure up to [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// What one NodePool's policies were resolved from, and how that went.
+struct Resolved {
+    input: PolicyInput,
+    /// The files its annotations name, as they were when resolved.
+    files: Vec<Option<FileStamp>>,
+    /// Why its policies could not be loaded.
+    problem: Option<String>,
+    /// When a NodePool with a problem is tried again, and the wait before that.
+    retry: Option<(Instant, Duration)>,
+}
 
 pub struct Policies {
     store: Option<PolicyStore>,
     /// Shared with the decisions, which run off the control loop's thread.
     pub active: Arc<ClusterPolicies>,
-    /// The NodePool inputs `active` was resolved from.
-    resolved_from: Vec<PolicyInput>,
-    /// NodePool → why its policies could not be loaded.
-    problems: BTreeMap<String, String>,
+    resolved: BTreeMap<String, Resolved>,
     pub metrics: Arc<Metrics>,
 }
 
@@ -42,18 +58,14 @@ impl Policies {
             }
             None => None,
         };
-        Ok(Policies {
-            store,
-            active: Arc::default(),
-            resolved_from: Vec::new(),
-            problems: BTreeMap::new(),
-            metrics: Arc::new(Metrics::default()),
-        })
+        let metrics = Arc::new(Metrics::default());
+        let active = Arc::new(ClusterPolicies::empty(metrics.clone()));
+        Ok(Policies { store, active, resolved: BTreeMap::new(), metrics })
     }
 
-    /// Re-resolves when any NodePool's name, template labels or annotations changed.
-    pub fn refresh(&mut self, pools: &[Arc<NodePool>]) {
-        let mut inputs: Vec<PolicyInput> = pools
+    /// Resolves the NodePools that need it (see the module docs); `now` times the retries.
+    pub fn refresh(&mut self, pools: &[Arc<NodePool>], now: Instant) {
+        let inputs: BTreeMap<String, PolicyInput> = pools
             .iter()
             .filter(|np| np.metadata.deletion_timestamp.is_none())
             .map(|np| {
@@ -65,43 +77,92 @@ impl Policies {
                     .into_iter()
                     .filter(|(k, _)| k.starts_with("tenon.dev/"))
                     .collect();
-                (np.metadata.name.clone().unwrap_or_default(), np.spec.template.metadata.labels.clone(), annotations)
+                (np.metadata.name.clone().unwrap_or_default(), (np.spec.template.metadata.labels.clone(), annotations))
             })
             .collect();
-        inputs.sort();
-        if inputs == self.resolved_from {
+        let files: BTreeMap<&String, Vec<Option<FileStamp>>> =
+            inputs.iter().map(|(name, (_, annotations))| (name, self.stamps(annotations))).collect();
+        let stale: Vec<&String> = inputs
+            .iter()
+            .filter(|(name, input)| match self.resolved.get(*name) {
+                None => true,
+                Some(r) => r.input != **input || r.files != files[name] || r.retry.is_some_and(|(at, _)| now >= at),
+            })
+            .map(|(name, _)| name)
+            .collect();
+        let gone = self.resolved.keys().any(|name| !inputs.contains_key(name));
+        if stale.is_empty() && !gone {
             return;
         }
         let infos: Vec<NodePoolInfo> = inputs
             .iter()
-            .map(|(name, labels, annotations)| NodePoolInfo {
+            .map(|(name, (labels, annotations))| NodePoolInfo {
                 name: name.clone(),
                 labels: labels.clone(),
                 annotations: annotations.clone(),
             })
             .collect();
-        self.problems.clear();
-        let (active, problems) = ClusterPolicies::resolve_into(self.store.as_ref(), &infos, None, self.metrics.clone());
+        let keep = |name: &str| !stale.iter().any(|s| *s == name);
+        let (active, problems) = self.active.re_resolve(self.store.as_ref(), &infos, &keep);
         // Load problems are reported below and by the NodePool's condition.
         let _ = tenon_core::disruption::PolicySet::take_failures(&active);
         self.active = Arc::new(active);
-        for (pool, problem) in problems {
-            let all = self.problems.entry(pool).or_default();
+        let mut found: BTreeMap<&str, String> = BTreeMap::new();
+        for (pool, problem) in &problems {
+            let all = found.entry(pool.as_str()).or_default();
             if !all.is_empty() {
                 all.push_str("; ");
             }
-            all.push_str(&problem);
+            all.push_str(problem);
         }
-        for (pool, problem) in &self.problems {
-            tracing::warn!(nodepool = %pool, %problem, "NodePool policy unavailable; its fail-safe applies");
+        self.resolved.retain(|name, _| inputs.contains_key(name));
+        for name in &stale {
+            let problem = found.remove(name.as_str());
+            let before = self.resolved.get(*name);
+            let retry = problem.as_ref().map(|_| {
+                // Waits double while nothing the NodePool names changes; a change starts over.
+                let wait = match before {
+                    Some(b) if b.input == inputs[*name] && b.files == files[name] => {
+                        b.retry.map_or(RETRY_FIRST, |(_, w)| (w * 2).min(RETRY_MAX))
+                    }
+                    _ => RETRY_FIRST,
+                };
+                (now + wait, wait)
+            });
+            if let Some(p) = &problem {
+                tracing::warn!(nodepool = %name, problem = %p, "NodePool policy unavailable; its fail-safe applies");
+            }
+            let r = Resolved { input: inputs[*name].clone(), files: files[name].clone(), problem, retry };
+            self.resolved.insert((*name).clone(), r);
         }
-        tracing::info!(nodepools = inputs.len(), problems = self.problems.len(), "NodePool policies resolved");
-        self.resolved_from = inputs;
+        let unavailable = self.resolved.values().filter(|r| r.problem.is_some()).count();
+        tracing::info!(nodepools = inputs.len(), resolved = stale.len(), unavailable, "NodePool policies resolved");
+    }
+
+    /// The files a NodePool's policy annotations name, in hook order.
+    fn stamps(&self, annotations: &BTreeMap<String, String>) -> Vec<Option<FileStamp>> {
+        let Some(store) = &self.store else { return Vec::new() };
+        let (parsed, _) = NodePoolPolicies::from_annotations(annotations);
+        PolicyHook::ALL
+            .into_iter()
+            .filter_map(|hook| match hook {
+                PolicyHook::Scoring => parsed.scoring.as_ref(),
+                PolicyHook::Consolidation => parsed.consolidation.as_ref(),
+                PolicyHook::Disruption => parsed.disruption.as_ref(),
+            })
+            .map(|r| store.stamp(r))
+            .collect()
+    }
+
+    /// When an unavailable NodePool's policies are next tried, if they are.
+    #[cfg(test)]
+    pub fn retry_at(&self, pool: &str) -> Option<Instant> {
+        self.resolved.get(pool)?.retry.map(|(at, _)| at)
     }
 
     /// Why `pool`'s policies are unhealthy: a load problem, or its policies' last failures.
     pub fn unhealthy(&self, pool: &str) -> Option<(&'static str, String)> {
-        if let Some(p) = self.problems.get(pool) {
+        if let Some(p) = self.resolved.get(pool).and_then(|r| r.problem.as_ref()) {
             return Some(("PolicyUnavailable", p.clone()));
         }
         let failing = self.active.health(pool);
@@ -114,5 +175,91 @@ impl Policies {
         for f in self.active.take_failures() {
             tracing::warn!(nodepool = %f.nodepool, policy = %f.policy, hook = %f.hook, kind = %f.kind, message = %f.message, fallback = %f.fallback, "policy failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// A built component from the test command's policy directory.
+    fn built(file: &str) -> Vec<u8> {
+        let dir = std::env::var_os("TENON_POLICY_DIR")
+            .expect("TENON_POLICY_DIR: the built policies (the test command builds them and sets it)");
+        std::fs::read(Path::new(&dir).join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
+    }
+
+    struct Dir(PathBuf);
+
+    impl Dir {
+        fn new(name: &str) -> Self {
+            let dir = std::env::temp_dir().join(format!("tenon-policies-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            Dir(dir)
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn pool(name: &str, scoring: &str) -> Arc<NodePool> {
+        Arc::new(
+            serde_yaml::from_str(&format!(
+                "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: {name}\n  annotations: {{tenon.dev/scoring-policy: \"{scoring}\"}}\nspec:\n  template:\n    spec:\n      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: lab}}\n      requirements: []\n"
+            ))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn an_unavailable_policy_is_retried_with_a_doubling_backoff() {
+        let dir = Dir::new("backoff");
+        let mut policies = Policies::new(Some(&dir.0), 1000).unwrap();
+        let t0 = Instant::now();
+        let pools = [pool("lab", "no-such-policy")];
+        policies.refresh(&pools, t0);
+        assert!(policies.unhealthy("lab").is_some_and(|(reason, _)| reason == "PolicyUnavailable"));
+        let mut at = t0;
+        let mut waits = Vec::new();
+        for _ in 0..9 {
+            let next = policies.retry_at("lab").expect("a retry is scheduled");
+            // Not retried before it is due.
+            policies.refresh(&pools, next - Duration::from_millis(1));
+            assert_eq!(policies.retry_at("lab"), Some(next));
+            waits.push((next - at).as_secs());
+            at = next;
+            policies.refresh(&pools, next);
+        }
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+        // A change to the NodePool starts the backoff over.
+        policies.refresh(&[pool("lab", "still-no-such-policy")], at);
+        assert_eq!(policies.retry_at("lab"), Some(at + RETRY_FIRST));
+    }
+
+    #[test]
+    fn a_policy_file_that_appears_or_changes_is_picked_up_at_once() {
+        let dir = Dir::new("appears");
+        let mut policies = Policies::new(Some(&dir.0), 1000).unwrap();
+        let t0 = Instant::now();
+        let scorer = built("default_scoring.wasm");
+        let pin = format!("team-scorer@sha256:{}", tenon_policy::engine::sha256_hex(&scorer));
+        let pools = [pool("lab", &pin)];
+        policies.refresh(&pools, t0);
+        assert!(policies.unhealthy("lab").is_some(), "not there yet");
+
+        std::fs::write(dir.0.join("team-scorer.wasm"), b"an older, different file").unwrap();
+        policies.refresh(&pools, t0 + Duration::from_millis(10));
+        let (_, why) = policies.unhealthy("lab").expect("the pin does not match");
+        assert!(why.contains("team-scorer"), "{why}");
+
+        std::fs::write(dir.0.join("team-scorer.wasm"), &scorer).unwrap();
+        policies.refresh(&pools, t0 + Duration::from_millis(20));
+        assert_eq!(policies.unhealthy("lab"), None, "rewritten in place, long before a retry is due");
+        assert_eq!(policies.retry_at("lab"), None);
     }
 }
