@@ -22,9 +22,17 @@ pub enum PolicyCommand {
         /// Per-call deadline in milliseconds.
         #[arg(long, default_value_t = 50)]
         deadline_ms: u64,
+        /// One JSON object on stdout instead of a line per case (the exit status is the same).
+        #[arg(long)]
+        json: bool,
     },
     /// Show a policy's world, imports, exports and digest.
-    Inspect { wasm: PathBuf },
+    Inspect {
+        wasm: PathBuf,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure compile time, cold load from the precompile cache, and call latency.
     Bench {
         wasm: PathBuf,
@@ -59,47 +67,71 @@ pub enum Kind {
 
 pub fn run(cmd: PolicyCommand) -> anyhow::Result<u8> {
     match cmd {
-        PolicyCommand::Test { wasm, fixtures, fuel, deadline_ms } => test(&wasm, &fixtures, fuel, deadline_ms),
-        PolicyCommand::Inspect { wasm } => inspect(&wasm),
+        PolicyCommand::Test { wasm, fixtures, fuel, deadline_ms, json } => {
+            test(&wasm, &fixtures, fuel, deadline_ms, json)
+        }
+        PolicyCommand::Inspect { wasm, json } => inspect(&wasm, json),
         PolicyCommand::Bench { wasm, fixture, iterations, json } => bench(&wasm, &fixture, iterations, json),
         PolicyCommand::New { name, kind, dir, sdk } => scaffold(&name, kind, dir, sdk),
     }
 }
 
-fn test(wasm: &Path, fixtures: &[PathBuf], fuel: Option<u64>, deadline_ms: u64) -> anyhow::Result<u8> {
+fn test(wasm: &Path, fixtures: &[PathBuf], fuel: Option<u64>, deadline_ms: u64, json: bool) -> anyhow::Result<u8> {
     // With fuel the deadline is only a backstop.
     let deadline_ms = if fuel.is_some() { deadline_ms.max(60_000) } else { deadline_ms };
     let harness = Harness::with_limits(wasm, Limits { fuel, deadline_ms, ..Limits::default() })
         .with_context(|| format!("loading {}", wasm.display()))?;
-    let (mut passed, mut failed) = (0, 0);
+    let mut results = Vec::new();
     for file in fixture_files(fixtures) {
-        for r in harness.run_fixtures(&file)? {
+        results.extend(harness.run_fixtures(&file)?);
+    }
+    if results.is_empty() {
+        bail!("no fixture cases found in {fixtures:?}");
+    }
+    let failed = results.iter().filter(|r| !r.passed).count();
+    let passed = results.len() - failed;
+    if json {
+        let cases: Vec<serde_json::Value> = results
+            .iter()
+            .map(|r| serde_json::json!({"file": r.file, "name": r.name, "passed": r.passed, "detail": r.detail}))
+            .collect();
+        let (name, sha256) = (harness.policy().name.as_str(), harness.policy().sha256.as_str());
+        let report =
+            serde_json::json!({"policy": name, "sha256": sha256, "passed": passed, "failed": failed, "cases": cases});
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for r in &results {
             if r.passed {
-                passed += 1;
                 println!("ok   {}: {}", r.file, r.name);
             } else {
-                failed += 1;
                 println!("FAIL {}: {}: {}", r.file, r.name, r.detail);
             }
         }
-    }
-    println!("{passed} passed, {failed} failed");
-    if passed + failed == 0 {
-        bail!("no fixture cases found in {fixtures:?}");
+        println!("{passed} passed, {failed} failed");
     }
     Ok(if failed > 0 { 1 } else { 0 })
 }
 
-fn inspect(wasm: &Path) -> anyhow::Result<u8> {
+fn inspect(wasm: &Path, json: bool) -> anyhow::Result<u8> {
     let bytes = std::fs::read(wasm).with_context(|| format!("reading {}", wasm.display()))?;
     let engine = PolicyEngine::new(Limits::default(), None)?;
     let (p, _) =
         engine.load(&wasm.file_stem().and_then(|s| s.to_str()).unwrap_or("policy").replace('_', "-"), &bytes)?;
+    let world = format!("tenon:policy/{}@0.1.0", p.world.as_str());
+    let pin = format!("{}@sha256:{}", p.name, p.sha256);
+    if json {
+        let report = serde_json::json!({
+            "policy": p.name, "world": world, "sha256": p.sha256, "size": bytes.len(), "pin": pin,
+            "exports": p.exports, "imports": p.imports,
+        });
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(0);
+    }
     println!("policy:  {}", p.name);
-    println!("world:   tenon:policy/{}@0.1.0", p.world.as_str());
+    println!("world:   {world}");
     println!("sha256:  {}", p.sha256);
     println!("size:    {} bytes", bytes.len());
-    println!("pin as:  {}@sha256:{}", p.name, p.sha256);
+    println!("pin as:  {pin}");
     println!("exports:");
     for e in &p.exports {
         println!("  {e}");

@@ -79,6 +79,42 @@ fn inspect_shows_the_world_and_the_digest_to_pin() {
     assert!(out(&o).contains(&format!("default-budget@sha256:{sha}")), "{}", out(&o));
     let o = tenon(&["policy", "inspect", "README.md"]);
     assert_eq!(o.status.code(), Some(2), "not a component: a clear error, not a crash");
+
+    let o = tenon(&["policy", "inspect", "--json", &wasm("default_budget")]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object on stdout");
+    assert_eq!(j["world"], "tenon:policy/disruption-budget@0.1.0");
+    assert_eq!(j["sha256"], sha.as_str());
+    assert_eq!(j["pin"], format!("default-budget@sha256:{sha}"));
+    assert!(
+        j["exports"].as_array().is_some_and(|e| e.iter().any(|e| e.as_str().is_some_and(|e| e.contains("budgets"))))
+    );
+}
+
+#[test]
+fn test_json_reports_every_case_and_keeps_the_exit_status() {
+    let o = tenon(&["policy", "test", "--json", &wasm("default_scoring"), "policies/default-scoring/fixtures"]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object on stdout");
+    let cases = j["cases"].as_array().expect("cases");
+    assert!(!cases.is_empty());
+    assert_eq!(j["passed"].as_u64(), Some(cases.len() as u64));
+    assert_eq!(j["failed"], 0);
+    assert!(cases.iter().all(|c| c["passed"] == true && c["file"].as_str().is_some_and(|f| f.ends_with(".yaml"))));
+
+    let dir = tempdir("json-wrong");
+    let fixture = dir.join("wrong.yaml");
+    std::fs::write(
+        &fixture,
+        "cases:\n  - name: wrong\n    instanceTypes:\n      - {name: a.large, capacity: {cpu: \"2\"}}\n      - {name: b.large, capacity: {cpu: \"2\"}}\n    offerings:\n      - {instanceType: a.large, price: 0.05}\n      - {instanceType: b.large, price: 0.10}\n    expect: {first: b.large}\n",
+    )
+    .unwrap();
+    let o = tenon(&["policy", "test", "--json", &wasm("default_scoring"), fixture.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on a failure too");
+    assert_eq!((j["passed"].as_u64(), j["failed"].as_u64()), (Some(0), Some(1)));
+    assert_eq!(j["cases"][0]["name"], "wrong");
+    assert!(j["cases"][0]["detail"].as_str().is_some_and(|d| d.contains("expected b.large first")), "{j}");
 }
 
 fn tempdir(tag: &str) -> PathBuf {
