@@ -248,6 +248,23 @@ impl ClusterPolicies {
         Bound::new(policy, ctx.clone(), mode, self.metrics.clone()).with_log(self.log.clone())
     }
 
+    /// The sha256 of every component a NodePool uses.
+    pub fn digests(&self) -> std::collections::BTreeSet<String> {
+        let mut out = std::collections::BTreeSet::new();
+        for p in self.pools.values() {
+            if let Slot::Active(s) = &p.scorer {
+                out.insert(s.0.policy.sha256.clone());
+            }
+            if let Slot::Active(c) = &p.consolidator {
+                out.insert(c.0.policy.sha256.clone());
+            }
+            if let Slot::Active(b) = &p.budget {
+                out.insert(b.0.policy.sha256.clone());
+            }
+        }
+        out
+    }
+
     /// Why `pool`'s policies are unhealthy: one line per policy whose last call failed.
     pub fn health(&self, pool: &str) -> Vec<String> {
         let Some(p) = self.pools.get(pool) else { return Vec::new() };

@@ -7,7 +7,7 @@
 use crate::engine::{PolicyEngine, sha256_hex};
 use crate::error::PolicyError;
 use crate::policy::LoadedPolicy;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tenon_api::policy::PolicyRef;
@@ -55,6 +55,17 @@ impl PolicyStore {
             len: m.len(),
             modified_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
         })
+    }
+
+    /// Forgets the loaded components whose sha256 is not in `in_use` (an updated policy's
+    /// older versions), so a long-running controller does not keep every version it loaded.
+    pub fn retain(&self, in_use: &BTreeSet<String>) {
+        self.loaded.lock().unwrap_or_else(|e| e.into_inner()).retain(|sha, _| in_use.contains(sha));
+    }
+
+    /// How many compiled components the store holds.
+    pub fn loaded(&self) -> usize {
+        self.loaded.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// Loads the policy a reference names, checking a pinned digest first.

@@ -107,6 +107,9 @@ impl Policies {
         // Load problems are reported below and by the NodePool's condition.
         let _ = tenon_core::disruption::PolicySet::take_failures(&active);
         self.active = Arc::new(active);
+        if let Some(store) = &self.store {
+            store.retain(&self.active.digests());
+        }
         let mut found: BTreeMap<&str, String> = BTreeMap::new();
         for (pool, problem) in &problems {
             let all = found.entry(pool.as_str()).or_default();
@@ -261,5 +264,19 @@ mod tests {
         policies.refresh(&pools, t0 + Duration::from_millis(20));
         assert_eq!(policies.unhealthy("lab"), None, "rewritten in place, long before a retry is due");
         assert_eq!(policies.retry_at("lab"), None);
+    }
+
+    #[test]
+    fn an_updated_policy_s_old_version_is_not_kept() {
+        let dir = Dir::new("old-versions");
+        let mut policies = Policies::new(Some(&dir.0), 1000).unwrap();
+        let t0 = Instant::now();
+        let pools = [pool("lab", "team-scorer")];
+        for (i, file) in ["default_scoring.wasm", "price_per_vcpu.wasm", "default_scoring.wasm"].iter().enumerate() {
+            std::fs::write(dir.0.join("team-scorer.wasm"), built(file)).unwrap();
+            policies.refresh(&pools, t0 + Duration::from_millis(10 * i as u64));
+            assert_eq!(policies.unhealthy("lab"), None, "{file}");
+            assert_eq!(policies.store.as_ref().map(PolicyStore::loaded), Some(1), "only {file} is held");
+        }
     }
 }
