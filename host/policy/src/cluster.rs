@@ -250,43 +250,34 @@ impl ClusterPolicies {
 
     /// The sha256 of every component a NodePool uses.
     pub fn digests(&self) -> std::collections::BTreeSet<String> {
-        let mut out = std::collections::BTreeSet::new();
-        for p in self.pools.values() {
-            if let Slot::Active(s) = &p.scorer {
-                out.insert(s.0.policy.sha256.clone());
-            }
-            if let Slot::Active(c) = &p.consolidator {
-                out.insert(c.0.policy.sha256.clone());
-            }
-            if let Slot::Active(b) = &p.budget {
-                out.insert(b.0.policy.sha256.clone());
-            }
-        }
-        out
+        self.pools.values().flat_map(|p| p.bound()).map(|b| b.policy.sha256.clone()).collect()
     }
 
     /// Why `pool`'s policies are unhealthy: one line per policy whose last call failed.
     pub fn health(&self, pool: &str) -> Vec<String> {
         let Some(p) = self.pools.get(pool) else { return Vec::new() };
-        let bound = [
-            match &p.scorer {
-                Slot::Active(s) => Some(&s.0),
-                _ => None,
-            },
-            match &p.consolidator {
-                Slot::Active(c) => Some(&c.0),
-                _ => None,
-            },
-            match &p.budget {
-                Slot::Active(b) => Some(&b.0),
-                _ => None,
-            },
-        ];
-        bound.into_iter().flatten().filter_map(Bound::health).collect()
+        p.bound().filter_map(Bound::health).collect()
     }
 }
 
 impl PoolPolicies {
+    /// The policies that decide for the NodePool (not defaults or fail-safes).
+    fn bound(&self) -> impl Iterator<Item = &Bound> {
+        let scorer = match &self.scorer {
+            Slot::Active(s) => Some(&s.0),
+            _ => None,
+        };
+        let consolidator = match &self.consolidator {
+            Slot::Active(c) => Some(&c.0),
+            _ => None,
+        };
+        let budget = match &self.budget {
+            Slot::Active(b) => Some(&b.0),
+            _ => None,
+        };
+        [scorer, consolidator, budget].into_iter().flatten()
+    }
+
     fn set(&mut self, hook: Hook, bound: Bound) {
         match hook {
             Hook::Scoring => self.scorer = Slot::Active(WasmScorer(bound)),
