@@ -237,4 +237,36 @@ async fn every_dashboard_metric_appears_with_help_and_type() {
     assert!(launches.is_some_and(|n| n >= 3.0), "each launch is a timed Create call: {launches:?}");
     let calls = seen.value("tenon_policy_calls_total{", &["policy=\"default-scoring\"", "hook=\"scoring\""]);
     assert!(calls.is_some_and(|n| n >= 1.0), "the scoring policy was called: {calls:?}");
+
+    // operatorpkg's status series, as Karpenter registers them.
+    let initialized = seen.value(
+        "operator_nodeclaim_status_condition_count{",
+        &["type=\"Initialized\"", "status=\"True\"", "karpenter_sh_nodepool=\"lab-general\""],
+    );
+    assert_eq!(initialized, Some(1.0), "each Initialized NodeClaim's condition is counted");
+    let became = seen.value(
+        "operator_nodeclaim_status_condition_transitions_total{",
+        &["type=\"Initialized\"", "status=\"True\"", "karpenter_sh_nodepool=\"lab-general\""],
+    );
+    assert!(became.is_some_and(|n| n >= 3.0), "three NodeClaims or more became Initialized: {became:?}");
+    for (family, parts) in [
+        ("operator_nodeclaim_status_condition_transition_seconds_count{", &["type=\"Initialized\""][..]),
+        ("operator_status_condition_count{", &["kind=\"NodePool\"", "group=\"karpenter.sh\"", "type=\"Ready\""]),
+        ("operator_ec2nodeclass_status_condition_count{", &["name=\"lab-general\"", "type=\"Ready\""]),
+        ("operator_node_status_condition_count{", &["type=\"Ready\"", "karpenter_sh_nodepool=\"lab-general\""]),
+    ] {
+        assert!(seen.value(family, parts).is_some(), "no {family}{parts:?}");
+    }
+    let gone =
+        end.value("operator_nodeclaim_termination_duration_seconds_count{", &["karpenter_sh_nodepool=\"lab-general\""]);
+    assert!(gone.is_some_and(|n| n >= 3.0), "each deleted NodeClaim was timed until gone: {gone:?}");
+    let events = c.events().await;
+    let transitioned = events.iter().any(|e| {
+        e.involved_object.kind.as_deref() == Some("NodeClaim")
+            && e.reason.as_deref() == Some("Initialized")
+            && e.message.as_deref().is_some_and(|m| {
+                m.starts_with("Status condition transitioned, Type: Initialized, Status: Unknown -> True")
+            })
+    });
+    assert!(transitioned, "no Initialized transition Event on a NodeClaim");
 }

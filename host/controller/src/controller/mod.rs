@@ -118,6 +118,8 @@ struct Controller {
     pods_on: BTreeMap<String, BTreeSet<String>>,
     /// Pods seen Pending, for `karpenter_pods_startup_duration_seconds`.
     pod_startup: metrics::cluster::PodStartup,
+    /// Each kind's conditions at the last pass, for operatorpkg's status series and Events.
+    status_seen: metrics::status::StatusTracker,
     /// When each NodeClaim (by UID) was last checked for consistency.
     consistency_scanned: BTreeMap<String, Instant>,
     last_gc: Option<Instant>,
@@ -253,6 +255,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         budget_events: BudgetEvents::default(),
         pods_on: BTreeMap::new(),
         pod_startup: metrics::cluster::PodStartup::default(),
+        status_seen: metrics::status::StatusTracker::default(),
         consistency_scanned: BTreeMap::new(),
         last_gc: None,
         last_orphans: None,
@@ -380,6 +383,23 @@ fn nodes_of<'a>(nc: &NodeClaim, nodes: impl IntoIterator<Item = &'a Node>) -> Ve
     nodes.into_iter().filter(|n| n.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(id)).collect()
 }
 
+/// The UID of the `kind` object named `name` in this pass's view.
+fn uid_of(
+    objects: &ClusterObjects,
+    nodeclasses: &[Arc<tenon_api::EC2NodeClass>],
+    kind: &str,
+    name: &str,
+) -> Option<String> {
+    let named = |m: &&k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| m.name.as_deref() == Some(name);
+    let metas: Vec<&k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> = match kind {
+        "NodeClaim" => objects.nodeclaims.iter().map(|o| &o.metadata).collect(),
+        "NodePool" => objects.nodepools.iter().map(|o| &o.metadata).collect(),
+        "Node" => objects.nodes.iter().map(|o| &o.metadata).collect(),
+        _ => nodeclasses.iter().map(|o| &o.metadata).collect(),
+    };
+    metas.into_iter().find(named).and_then(|m| m.uid.clone())
+}
+
 /// The NodePool a NodeClaim belongs to (its `karpenter.sh/nodepool` label).
 fn pool_of(nc: &NodeClaim) -> String {
     nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)).cloned().unwrap_or_default()
@@ -460,6 +480,7 @@ impl Controller {
         self.garbage(&objects).await;
         step.next("metrics");
         self.publish_cluster_metrics(&objects);
+        self.publish_status_conditions(&objects).await;
         step.finish();
         Ok(())
     }
@@ -490,6 +511,71 @@ impl Controller {
         self.metrics.set(mc::CLUSTER_STATE_UNSYNCED_TIME, &[], unsynced);
         let dropped = self.recorder.dropped.load(std::sync::atomic::Ordering::Relaxed);
         self.metrics.advance_to(mc::EVENTS_DROPPED, &[], dropped);
+    }
+
+    /// operatorpkg's status series for NodeClaims, NodePools, Nodes and EC2NodeClasses, and
+    /// Karpenter's Event on each object whose condition changed status since the last pass.
+    async fn publish_status_conditions(&mut self, objects: &ClusterObjects) {
+        use metrics::catalog as mc;
+        use metrics::status::{self as st, Tracked};
+        let conds = |s: Option<&Vec<tenon_api::common::Condition>>| s.cloned().unwrap_or_default();
+        let nodeclasses = self.stores.nodeclasses.state();
+        let kinds: [(&'static str, &mc::StatusFamilies, Vec<Tracked>, &str, &str); 4] = [
+            (
+                "nodeclaim",
+                &mc::NODECLAIM_STATUS,
+                objects
+                    .nodeclaims
+                    .iter()
+                    .map(|o| {
+                        let c = conds(o.status.as_ref().map(|s| &s.conditions));
+                        st::tracked(&o.metadata, &c, st::NODECLAIM_LABELS)
+                    })
+                    .collect(),
+                "karpenter.sh/v1",
+                "NodeClaim",
+            ),
+            (
+                "nodepool",
+                &mc::NODEPOOL_STATUS,
+                objects
+                    .nodepools
+                    .iter()
+                    .map(|o| st::tracked(&o.metadata, &conds(o.status.as_ref().map(|s| &s.conditions)), &[]))
+                    .collect(),
+                "karpenter.sh/v1",
+                "NodePool",
+            ),
+            ("node", &mc::NODE_STATUS, objects.nodes.iter().map(st::tracked_node).collect(), "v1", "Node"),
+            (
+                "ec2nodeclass",
+                &mc::EC2NODECLASS_STATUS,
+                nodeclasses
+                    .iter()
+                    .map(|o| st::tracked(&o.metadata, &conds(o.status.as_ref().map(|s| &s.conditions)), &[]))
+                    .collect(),
+                "karpenter.k8s.aws/v1",
+                "EC2NodeClass",
+            ),
+        ];
+        let now = unix_now();
+        let mut deprecated = st::Deprecated::default();
+        for (kind, families, tracked, api_version, kind_name) in kinds {
+            let extra = tracked.first().map_or(0, |t| t.labels.len());
+            let series = self.status_seen.observe(kind, tracked, now);
+            let events = series.events.clone();
+            st::publish(&self.metrics, families, extra, series, &mut deprecated);
+            for e in events {
+                let meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                    name: Some(e.name.clone()),
+                    uid: uid_of(objects, &nodeclasses, kind_name, &e.name),
+                    ..Default::default()
+                };
+                let obj = events::Involved::cluster_scoped(api_version, kind_name, &meta);
+                self.recorder.publish(&self.client, &obj, "Normal", &e.type_, &e.message).await;
+            }
+        }
+        deprecated.publish(&self.metrics);
     }
 
     /// Instance types per EC2NodeClass (from the provider's cached catalog).

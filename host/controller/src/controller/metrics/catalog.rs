@@ -64,6 +64,13 @@ pub const DOUBLING_11: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 2
 /// 1, 2, 4, … 2048 seconds (Karpenter's for a NodeClaim's termination).
 pub const DOUBLING_12: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0];
 
+/// Prometheus' default buckets (operatorpkg's where Karpenter sets none).
+pub const DEFAULT_BUCKETS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// 0.5, 1, 2, … 8192 seconds (Karpenter's for its kinds' condition and termination times).
+pub const HALF_DOUBLING_15: &[f64] =
+    &[0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0];
+
 /// Each control-loop pass's duration.
 pub const PASS_BUCKETS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
 
@@ -180,6 +187,129 @@ catalog! {
         "Seconds the last provisioning decision took, reading the cluster included";
     NODECLAIMS_LAUNCHED: Counter, "tenon_nodeclaims_launched_total",
         "NodeClaims whose instance was launched, by NodePool";
+    NODECLAIM_CONDITION_COUNT: Gauge, "operator_nodeclaim_status_condition_count",
+        "1 for each condition of each NodeClaim, by namespace, name, type, status and reason";
+    NODECLAIM_CONDITION_CURRENT: Gauge, "operator_nodeclaim_status_condition_current_status_seconds",
+        "Seconds since each condition of each NodeClaim last changed status, by namespace, name, type, status and reason";
+    NODECLAIM_CONDITION_TRANSITIONS: Counter, "operator_nodeclaim_status_condition_transitions_total",
+        "Status changes of NodeClaim conditions seen by this process, by type and the new status and reason";
+    NODECLAIM_CONDITION_TRANSITION_SECONDS: Histogram(HALF_DOUBLING_15), "operator_nodeclaim_status_condition_transition_seconds",
+        "Seconds a NodeClaim condition held a status before it changed, by type and that status";
+    NODECLAIM_TERMINATION_CURRENT: Gauge, "operator_nodeclaim_termination_current_time_seconds",
+        "Seconds each deleted NodeClaim has been terminating, by namespace and name";
+    NODECLAIM_TERMINATION_DURATION: Histogram(HALF_DOUBLING_15), "operator_nodeclaim_termination_duration_seconds",
+        "Seconds deleted NodeClaims took to go, from their deletion";
+    NODEPOOL_CONDITION_COUNT: Gauge, "operator_nodepool_status_condition_count",
+        "1 for each condition of each NodePool, by namespace, name, type, status and reason";
+    NODEPOOL_CONDITION_CURRENT: Gauge, "operator_nodepool_status_condition_current_status_seconds",
+        "Seconds since each condition of each NodePool last changed status, by namespace, name, type, status and reason";
+    NODEPOOL_CONDITION_TRANSITIONS: Counter, "operator_nodepool_status_condition_transitions_total",
+        "Status changes of NodePool conditions seen by this process, by type and the new status and reason";
+    NODEPOOL_CONDITION_TRANSITION_SECONDS: Histogram(HALF_DOUBLING_15), "operator_nodepool_status_condition_transition_seconds",
+        "Seconds a NodePool condition held a status before it changed, by type and that status";
+    NODEPOOL_TERMINATION_CURRENT: Gauge, "operator_nodepool_termination_current_time_seconds",
+        "Seconds each deleted NodePool has been terminating, by namespace and name";
+    NODEPOOL_TERMINATION_DURATION: Histogram(HALF_DOUBLING_15), "operator_nodepool_termination_duration_seconds",
+        "Seconds deleted NodePools took to go, from their deletion";
+    NODE_CONDITION_COUNT: Gauge, "operator_node_status_condition_count",
+        "1 for each condition of each Node, by namespace, name, type, status and reason";
+    NODE_CONDITION_CURRENT: Gauge, "operator_node_status_condition_current_status_seconds",
+        "Seconds since each condition of each Node last changed status, by namespace, name, type, status and reason";
+    NODE_CONDITION_TRANSITIONS: Counter, "operator_node_status_condition_transitions_total",
+        "Status changes of Node conditions seen by this process, by type and the new status and reason";
+    NODE_CONDITION_TRANSITION_SECONDS: Histogram(HALF_DOUBLING_15), "operator_node_status_condition_transition_seconds",
+        "Seconds a Node condition held a status before it changed, by type and that status";
+    NODE_TERMINATION_CURRENT: Gauge, "operator_node_termination_current_time_seconds",
+        "Seconds each deleted Node has been terminating, by namespace and name";
+    NODE_TERMINATION_DURATION: Histogram(HALF_DOUBLING_15), "operator_node_termination_duration_seconds",
+        "Seconds deleted Nodes took to go, from their deletion";
+    EC2NODECLASS_CONDITION_COUNT: Gauge, "operator_ec2nodeclass_status_condition_count",
+        "1 for each condition of each EC2NodeClass, by namespace, name, type, status and reason";
+    EC2NODECLASS_CONDITION_CURRENT: Gauge, "operator_ec2nodeclass_status_condition_current_status_seconds",
+        "Seconds since each condition of each EC2NodeClass last changed status, by namespace, name, type, status and reason";
+    EC2NODECLASS_CONDITION_TRANSITIONS: Counter, "operator_ec2nodeclass_status_condition_transitions_total",
+        "Status changes of EC2NodeClass conditions seen by this process, by type and the new status and reason";
+    EC2NODECLASS_CONDITION_TRANSITION_SECONDS: Histogram(DEFAULT_BUCKETS), "operator_ec2nodeclass_status_condition_transition_seconds",
+        "Seconds a EC2NodeClass condition held a status before it changed, by type and that status";
+    EC2NODECLASS_TERMINATION_CURRENT: Gauge, "operator_ec2nodeclass_termination_current_time_seconds",
+        "Seconds each deleted EC2NodeClass has been terminating, by namespace and name";
+    EC2NODECLASS_TERMINATION_DURATION: Histogram(DEFAULT_BUCKETS), "operator_ec2nodeclass_termination_duration_seconds",
+        "Seconds deleted EC2NodeClasss took to go, from their deletion";
+    CONDITION_COUNT: Gauge, "operator_status_condition_count",
+        "Deprecated: as operator_KIND_status_condition_count for NodeClaim, NodePool and EC2NodeClass, with group and kind";
+    CONDITION_CURRENT: Gauge, "operator_status_condition_current_status_seconds",
+        "Deprecated: as operator_KIND_status_condition_current_status_seconds, with group and kind";
+    CONDITION_TRANSITIONS: Counter, "operator_status_condition_transitions_total",
+        "Deprecated: as operator_KIND_status_condition_transitions_total, with group and kind";
+    CONDITION_TRANSITION_SECONDS: Histogram(DEFAULT_BUCKETS), "operator_status_condition_transition_seconds",
+        "Deprecated: as operator_KIND_status_condition_transition_seconds, with group and kind";
+    TERMINATION_CURRENT: Gauge, "operator_termination_current_time_seconds",
+        "Deprecated: as operator_KIND_termination_current_time_seconds, with group and kind";
+    TERMINATION_DURATION: Histogram(DEFAULT_BUCKETS), "operator_termination_duration_seconds",
+        "Deprecated: as operator_KIND_termination_duration_seconds, with group and kind";
     INTERRUPTION_MALFORMED: Counter, "tenon_interruption_malformed_messages_total",
         "Interruption queue messages that could not be read, deleted unhandled";
 }
+
+/// One kind's status-controller families, and the kind's group and name where Karpenter
+/// also writes the deprecated kind-less families for it.
+pub struct StatusFamilies {
+    pub count: &'static Family,
+    pub current: &'static Family,
+    pub transitions: &'static Family,
+    pub transition_seconds: &'static Family,
+    pub terminating: &'static Family,
+    pub terminated: &'static Family,
+    pub deprecated: Option<(&'static str, &'static str)>,
+}
+
+/// The kind-less families Karpenter still writes for some kinds.
+pub const DEPRECATED_STATUS: StatusFamilies = StatusFamilies {
+    count: CONDITION_COUNT,
+    current: CONDITION_CURRENT,
+    transitions: CONDITION_TRANSITIONS,
+    transition_seconds: CONDITION_TRANSITION_SECONDS,
+    terminating: TERMINATION_CURRENT,
+    terminated: TERMINATION_DURATION,
+    deprecated: None,
+};
+
+pub const NODECLAIM_STATUS: StatusFamilies = StatusFamilies {
+    count: NODECLAIM_CONDITION_COUNT,
+    current: NODECLAIM_CONDITION_CURRENT,
+    transitions: NODECLAIM_CONDITION_TRANSITIONS,
+    transition_seconds: NODECLAIM_CONDITION_TRANSITION_SECONDS,
+    terminating: NODECLAIM_TERMINATION_CURRENT,
+    terminated: NODECLAIM_TERMINATION_DURATION,
+    deprecated: Some(("karpenter.sh", "NodeClaim")),
+};
+
+pub const NODEPOOL_STATUS: StatusFamilies = StatusFamilies {
+    count: NODEPOOL_CONDITION_COUNT,
+    current: NODEPOOL_CONDITION_CURRENT,
+    transitions: NODEPOOL_CONDITION_TRANSITIONS,
+    transition_seconds: NODEPOOL_CONDITION_TRANSITION_SECONDS,
+    terminating: NODEPOOL_TERMINATION_CURRENT,
+    terminated: NODEPOOL_TERMINATION_DURATION,
+    deprecated: Some(("karpenter.sh", "NodePool")),
+};
+
+pub const NODE_STATUS: StatusFamilies = StatusFamilies {
+    count: NODE_CONDITION_COUNT,
+    current: NODE_CONDITION_CURRENT,
+    transitions: NODE_CONDITION_TRANSITIONS,
+    transition_seconds: NODE_CONDITION_TRANSITION_SECONDS,
+    terminating: NODE_TERMINATION_CURRENT,
+    terminated: NODE_TERMINATION_DURATION,
+    deprecated: None,
+};
+
+pub const EC2NODECLASS_STATUS: StatusFamilies = StatusFamilies {
+    count: EC2NODECLASS_CONDITION_COUNT,
+    current: EC2NODECLASS_CONDITION_CURRENT,
+    transitions: EC2NODECLASS_CONDITION_TRANSITIONS,
+    transition_seconds: EC2NODECLASS_CONDITION_TRANSITION_SECONDS,
+    terminating: EC2NODECLASS_TERMINATION_CURRENT,
+    terminated: EC2NODECLASS_TERMINATION_DURATION,
+    deprecated: Some(("karpenter.k8s.aws", "EC2NodeClass")),
+};

@@ -4,6 +4,7 @@
 
 pub mod catalog;
 pub mod cluster;
+pub mod status;
 pub mod summary;
 
 use super::health::Passes;
@@ -178,6 +179,20 @@ impl Metrics {
         if let Store::Counter(s) = self.store(family) {
             let c = s.get_or_create(&self::labels(labels));
             c.inc_by(total.saturating_sub(c.get()));
+        }
+    }
+
+    /// As [`Metrics::add`], with owned labels.
+    pub fn add_labelled(&self, family: &'static Family, labels: Labels, n: u64) {
+        if let Store::Counter(s) = self.store(family) {
+            s.get_or_create(&labels).inc_by(n);
+        }
+    }
+
+    /// As [`Metrics::observe`], with owned labels (histograms only).
+    pub fn observe_labelled(&self, family: &'static Family, labels: Labels, v: f64) {
+        if let Store::Histogram(s) = self.store(family) {
+            s.get_or_create(&labels).observe(v);
         }
     }
 
