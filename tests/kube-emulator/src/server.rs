@@ -441,7 +441,11 @@ fn serve(
                 ));
             }
             pod["spec"]["nodeName"] = json!(node);
-            store.update(t, &ns, &name, pod, false, dry_run)?;
+            let mut pod = store.update(t, &ns, &name, pod, false, dry_run)?;
+            // As the API server's binding: the pod is marked scheduled, from now.
+            if bind_condition(&mut pod, &crate::store::rfc3339((store.now)())) {
+                store.update(t, &ns, &name, pod, true, dry_run)?;
+            }
             Ok((201, json!({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})))
         }
         ("create", Some("eviction")) => {
@@ -679,4 +683,29 @@ async fn watch_stream(s: Arc<Shared>, target: Target, q: BTreeMap<String, String
     let mut r = Response::new(Body::from_stream(stream));
     r.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
     r
+}
+
+/// Sets a bound pod's `PodScheduled` condition True (its transition time `now` unless it was
+/// True already); whether anything changed.
+fn bind_condition(pod: &mut Value, now: &str) -> bool {
+    let scheduled = json!({"type": "PodScheduled", "status": "True", "lastTransitionTime": now});
+    if !pod["status"].is_object() {
+        pod["status"] = json!({});
+    }
+    let conditions = &mut pod["status"]["conditions"];
+    let Some(list) = conditions.as_array_mut() else {
+        *conditions = json!([scheduled]);
+        return true;
+    };
+    match list.iter_mut().find(|c| c["type"] == "PodScheduled") {
+        Some(c) if c["status"] == "True" => false,
+        Some(c) => {
+            *c = scheduled;
+            true
+        }
+        None => {
+            list.push(scheduled);
+            true
+        }
+    }
 }

@@ -184,3 +184,33 @@ async fn a_created_pod_is_pending_whatever_status_it_was_sent_with() {
     assert_eq!(status.phase.as_deref(), Some("Pending"));
     assert_eq!(status.pod_ip, None, "the rest of the status is dropped");
 }
+
+/// Binding a pod marks it scheduled, as the API server's binding does: `PodScheduled=True`
+/// from the binding on, in place of the scheduler's `Unschedulable`.
+#[tokio::test]
+async fn binding_a_pod_marks_it_scheduled() {
+    use k8s_openapi::api::core::v1::Pod;
+    let emu = Emulator::start().unwrap();
+    let api: Api<Pod> = Api::default_namespaced(client(&emu).await);
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "x"}]}
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &pod).await.unwrap();
+    let unschedulable = serde_json::json!({"status": {"conditions": [{"type": "PodScheduled", "status": "False",
+        "reason": "Unschedulable", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+    api.patch_status("p", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&unschedulable)).await.unwrap();
+    let binding = serde_json::json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}});
+    let _: serde_json::Value = api.create_subresource("binding", "p", &PostParams::default(), &binding).await.unwrap();
+    let bound = api.get("p").await.unwrap();
+    assert_eq!(bound.spec.unwrap().node_name.as_deref(), Some("n1"));
+    let conditions = bound.status.unwrap().conditions.unwrap_or_default();
+    let scheduled: Vec<_> = conditions.iter().filter(|c| c.type_ == "PodScheduled").collect();
+    assert_eq!(scheduled.len(), 1, "{conditions:?}");
+    assert_eq!(scheduled[0].status, "True");
+    assert_eq!(scheduled[0].reason, None);
+    let since = scheduled[0].last_transition_time.as_ref().unwrap().0;
+    assert!(since.as_second() > 1_767_225_600, "transitioned at the binding, not before: {since}");
+}
