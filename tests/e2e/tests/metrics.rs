@@ -238,6 +238,20 @@ async fn every_dashboard_metric_appears_with_help_and_type() {
     let calls = seen.value("tenon_policy_calls_total{", &["policy=\"default-scoring\"", "hook=\"scoring\""]);
     assert!(calls.is_some_and(|n| n >= 1.0), "the scoring policy was called: {calls:?}");
 
+    // Pod latencies: every inflate pod was seen waiting, decided on, bound and started.
+    for family in [
+        "karpenter_pods_bound_duration_seconds_count",
+        "karpenter_pods_provisioning_bound_duration_seconds_count",
+        "karpenter_pods_provisioning_startup_duration_seconds_count",
+        "karpenter_pods_scheduling_decision_duration_seconds_count",
+    ] {
+        let n = end.value(&format!("{family} "), &[]);
+        assert!(n.is_some_and(|n| n >= 8.0), "{family}: {n:?}");
+    }
+    let depth = end.value("karpenter_scheduler_queue_depth{", &["controller=\"provisioner\"", "scheduling_id=\""]);
+    assert_eq!(depth, Some(0.0), "the last simulation placed its whole queue");
+    assert!(!end.samples.contains("karpenter_scheduler_unfinished_work_seconds"), "no simulation under way");
+
     // operatorpkg's status series, as Karpenter registers them.
     let initialized = seen.value(
         "operator_nodeclaim_status_condition_count{",

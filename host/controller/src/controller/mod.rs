@@ -116,8 +116,8 @@ struct Controller {
     budget_events: BudgetEvents,
     /// NodeClaim → the pods on its node at the last look (for `lastPodEventTime`).
     pods_on: BTreeMap<String, BTreeSet<String>>,
-    /// Pods seen Pending, for `karpenter_pods_startup_duration_seconds`.
-    pod_startup: metrics::cluster::PodStartup,
+    /// What the provisioner saw and decided of each waiting pod, for the pod latency series.
+    pod_times: metrics::pods::PodTimes,
     /// Each kind's conditions at the last pass, for operatorpkg's status series and Events.
     status_seen: metrics::status::StatusTracker,
     /// When each NodeClaim (by UID) was last checked for consistency.
@@ -254,7 +254,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         last_sweep: None,
         budget_events: BudgetEvents::default(),
         pods_on: BTreeMap::new(),
-        pod_startup: metrics::cluster::PodStartup::default(),
+        pod_times: metrics::pods::PodTimes::default(),
         status_seen: metrics::status::StatusTracker::default(),
         consistency_scanned: BTreeMap::new(),
         last_gc: None,
@@ -502,8 +502,21 @@ impl Controller {
         self.metrics.replace(mc::NODEPOOLS_USAGE, usage);
         self.metrics.replace(mc::NODEPOOLS_LIMIT, limit);
         self.metrics.replace(mc::PODS_STATE, metrics::cluster::pod_states(objects));
-        for seconds in self.pod_startup.observe(&objects.pods) {
-            self.metrics.observe(mc::PODS_STARTUP, &[], seconds);
+        let pods = self.pod_times.observe(&objects.pods, unix_now_ms() as f64 / 1000.0);
+        self.metrics.replace(mc::PODS_UNSTARTED, pods.unstarted);
+        self.metrics.replace(mc::PODS_UNBOUND, pods.unbound);
+        self.metrics.replace(mc::PODS_PROVISIONING_UNSTARTED, pods.provisioning_unstarted);
+        self.metrics.replace(mc::PODS_PROVISIONING_UNBOUND, pods.provisioning_unbound);
+        self.metrics.replace(mc::PODS_UNDECIDED, pods.undecided);
+        for (family, seconds) in [
+            (mc::PODS_STARTUP, pods.startup),
+            (mc::PODS_PROVISIONING_STARTUP, pods.provisioning_startup),
+            (mc::PODS_BOUND, pods.bound),
+            (mc::PODS_PROVISIONING_BOUND, pods.provisioning_bound),
+        ] {
+            for s in seconds {
+                self.metrics.observe(family, &[], s);
+            }
         }
         self.metrics.set(mc::CLUSTER_STATE_NODE_COUNT, &[], objects.nodes.len() as f64);
         self.metrics.set(mc::CLUSTER_STATE_SYNCED, &[], if self.unobserved.is_empty() { 1.0 } else { 0.0 });

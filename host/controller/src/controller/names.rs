@@ -5,11 +5,30 @@ use std::hash::{BuildHasher, Hasher};
 /// The API server's `generateName` alphabet (no vowels, no look-alikes).
 const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
-/// Five random characters, as the API server appends for `generateName`.
-pub fn suffix() -> String {
+/// 64 unpredictable bits (a randomly keyed hash of the time).
+fn random() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
-    let mut x = h.finish();
+    h.finish()
+}
+
+/// A random UUID (version 4), as Karpenter names each scheduling simulation.
+pub fn uuid() -> String {
+    let (a, b) = (random(), random());
+    let b = (b & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0x0fff,
+        b >> 48,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+/// Five random characters, as the API server appends for `generateName`.
+pub fn suffix() -> String {
+    let mut x = random();
     (0..5)
         .map(|_| {
             let c = ALPHABET[(x % ALPHABET.len() as u64) as usize] as char;
@@ -33,6 +52,16 @@ pub fn maybe_stored(e: &kube::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uuids_are_version_4_and_differ() {
+        let (a, b) = (uuid(), uuid());
+        assert_ne!(a, b);
+        let parts: Vec<&str> = a.split('-').collect();
+        assert_eq!(parts.iter().map(|p| p.len()).collect::<Vec<_>>(), vec![8, 4, 4, 4, 12], "{a}");
+        assert!(parts[2].starts_with('4') && "89ab".contains(&parts[3][..1]), "{a}");
+        assert!(a.chars().all(|c| c == '-' || c.is_ascii_hexdigit()), "{a}");
+    }
 
     #[test]
     fn suffixes_look_like_the_api_servers_and_differ() {

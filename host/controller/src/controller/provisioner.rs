@@ -146,6 +146,7 @@ impl Controller {
             .filter(|p| tenon_core::convert::is_provisionable(p))
             .map(tenon_core::convert::pod_key)
             .collect();
+        self.pod_times.ack(pending.iter().map(String::as_str), super::unix_now_ms() as f64 / 1000.0);
         let (idle, max) = (self.settings.batch_idle_duration, self.settings.batch_max_duration);
         let now = self.now_ms();
         self.batcher.observe(now, &pending, idle.as_millis() as i64, max.as_millis() as i64)
@@ -159,6 +160,7 @@ impl Controller {
         tracing::info!(pods = provisionable, "found provisionable pod(s)");
         let (mut snap, errors) = snapshot(objects, catalogs);
         let mut ignored_pods = 0;
+        let mut failed = Vec::new();
         for e in &errors {
             tracing::warn!(error = %e, "object left out of the decision");
             // A pod left out is told why on itself, where its owner looks.
@@ -166,6 +168,7 @@ impl Controller {
                 objects.pods.iter().find(|p| format!("Pod {}", tenon_core::convert::pod_key(p)) == e.object)
             {
                 ignored_pods += 1;
+                failed.push(tenon_core::convert::pod_key(p));
                 let obj = Involved::pod_object(p);
                 let message = format!("Failed to schedule pod, {}: {}", e.field, e.message);
                 self.recorder.publish(&self.client, &obj, "Warning", "FailedScheduling", &message).await;
@@ -177,12 +180,44 @@ impl Controller {
         snap.nodepools.retain(|t| !self.invalid.contains(&t.name));
         snap.ignore_preferences = self.settings.preference_policy == "Ignore";
         let policies = self.policies.active.clone();
+        // Karpenter's gauges of the simulation under way: its queue, and how long it has run.
+        let id = names::uuid();
+        let simulation_labels = |id: &str| labels(&[("controller", "provisioner"), ("scheduling_id", id)]);
+        let waiting = snap.pods.iter().filter(|p| p.node_name.is_none()).count();
+        self.metrics.replace(mc::SCHEDULER_QUEUE_DEPTH, [(simulation_labels(&id), waiting as f64)]);
+        let (running, clock) = (self.metrics.clone(), simulation_labels(&id));
+        let ticking = tokio::spawn(async move {
+            let started = Instant::now();
+            loop {
+                running.replace(mc::SCHEDULER_UNFINISHED_WORK, [(clock.clone(), started.elapsed().as_secs_f64())]);
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        });
         let decided = off_loop("provisioning", move || {
             let simulation = Instant::now();
             let plan = tenon_core::schedule(&snap, &*policies);
             (snap, plan, simulation.elapsed())
         });
-        let Some((snap, plan, simulation)) = decided.await else { return };
+        let decided = decided.await;
+        ticking.abort();
+        self.metrics.replace(mc::SCHEDULER_UNFINISHED_WORK, []);
+        self.metrics.replace(mc::SCHEDULER_QUEUE_DEPTH, [(simulation_labels(&id), 0.0)]);
+        let Some((snap, plan, simulation)) = decided else { return };
+        // Pods already bound (those of nodes being deleted) are not decisions about them.
+        let key = |i: usize| {
+            Some(&snap.pods[i]).filter(|p| p.node_name.is_none()).map(|p| format!("{}/{}", p.namespace, p.name))
+        };
+        let placed: Vec<String> = plan
+            .nodeclaims
+            .iter()
+            .flat_map(|n| n.pods.iter().copied())
+            .chain(plan.nominations.iter().map(|n| n.pod))
+            .filter_map(key)
+            .collect();
+        failed.extend(plan.unschedulable.iter().filter_map(|u| key(u.pod)));
+        for seconds in self.pod_times.decided(&placed, &failed, super::unix_now_ms() as f64 / 1000.0) {
+            self.metrics.observe(mc::PODS_SCHEDULING_DECISION, &[], seconds);
+        }
         self.metrics.add(mc::PROVISIONING_DECISIONS, &[], 1);
         publish_decision(&self.metrics, &plan);
         let provisioner = [("controller", "provisioner")];

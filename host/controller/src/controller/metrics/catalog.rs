@@ -133,6 +133,24 @@ catalog! {
         "1 for each pod, labelled with its phase, readiness, node and that node's NodePool, zone, architecture, capacity type and instance type";
     PODS_STARTUP: Summary, "karpenter_pods_startup_duration_seconds",
         "Seconds from a pod's creation until it was Ready, for pods the controller saw Pending";
+    PODS_UNSTARTED: Gauge, "karpenter_pods_unstarted_time_seconds",
+        "Seconds since each pod seen Pending was created, until it runs, by name and namespace";
+    PODS_UNBOUND: Gauge, "karpenter_pods_unbound_time_seconds",
+        "Seconds since each Pending pod not bound yet was created, by name and namespace";
+    PODS_BOUND: Histogram(DURATION_BUCKETS), "karpenter_pods_bound_duration_seconds",
+        "Seconds from a pod's creation to its binding, for pods the controller saw Pending";
+    PODS_PROVISIONING_UNSTARTED: Gauge, "karpenter_pods_provisioning_unstarted_time_seconds",
+        "Seconds since the provisioner first found a place for each pod not running yet, by name and namespace";
+    PODS_PROVISIONING_UNBOUND: Gauge, "karpenter_pods_provisioning_unbound_time_seconds",
+        "Seconds since the provisioner first found a place for each pod not bound yet, by name and namespace";
+    PODS_PROVISIONING_STARTUP: Histogram(DURATION_BUCKETS), "karpenter_pods_provisioning_startup_duration_seconds",
+        "Seconds from the provisioner first finding a place for a pod until it was Ready";
+    PODS_PROVISIONING_BOUND: Histogram(DURATION_BUCKETS), "karpenter_pods_provisioning_bound_duration_seconds",
+        "Seconds from the provisioner first finding a place for a pod until it was bound";
+    PODS_UNDECIDED: Gauge, "karpenter_pods_provisioning_scheduling_undecided_time_seconds",
+        "Seconds since the provisioner saw each pod waiting for capacity, until a decision looked at it, by name and namespace";
+    PODS_SCHEDULING_DECISION: Histogram(DURATION_BUCKETS), "karpenter_pods_scheduling_decision_duration_seconds",
+        "Seconds from the provisioner seeing a pod waiting for capacity to the first decision that looked at it";
     PODS_EVICTION_REQUESTS: Counter, "karpenter_pods_eviction_requests_total",
         "Eviction requests made while draining, by the HTTP status code of the answer";
     PODS_DRAINED: Counter, "karpenter_pods_drained_total",
@@ -147,6 +165,10 @@ catalog! {
         "Pending pods of the last provisioning decision, by the zone they can go to";
     SCHEDULER_IGNORED_PODS: Gauge, "karpenter_scheduler_ignored_pods_count",
         "Pending pods the last provisioning decision ignored because their spec is invalid";
+    SCHEDULER_QUEUE_DEPTH: Gauge, "karpenter_scheduler_queue_depth",
+        "Pods the scheduling simulation under way (or the last one, once done: 0) has still to place, by controller and scheduling_id";
+    SCHEDULER_UNFINISHED_WORK: Gauge, "karpenter_scheduler_unfinished_work_seconds",
+        "Seconds the scheduling simulation under way has run, by controller and scheduling_id (absent between simulations)";
     SCHEDULER_SCHEDULING_DURATION: Histogram(DURATION_BUCKETS), "karpenter_scheduler_scheduling_duration_seconds",
         "Seconds a scheduling simulation took, by controller (provisioner)";
     INTERRUPTION_RECEIVED: Counter, "karpenter_interruption_received_messages_total",

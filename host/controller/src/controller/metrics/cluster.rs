@@ -4,7 +4,7 @@
 
 use super::Labels;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use tenon_api::NodePool;
 use tenon_api::common::ResourceList;
 use tenon_api::wellknown::{self as wk};
@@ -221,52 +221,6 @@ pub fn pod_states(objects: &ClusterObjects) -> Gauges {
         .collect()
 }
 
-/// Pods seen Pending, so that their startup is measured once they are Ready (Karpenter's pod
-/// metrics controller: only pods it saw Pending count).
-#[derive(Debug, Default)]
-pub struct PodStartup {
-    pending: BTreeSet<String>,
-}
-
-impl PodStartup {
-    /// Updates from this pass's pods; returns the startup durations (seconds from creation to
-    /// Ready) of pods that turned Ready since.
-    pub fn observe(&mut self, pods: &[Pod]) -> Vec<f64> {
-        let mut started = Vec::new();
-        let mut seen = BTreeSet::new();
-        for p in pods {
-            let key = format!(
-                "{}/{}",
-                p.metadata.namespace.as_deref().unwrap_or_default(),
-                p.metadata.uid.as_deref().unwrap_or_default()
-            );
-            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
-            if phase == Some("Pending") {
-                self.pending.insert(key.clone());
-                seen.insert(key);
-                continue;
-            }
-            if !self.pending.contains(&key) {
-                continue;
-            }
-            match (is_ready(p), &p.metadata.creation_timestamp) {
-                (Some(ready), Some(created)) => {
-                    if let Some(at) = &ready.last_transition_time {
-                        started.push((at.0.as_second() - created.0.as_second()).max(0) as f64);
-                    }
-                }
-                // Terminal without ever being Ready: not a startup.
-                _ if matches!(phase, Some("Succeeded" | "Failed")) => {}
-                _ => {
-                    seen.insert(key);
-                }
-            }
-        }
-        self.pending.retain(|k| seen.contains(k));
-        started
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,7 +284,7 @@ mod tests {
         assert_eq!(value(&s.system_overhead, &with("cpu")), Some(2.0 - 1.93));
         assert_eq!(value(&s.lifetime, &n1), Some(3600.0));
         let labels = &s.allocatable[0].0;
-        let names: BTreeSet<_> = labels.iter().map(|(k, _)| *k).collect();
+        let names: std::collections::BTreeSet<_> = labels.iter().map(|(k, _)| *k).collect();
         assert_eq!(names.len(), labels.len(), "a label name twice: {labels:?}");
         for k in ["capacity_type", "instance_type", "arch", "os", "region", "windows_build", "managed", "phase"] {
             assert!(names.contains(k), "{k} missing from {names:?}");
@@ -354,19 +308,6 @@ mod tests {
             Some(1.0)
         );
         assert_eq!(value(&s, &[("name", "p"), ("scheduled", "false"), ("managed", "false")]), Some(1.0));
-    }
-
-    #[test]
-    fn startup_counts_only_pods_seen_pending() {
-        let mut s = PodStartup::default();
-        let mut p = pod("a", "", "1", false, "Pending");
-        let early = pod("b", "n1", "1", false, "Running");
-        assert!(s.observe(&[p.clone(), early]).is_empty());
-        p.status = serde_json::from_value(json!({"phase": "Running", "conditions": [
-            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:42Z"}]}))
-        .unwrap();
-        assert_eq!(s.observe(std::slice::from_ref(&p)), vec![42.0]);
-        assert!(s.observe(&[p]).is_empty(), "counted once");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 pub mod catalog;
 pub mod cluster;
+pub mod pods;
 pub mod status;
 pub mod summary;
 
