@@ -795,3 +795,20 @@ fn a_do_not_disrupt_duration_says_when_it_elapses_and_a_bad_one_is_ignored() {
     }
     assert_eq!(at("true", T0).1, None, "nothing to say about an unconditional one");
 }
+
+/// Karpenter's `nodes_consuming_budgets`: Initialized nodes being disrupted or not Ready.
+#[test]
+fn nodes_consuming_a_nodepools_budget_are_the_disrupting_and_the_not_ready() {
+    let mut s = cluster(T0);
+    for n in ["a", "b", "c", "d"] {
+        s.nodes.push(managed(n, "general", "gp.large", "zone-a", T0));
+    }
+    let claims: Vec<_> = s.nodes.iter_mut().filter_map(|n| n.claim.as_mut()).collect();
+    let [a, b, c, _] = <[_; 4]>::try_from(claims).unwrap();
+    a.disrupting = true;
+    b.ready = false;
+    c.ready = false;
+    c.initialized = false;
+    let consuming = tenon_core::disruption::consuming_budgets(&s);
+    assert_eq!(consuming.get("general"), Some(&2), "the uninitialized node counts against nothing");
+}

@@ -220,6 +220,16 @@ async fn every_dashboard_metric_appears_with_help_and_type() {
     let empty =
         end.value("karpenter_voluntary_disruption_decisions_total{", &["decision=\"delete\"", "reason=\"empty\""]);
     assert!(empty.is_some_and(|n| n >= 1.0), "emptiness deleted nodes: {empty:?}");
+    let by_pool = end.value(
+        "karpenter_voluntary_disruption_decisions_by_nodepool_total{",
+        &["nodepool=\"lab-general\"", "decision=\"delete\"", "reason=\"empty\""],
+    );
+    assert!(by_pool.is_some_and(|n| n >= 1.0), "emptiness decisions by NodePool: {by_pool:?}");
+    let evaluated = end.value("karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count{", &[]);
+    assert!(evaluated.is_some_and(|n| n >= 1.0), "disruption rounds are timed: {evaluated:?}");
+    let consuming =
+        seen.value("karpenter_nodepools_nodes_consuming_budgets{", &["nodepool=\"lab-general\"", "reason=\"Empty\""]);
+    assert!(consuming.is_some(), "nodes consuming the NodePool's budget, by reason");
     let disrupted =
         end.value("karpenter_nodeclaims_disrupted_total{", &["reason=\"empty\"", "nodepool=\"lab-general\""]);
     assert!(disrupted.is_some_and(|n| n >= 1.0), "disrupted NodeClaims by reason and NodePool: {disrupted:?}");

@@ -68,6 +68,23 @@ fn consolidation_type(m: Method) -> &'static str {
     }
 }
 
+/// Karpenter's queue failure for a command given up: once it has acted, the replacements
+/// that never became ready, with its decision, reason and consolidation type. Karpenter
+/// v1.14 writes the decision in `consolidation_type` too; Tenon the consolidation type.
+fn queue_failure(cmd: &Command, states: &[Replacement]) -> Option<([(&'static str, String); 3], u64)> {
+    cmd.executed?;
+    let failed = states.iter().filter(|s| **s != Replacement::Initialized).count() as u64;
+    let decision = if cmd.replacements.is_empty() { "delete" } else { "replace" };
+    Some((
+        [
+            ("decision", decision.to_string()),
+            ("reason", reason_name(cmd.method).to_lowercase()),
+            ("consolidation_type", consolidation_type(cmd.method).to_string()),
+        ],
+        failed,
+    ))
+}
+
 impl Controller {
     /// True when a disruption round or a command step is due now (it needs instance types).
     pub(super) fn disruption_due(&self) -> bool {
@@ -105,11 +122,21 @@ impl Controller {
             }
         }
         let policies = self.policies.active.clone();
+        let evaluating = Instant::now();
         let decided = super::off_loop("disruption", move || {
             let decision = disrupt(&snap, &*policies);
             (snap, decision)
         });
         let Some((snap, decision)) = decided.await else { return };
+        // One evaluation covers every method: labelled with the one that decided, or the
+        // last one tried (single-node consolidation) when none did.
+        let method = decision.plan.as_ref().map_or(Method::SingleNodeConsolidation, |p| p.method);
+        let reason = reason_name(method).to_lowercase();
+        self.metrics.observe(
+            mc::VOLUNTARY_DISRUPTION_EVALUATION,
+            &[("reason", &reason), ("consolidation_type", consolidation_type(method))],
+            evaluating.elapsed().as_secs_f64(),
+        );
         self.claim_conditions(objects, &snap, &decision.candidates).await;
         tracing::debug!(
             evaluated = decision.evaluated,
@@ -122,12 +149,12 @@ impl Controller {
         for (reason, n) in eligible_by_reason(&decision.candidates) {
             self.metrics.set(mc::VOLUNTARY_DISRUPTION_ELIGIBLE_NODES, &[("reason", reason)], n as f64);
         }
+        let consuming = tenon_core::disruption::consuming_budgets(&snap);
         for ((pool, reason), allowance) in &decision.allowed {
-            self.metrics.set(
-                mc::NODEPOOLS_ALLOWED_DISRUPTIONS,
-                &[("nodepool", pool), ("reason", reason.as_str())],
-                allowance.allowed as f64,
-            );
+            let labels = [("nodepool", pool.as_str()), ("reason", reason.as_str())];
+            self.metrics.set(mc::NODEPOOLS_ALLOWED_DISRUPTIONS, &labels, allowance.allowed as f64);
+            let n = consuming.get(pool).copied().unwrap_or_default();
+            self.metrics.set(mc::NODEPOOLS_NODES_CONSUMING_BUDGETS, &labels, n as f64);
         }
         let now = self.now_ms();
         for (pool, message) in self.budget_events.due(&decision.budget_blocked, now) {
@@ -229,6 +256,10 @@ impl Controller {
                 None
             }
             Step::Abandon { why, marked } => {
+                if let Some((labels, failed)) = queue_failure(&cmd, &states) {
+                    let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                    self.metrics.add(mc::VOLUNTARY_DISRUPTION_QUEUE_FAILURES, &labels, failed);
+                }
                 self.abandon(&cmd, objects, &why, marked).await;
                 None
             }
@@ -289,6 +320,16 @@ impl Controller {
         let labels =
             [("decision", decision), ("reason", &reason), ("consolidation_type", consolidation_type(cmd.method))];
         self.metrics.add(mc::VOLUNTARY_DISRUPTION_DECISIONS, &labels, 1);
+        let pools: BTreeSet<String> =
+            cmd.candidates.iter().filter_map(|(nc, _)| find(objects, nc)).map(super::pool_of).collect();
+        for pool in &pools {
+            let [decision, reason, kind] = labels;
+            self.metrics.add(
+                mc::VOLUNTARY_DISRUPTION_DECISIONS_BY_NODEPOOL,
+                &[("nodepool", pool), decision, reason, kind],
+                1,
+            );
+        }
         let mut created = Vec::new();
         for r in std::mem::take(&mut cmd.planned) {
             match self.create_nodeclaim(&r, "disruption").await {
@@ -625,6 +666,19 @@ mod tests {
         .unwrap();
         nc.metadata.annotations = Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
         nc
+    }
+
+    #[test]
+    fn a_command_given_up_after_acting_counts_its_replacements_that_never_became_ready() {
+        let candidates = vec![("nc-a".to_string(), "node-a".to_string())];
+        let mut cmd =
+            Command::new(Method::SingleNodeConsolidation, "underutilized".into(), 0.1, candidates, vec![claim(&[])], 0);
+        assert_eq!(queue_failure(&cmd, &[]), None, "given up before acting: a failed validation, not this");
+        cmd.execute(vec!["r1".into(), "r2".into()], 1);
+        let (labels, failed) = queue_failure(&cmd, &[Replacement::Initialized, Replacement::Launching]).expect("acted");
+        assert_eq!(failed, 1);
+        let expected = [("decision", "replace"), ("reason", "underutilized"), ("consolidation_type", "single")];
+        assert_eq!(labels.map(|(k, v)| (k, v)), expected.map(|(k, v)| (k, v.to_string())));
     }
 
     /// karpenter:pkg/controllers/nodepool/hash/suite_test.go:163

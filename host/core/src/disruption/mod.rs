@@ -389,13 +389,7 @@ fn allowances(snap: &ClusterSnapshot, policies: &dyn PolicySet) -> Allowances {
     let mut out = BTreeMap::new();
     let mut blocked = Vec::new();
     for tpl in &snap.nodepools {
-        let nodes: Vec<_> = snap
-            .nodes
-            .iter()
-            .filter(|n| n.nodepool.as_deref() == Some(tpl.name.as_str()))
-            .filter_map(|n| n.claim.as_ref())
-            .filter(|c| c.initialized)
-            .collect();
+        let nodes = budgeted(snap, &tpl.name);
         let disrupting = nodes.iter().filter(|c| c.disrupting || !c.ready).count();
         for reason in [DisruptionReason::Empty, DisruptionReason::Drifted, DisruptionReason::Underutilized] {
             let ctx = BudgetContext {
@@ -418,6 +412,24 @@ fn allowances(snap: &ClusterSnapshot, policies: &dyn PolicySet) -> Allowances {
         }
     }
     (out, blocked)
+}
+
+/// The NodeClaims a NodePool's budgets count: its Initialized ones.
+fn budgeted<'s>(snap: &'s ClusterSnapshot, pool: &str) -> Vec<&'s crate::model::ClaimInfo> {
+    snap.nodes
+        .iter()
+        .filter(|n| n.nodepool.as_deref() == Some(pool))
+        .filter_map(|n| n.claim.as_ref())
+        .filter(|c| c.initialized)
+        .collect()
+}
+
+/// Nodes consuming each NodePool's budgets: counted ones being disrupted or not Ready.
+pub fn consuming_budgets(snap: &ClusterSnapshot) -> BTreeMap<String, usize> {
+    snap.nodepools
+        .iter()
+        .map(|t| (t.name.clone(), budgeted(snap, &t.name).iter().filter(|c| c.disrupting || !c.ready).count()))
+        .collect()
 }
 
 /// Candidates in order, at most the budget of each NodePool.

@@ -159,6 +159,14 @@ catalog! {
         "Nodes a disruption round could act on, by reason (empty, underutilized, drifted)";
     VOLUNTARY_DISRUPTION_DECISIONS: Counter, "karpenter_voluntary_disruption_decisions_total",
         "Disruption decisions carried out, by decision (delete, replace), reason and consolidation type";
+    VOLUNTARY_DISRUPTION_DECISIONS_BY_NODEPOOL: Counter, "karpenter_voluntary_disruption_decisions_by_nodepool_total",
+        "Disruption decisions carried out, by NodePool of their candidates, decision, reason and consolidation type";
+    VOLUNTARY_DISRUPTION_EVALUATION: Histogram(DURATION_BUCKETS), "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
+        "Seconds a disruption round took to decide, by the reason and consolidation type of the method that decided (or the last one tried)";
+    VOLUNTARY_DISRUPTION_QUEUE_FAILURES: Counter, "karpenter_voluntary_disruption_queue_failures_total",
+        "Replacements that never became ready in disruption commands given up after acting, by decision, reason and consolidation type";
+    NODEPOOLS_NODES_CONSUMING_BUDGETS: Gauge, "karpenter_nodepools_nodes_consuming_budgets",
+        "Initialized nodes of the NodePool being disrupted or not Ready, which its budgets count as disrupting, by NodePool and reason";
     SCHEDULER_UNSCHEDULABLE_PODS: Gauge, "karpenter_scheduler_unschedulable_pods_count",
         "Pods the last provisioning decision found no place for";
     SCHEDULER_PENDING_BY_ZONE: Gauge, "karpenter_scheduler_pending_pods_by_effective_zone_count",
