@@ -167,9 +167,14 @@ async fn every_dashboard_metric_appears_with_help_and_type() {
     // sees it Ready.
     let running = eventually(Duration::from_secs(30), "node, pod and startup series", || async {
         let text = c.metrics_text()?;
-        (text.contains("karpenter_nodes_allocatable{")
-            && text.contains("karpenter_pods_startup_duration_seconds_count"))
-        .then_some(text)
+        let mut scrape = Scraped::default();
+        scrape.add(&text);
+        // Every inflate pod has started (so was bound) before the scale-down deletes them.
+        let started =
+            ["karpenter_pods_startup_duration_seconds_count ", "karpenter_pods_bound_duration_seconds_count "]
+                .iter()
+                .all(|f| scrape.value(f, &[]).is_some_and(|n| n >= 8.0));
+        (text.contains("karpenter_nodes_allocatable{") && started).then_some(text)
     })
     .await;
     seen.add(&running);
