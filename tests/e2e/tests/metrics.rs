@@ -253,6 +253,24 @@ async fn every_dashboard_metric_appears_with_help_and_type() {
     let calls = seen.value("tenon_policy_calls_total{", &["policy=\"default-scoring\"", "hook=\"scoring\""]);
     assert!(calls.is_some_and(|n| n >= 1.0), "the scoring policy was called: {calls:?}");
 
+    // What the cloud offers and what the NodePool costs.
+    let cost = seen.value("karpenter_nodepools_cost_total{", &["nodepool=\"lab-general\""]);
+    assert!(cost.is_some_and(|usd| usd > 0.0), "the NodePool's nodes cost something: {cost:?}");
+    assert_eq!(end.value("karpenter_nodepools_cost_total{", &["nodepool=\"lab-general\""]), Some(0.0));
+    for family in [
+        "karpenter_cloudprovider_instance_type_cpu_cores{",
+        "karpenter_cloudprovider_instance_type_memory_bytes{",
+        "karpenter_cloudprovider_instance_type_offering_price_estimate{",
+    ] {
+        let v = seen.value(family, &["instance_type=\"m5.large\""]);
+        assert!(v.is_some_and(|v| v > 0.0), "{family}m5.large: {v:?}");
+    }
+    let on_demand = seen.value(
+        "karpenter_cloudprovider_instance_type_offering_available{",
+        &["instance_type=\"m5.large\"", "capacity_type=\"on-demand\""],
+    );
+    assert_eq!(on_demand, Some(1.0));
+
     // Pod latencies: every inflate pod was seen waiting, decided on, bound and started.
     for family in [
         "karpenter_pods_bound_duration_seconds_count",

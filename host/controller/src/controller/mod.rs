@@ -118,6 +118,8 @@ struct Controller {
     pods_on: BTreeMap<String, BTreeSet<String>>,
     /// What the provisioner saw and decided of each waiting pod, for the pod latency series.
     pod_times: metrics::pods::PodTimes,
+    /// The instance types the offering and cost series were last read from, and when.
+    offering_catalogs: Option<(Instant, Catalogs)>,
     /// Each kind's conditions at the last pass, for operatorpkg's status series and Events.
     status_seen: metrics::status::StatusTracker,
     /// When each NodeClaim (by UID) was last checked for consistency.
@@ -256,6 +258,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         pods_on: BTreeMap::new(),
         pod_times: metrics::pods::PodTimes::default(),
         status_seen: metrics::status::StatusTracker::default(),
+        offering_catalogs: None,
         consistency_scanned: BTreeMap::new(),
         last_gc: None,
         last_orphans: None,
@@ -481,6 +484,7 @@ impl Controller {
         step.next("metrics");
         self.publish_cluster_metrics(&objects);
         self.publish_status_conditions(&objects).await;
+        self.publish_offerings(&objects, catalogs).await;
         step.finish();
         Ok(())
     }
@@ -589,6 +593,30 @@ impl Controller {
             }
         }
         deprecated.publish(&self.metrics);
+    }
+
+    /// Karpenter's instance type and offering series, refreshed each minute as its provider's
+    /// metrics controller does (from this pass's instance types when it read them), and each
+    /// NodePool's cost, every pass.
+    async fn publish_offerings(&mut self, objects: &ClusterObjects, read: Catalogs) {
+        use metrics::catalog as mc;
+        let stale = self.offering_catalogs.as_ref().is_none_or(|(at, _)| at.elapsed() >= Duration::from_secs(60));
+        if stale {
+            let catalogs = if read.is_empty() { self.catalogs().await } else { read };
+            let s = metrics::offerings::offerings(
+                catalogs.values().map(|t| t.as_slice()),
+                self.provider.launch.reserved_capacity,
+            );
+            self.metrics.replace(mc::INSTANCE_TYPE_CPU, s.cpu_cores);
+            self.metrics.replace(mc::INSTANCE_TYPE_MEMORY, s.memory_bytes);
+            self.metrics.replace(mc::OFFERING_AVAILABLE, s.available);
+            self.metrics.replace(mc::OFFERING_PRICE, s.price);
+            self.offering_catalogs = Some((Instant::now(), catalogs));
+        }
+        if let Some((_, catalogs)) = &self.offering_catalogs {
+            let costs = metrics::offerings::nodepool_costs(&objects.nodepools, &objects.nodeclaims, catalogs);
+            self.metrics.replace(mc::NODEPOOLS_COST, costs);
+        }
     }
 
     /// Instance types per EC2NodeClass (from the provider's cached catalog).

@@ -127,6 +127,16 @@ catalog! {
         "Resources of the NodePool's NodeClaims (its status.resources), by NodePool and resource type";
     NODEPOOLS_LIMIT: Gauge, "karpenter_nodepools_limit",
         "The NodePool's spec.limits, by NodePool and resource type";
+    NODEPOOLS_COST: Gauge, "karpenter_nodepools_cost_total",
+        "Hourly price (USD) of the offerings the NodePool's NodeClaims were launched on, by NodePool (an estimate, not billing)";
+    INSTANCE_TYPE_CPU: Gauge, "karpenter_cloudprovider_instance_type_cpu_cores",
+        "vCPUs of each instance type the EC2NodeClasses can launch, by instance type";
+    INSTANCE_TYPE_MEMORY: Gauge, "karpenter_cloudprovider_instance_type_memory_bytes",
+        "Memory of each instance type the EC2NodeClasses can launch, in bytes, by instance type";
+    OFFERING_AVAILABLE: Gauge, "karpenter_cloudprovider_instance_type_offering_available",
+        "1 when an offering can be launched now, 0 when not (say after insufficient capacity), by instance type, capacity type and zone";
+    OFFERING_PRICE: Gauge, "karpenter_cloudprovider_instance_type_offering_price_estimate",
+        "Estimated hourly price (USD) of an offering, by instance type, capacity type and zone";
     NODEPOOLS_ALLOWED_DISRUPTIONS: Gauge, "karpenter_nodepools_allowed_disruptions",
         "Nodes the NodePool's disruption budgets allow to disrupt now, by NodePool and reason";
     PODS_STATE: Gauge, "karpenter_pods_state",

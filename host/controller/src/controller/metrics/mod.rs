@@ -4,6 +4,7 @@
 
 pub mod catalog;
 pub mod cluster;
+pub mod offerings;
 pub mod pods;
 pub mod status;
 pub mod summary;
@@ -378,7 +379,9 @@ mod tests {
             };
             assert!(text.contains(&format!("# HELP {} {}.\n", f.name, f.help)), "{} lacks HELP:\n{text}", f.name);
             assert!(text.contains(&format!("# TYPE {} {kind}\n", f.name)), "{} lacks TYPE:\n{text}", f.name);
-            assert_eq!(f.kind == Kind::Counter, f.name.ends_with("_total"), "{}", f.name);
+            // Karpenter's one gauge named like a counter.
+            let total_gauge = *f == NODEPOOLS_COST;
+            assert_eq!(f.kind == Kind::Counter || total_gauge, f.name.ends_with("_total"), "{}", f.name);
         }
         assert!(text.contains("karpenter_nodes_created_total{nodepool=\"a\\\"b\"} 2\n"), "{text}");
         assert!(text.contains("karpenter_pods_startup_duration_seconds{nodepool=\"a\\\"b\",quantile=\"0.99\"} 0.7\n"));
