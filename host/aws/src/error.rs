@@ -91,9 +91,14 @@ pub(crate) fn launch_error(context: &str, e: CloudError) -> CloudError {
         }
         other => other.to_string(),
     };
-    let named = LAUNCH_REASONS.iter().find(|(codes, _, _)| codes.iter().any(|c| message.contains(c)));
-    let (reason, what) = named.map_or(("LaunchFailed", "the instance launch failed"), |(_, r, w)| (*r, *w));
+    let (reason, what) = reason_for(&message);
     CloudError::Launch { reason: reason.into(), message: format!("{context}: {what} ({message})") }
+}
+
+/// Karpenter's reason for an EC2 error message, and what it means.
+pub(crate) fn reason_for(message: &str) -> (&'static str, &'static str) {
+    let named = LAUNCH_REASONS.iter().find(|(codes, _, _)| codes.iter().any(|c| message.contains(c)));
+    named.map_or(("LaunchFailed", "the instance launch failed"), |(_, r, w)| (*r, *w))
 }
 
 #[cfg(test)]

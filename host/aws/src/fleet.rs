@@ -285,6 +285,13 @@ fn fleet_failure(
 ) -> CloudError {
     let zone_of: BTreeMap<String, String> =
         placements.iter().map(|pl| (pl.subnet.clone(), pl.option.zone.clone())).collect();
+    // Karpenter counts every offering's error, its reason read from "code: message".
+    for e in errors {
+        let subnet = e.launch_template_and_overrides().and_then(|l| l.overrides()).and_then(|o| o.subnet_id());
+        let zone = subnet.and_then(|s| zone_of.get(s)).map_or("", String::as_str);
+        let text = format!("{}: {}", e.error_code().unwrap_or_default(), e.error_message().unwrap_or_default());
+        p.metrics.launch_failure(zone, capacity_type, crate::error::reason_for(&text).0);
+    }
     let f = classify(capacity_type, &zone_of, errors);
     let now = Instant::now();
     for o in &f.offerings {

@@ -95,14 +95,23 @@ pub(crate) async fn list(ec2: &aws_sdk_ec2::Client, cluster: &str) -> Result<Vec
     describe(ec2, filters).await
 }
 
-pub(crate) async fn terminate(ec2: &aws_sdk_ec2::Client, ids: &[String]) -> Result<(), CloudError> {
+pub(crate) async fn terminate(
+    ec2: &aws_sdk_ec2::Client,
+    ids: &[String],
+    metrics: &crate::metrics::Metrics,
+) -> Result<(), CloudError> {
     let existing = get_many(ec2, ids).await?;
     let live: Vec<String> = existing.values().filter(|i| i.state.is_live()).map(|i| i.id.clone()).collect();
     for chunk in live.chunks(CHUNK) {
         match ec2.terminate_instances().set_instance_ids(Some(chunk.to_vec())).send().await {
             Ok(_) => {}
             Err(e) if code(&e).as_deref() == Some("InvalidInstanceID.NotFound") => {}
-            Err(e) => return Err(api("TerminateInstances", e)),
+            Err(e) => {
+                for i in chunk.iter().filter_map(|id| existing.get(id)) {
+                    metrics.termination_failure(&i.zone);
+                }
+                return Err(api("TerminateInstances", e));
+            }
         }
     }
     Ok(())

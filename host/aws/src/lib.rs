@@ -389,6 +389,7 @@ impl AwsProvider {
     /// `Resolution::status` back to the cluster.
     pub async fn resolve(&self, nc: &EC2NodeClass) -> Result<Resolution, CloudError> {
         let (subnets, subnet_check) = nodeclass::subnets(&self.clients.ec2, nc).await?;
+        self.metrics.learn_zone_ids(subnets.iter().map(|s| (s.zone.as_str(), s.zone_id.as_deref())));
         let (security_groups, sg_check) = nodeclass::security_groups(&self.clients.ec2, nc).await?;
         let (amis, ami_check) = nodeclass::amis(&self.clients, nc, &self.settings.kubernetes_version).await?;
         let (instance_profile, profile_check) =
@@ -504,7 +505,7 @@ impl CloudProvider for AwsProvider {
     async fn delete(&self, ids: &[String]) -> Result<(), CloudError> {
         self.measured("Delete", async {
             self.fence.check("TerminateInstances")?;
-            instances::terminate(&self.clients.ec2, ids).await
+            instances::terminate(&self.clients.ec2, ids, &self.metrics).await
         })
         .await
     }

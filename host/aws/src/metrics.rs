@@ -7,6 +7,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
 use tenon_core::cloud::CloudError;
 
@@ -49,6 +51,11 @@ pub struct Metrics {
     userdata_bytes: Family<ByNodeClass, Gauge<f64, AtomicU64>>,
     call_duration: Family<Labels, Histogram, fn() -> Histogram>,
     call_errors: Family<Labels, Counter>,
+    launch_failures: Family<Labels, Counter>,
+    termination_failures: Family<Labels, Counter>,
+    /// Each zone's id, as the subnets resolved so far name them (an account's zone names map
+    /// to ids of its own).
+    zone_ids: Mutex<BTreeMap<String, String>>,
     registry: Registry,
 }
 
@@ -73,7 +80,27 @@ impl Default for Metrics {
             "Cloud provider calls that returned an error, by controller, method, provider and error",
             call_errors.clone(),
         );
-        Metrics { userdata_bytes, call_duration, call_errors, registry }
+        let launch_failures = Family::default();
+        let termination_failures = Family::default();
+        registry.register(
+            "karpenter_cloudprovider_instance_launch_failures",
+            "Offerings CreateFleet failed to launch, by zone, zone ID, capacity type and Karpenter's reason for the error",
+            launch_failures.clone(),
+        );
+        registry.register(
+            "karpenter_cloudprovider_instance_termination_failures",
+            "Instances TerminateInstances failed to terminate, by zone and zone ID",
+            termination_failures.clone(),
+        );
+        Metrics {
+            userdata_bytes,
+            call_duration,
+            call_errors,
+            launch_failures,
+            termination_failures,
+            zone_ids: Mutex::default(),
+            registry,
+        }
     }
 }
 
@@ -102,6 +129,34 @@ impl Metrics {
         }
     }
 
+    /// Learns zone ids from resolved subnets.
+    pub fn learn_zone_ids<'a>(&self, subnets: impl IntoIterator<Item = (&'a str, Option<&'a str>)>) {
+        if let Ok(mut ids) = self.zone_ids.lock() {
+            for (zone, id) in subnets {
+                if let Some(id) = id {
+                    ids.insert(zone.to_string(), id.to_string());
+                }
+            }
+        }
+    }
+
+    fn zone_labels(&self, zone: &str) -> Labels {
+        let id = self.zone_ids.lock().ok().and_then(|ids| ids.get(zone).cloned()).unwrap_or_default();
+        vec![("zone", zone.to_string()), ("zone_id", id)]
+    }
+
+    /// Counts one offering CreateFleet failed to launch, with Karpenter's reason for its error.
+    pub fn launch_failure(&self, zone: &str, capacity_type: &str, reason: &str) {
+        let mut labels = self.zone_labels(zone);
+        labels.extend([("capacity_type", capacity_type.to_string()), ("reason", reason.to_string())]);
+        self.launch_failures.get_or_create(&labels).inc();
+    }
+
+    /// Counts one instance TerminateInstances failed to terminate.
+    pub fn termination_failure(&self, zone: &str) {
+        self.termination_failures.get_or_create(&self.zone_labels(zone)).inc();
+    }
+
     /// The Prometheus text exposition (version 0.0.4) of every series.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -127,6 +182,23 @@ mod tests {
             "# TYPE karpenter_cloudprovider_errors_total counter",
             "karpenter_cloudprovider_errors_total{controller=\"\",method=\"Get\",provider=\"aws\",error=\"NodeClaimNotFoundError\"} 1",
             "karpenter_cloudprovider_errors_total{controller=\"\",method=\"Create\",provider=\"aws\",error=\"\"} 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} missing from\n{text}");
+        }
+    }
+
+    #[test]
+    fn launch_and_termination_failures_carry_the_zone_and_its_id() {
+        let m = Metrics::default();
+        m.learn_zone_ids([("us-west-2a", Some("usw2-az1")), ("us-west-2b", None)]);
+        m.launch_failure("us-west-2a", "spot", "LaunchFailed");
+        m.launch_failure("us-west-2a", "spot", "LaunchFailed");
+        m.termination_failure("us-west-2b");
+        let text = m.render();
+        for line in [
+            "# TYPE karpenter_cloudprovider_instance_launch_failures_total counter",
+            "karpenter_cloudprovider_instance_launch_failures_total{zone=\"us-west-2a\",zone_id=\"usw2-az1\",capacity_type=\"spot\",reason=\"LaunchFailed\"} 2",
+            "karpenter_cloudprovider_instance_termination_failures_total{zone=\"us-west-2b\",zone_id=\"\"} 1",
         ] {
             assert!(text.lines().any(|l| l == line), "{line:?} missing from\n{text}");
         }

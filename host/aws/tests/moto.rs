@@ -824,3 +824,61 @@ async fn launches_beyond_the_bound_wait_for_a_free_slot_instead_of_piling_onto_e
     let peak = proxy.peak_in_flight.load(Ordering::SeqCst);
     assert!(peak <= 3, "{peak} CreateFleet calls waited on EC2 at once; the bound is 3");
 }
+
+/// An HTTP 200 answer from EC2 (the fault proxy's whole response).
+fn ec2_ok(body: &str) -> String {
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// karpenter-provider-aws:pkg/providers/instance/suite_test.go (launch failure metric):
+/// each offering CreateFleet fails is counted by zone, zone ID, capacity type and reason, and
+/// each instance TerminateInstances fails to terminate by zone and zone ID.
+#[tokio::test]
+async fn launch_and_termination_failures_are_counted_by_zone() {
+    let moto = Moto::start();
+    let setup = moto.provider("fails").await;
+    lab(&setup, "fails").await;
+    let nc = resolved(&setup, lab_nodeclass("fails")).await;
+    let subnet = nc.status.as_ref().unwrap().subnets.iter().find(|s| s.zone == "us-east-1a").unwrap();
+    let zone_id = subnet.zone_id.clone().unwrap_or_default();
+    assert!(!zone_id.is_empty(), "moto names each subnet's zone id");
+    // moto never runs out of capacity: the proxy answers CreateFleet as EC2 does when it has.
+    let ice = format!(
+        "<CreateFleetResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\"><requestId>r</requestId>\
+         <fleetId>fleet-1</fleetId><errorSet><item><launchTemplateAndOverrides><overrides>\
+         <instanceType>m5.large</instanceType><subnetId>{}</subnetId></overrides></launchTemplateAndOverrides>\
+         <lifecycle>on-demand</lifecycle><errorCode>InsufficientInstanceCapacity</errorCode>\
+         <errorMessage>We currently do not have sufficient m5.large capacity.</errorMessage></item></errorSet>\
+         <fleetInstanceSet/></CreateFleetResponse>",
+        subnet.id
+    );
+    let proxy = support::fault_matching(&moto, 1, "Action=CreateFleet", ec2_ok(&ice)).await;
+    let mut conn = moto.connection();
+    conn.endpoint_url = Some(proxy.url.clone());
+    let p = AwsProvider::connect(&conn, setup.settings.clone()).await.unwrap();
+    p.resolve(&nc).await.expect("resolved through the proxy");
+    let req = request("fails-a", &nc, vec![option("m5.large", "us-east-1a", "amd64")]);
+    let e = p.create(&req).await.unwrap_err();
+    assert!(matches!(e, CloudError::InsufficientCapacity { .. }), "{e:?}");
+    let text = p.metrics.render();
+    let launch = format!(
+        "karpenter_cloudprovider_instance_launch_failures_total{{zone=\"us-east-1a\",zone_id=\"{zone_id}\",capacity_type=\"on-demand\",reason=\"LaunchFailed\"}} 1"
+    );
+    assert!(text.lines().any(|l| l == launch), "{launch} missing from\n{text}");
+
+    let launched = setup.create(&req).await.expect("launched without the proxy");
+    let proxy = support::fault_matching(&moto, 1, "Action=TerminateInstances", unauthorized()).await;
+    conn.endpoint_url = Some(proxy.url.clone());
+    let p = AwsProvider::connect(&conn, setup.settings.clone()).await.unwrap();
+    p.resolve(&nc).await.expect("resolved through the proxy");
+    assert!(p.delete(std::slice::from_ref(&launched.id)).await.is_err());
+    let text = p.metrics.render();
+    let terminate = format!(
+        "karpenter_cloudprovider_instance_termination_failures_total{{zone=\"us-east-1a\",zone_id=\"{zone_id}\"}} 1"
+    );
+    assert!(text.lines().any(|l| l == terminate), "{terminate} missing from\n{text}");
+    p.delete(std::slice::from_ref(&launched.id)).await.expect("the second TerminateInstances reaches moto");
+}
