@@ -812,3 +812,43 @@ fn nodes_consuming_a_nodepools_budget_are_the_disrupting_and_the_not_ready() {
     let consuming = tenon_core::disruption::consuming_budgets(&s);
     assert_eq!(consuming.get("general"), Some(&2), "the uninitialized node counts against nothing");
 }
+
+/// Karpenter's balanced evaluator counts each consolidation move it scores: a single-node
+/// move refused by a Balanced NodePool is "rejected" with its score, an approved one
+/// "approved"; a WhenEmptyOrUnderutilized NodePool's moves count unscored.
+#[test]
+fn each_scored_consolidation_move_is_reported_with_its_decision_and_score() {
+    use tenon_core::model::ConsolidationPolicy;
+    let mut s = cluster(T0 + 60 * MIN);
+    for i in 0..4 {
+        s.nodes.push(managed(&format!("n{i}"), "general", "gp.xlarge", "zone-a", T0));
+    }
+    for p in 0..10 {
+        s.pods.push(bound(&format!("small-{p}"), "n0", 1000, 1));
+    }
+    for i in 1..4 {
+        s.pods.push(bound(&format!("big-{i}"), &format!("n{i}"), 15_000, 1));
+    }
+    let d = decide(&s);
+    assert!(!d.moves.is_empty());
+    for m in &d.moves {
+        assert!(m.approved && m.score.is_none(), "{m:?}");
+        assert_eq!((m.nodepool.as_str(), m.policy), ("general", "WhenEmptyOrUnderutilized"));
+    }
+
+    s.nodepools[0].disruption.consolidation_policy = ConsolidationPolicy::Balanced;
+    let d = decide(&s);
+    let n0 = d.moves.iter().find(|m| m.node == Some(0)).expect("n0's replacement was scored");
+    let score = n0.score.expect("a Balanced NodePool scores");
+    assert!(!n0.approved && !score.approved() && score.value() < score.threshold(), "{n0:?}");
+    assert_eq!(n0.policy, "Balanced");
+    assert!(d.moves.iter().all(|m| !m.approved), "nothing was worth it: {:?}", d.moves);
+
+    // n0's one small pod fits on n1: deleting n0 is worth it.
+    s.pods.retain(|p| !p.name.starts_with("small-"));
+    s.pods.push(bound("small", "n0", 100, 1));
+    let d = decide(&s);
+    let approved = d.moves.iter().find(|m| m.approved).expect("an approved move");
+    assert_eq!(approved.node, Some(0));
+    assert!(approved.score.is_some_and(|s| s.approved()), "{approved:?}");
+}

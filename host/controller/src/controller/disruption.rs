@@ -22,6 +22,7 @@ use tenon_api::{EC2NodeClass, NodeClaim};
 use tenon_core::ClusterSnapshot;
 use tenon_core::cloud::CloudProvider;
 use tenon_core::convert::{ClusterObjects, is_active, is_daemon, pod_key};
+use tenon_core::disruption::balanced::Move;
 use tenon_core::disruption::candidates::{Candidate, do_not_disrupt_event};
 use tenon_core::disruption::{DisruptionPlan, Method, disrupt};
 use tenon_core::orchestration::budget_events;
@@ -66,6 +67,19 @@ fn consolidation_type(m: Method) -> &'static str {
         Method::Emptiness => "empty",
         _ => "",
     }
+}
+
+/// Karpenter's `ConsolidationApproved` message (Go's `%.2f` spells infinity `+Inf`).
+fn approved_message(s: &tenon_core::disruption::balanced::Score) -> String {
+    let two = |v: f64| if v.is_infinite() { "+Inf".to_string() } else { format!("{v:.2}") };
+    format!(
+        "score {} >= threshold {} (k: {}, savings {:.1}%, disruption {:.1}%)",
+        two(s.value()),
+        two(s.threshold()),
+        s.k,
+        s.savings_fraction * 100.0,
+        s.disruption_fraction * 100.0
+    )
 }
 
 /// Karpenter's queue failure for a command given up: once it has acted, the replacements
@@ -149,6 +163,7 @@ impl Controller {
         for (reason, n) in eligible_by_reason(&decision.candidates) {
             self.metrics.set(mc::VOLUNTARY_DISRUPTION_ELIGIBLE_NODES, &[("reason", reason)], n as f64);
         }
+        self.publish_moves(objects, &snap, &decision.moves).await;
         let consuming = tenon_core::disruption::consuming_budgets(&snap);
         for ((pool, reason), allowance) in &decision.allowed {
             let labels = [("nodepool", pool.as_str()), ("reason", reason.as_str())];
@@ -197,6 +212,41 @@ impl Controller {
             let cmd = self.decided(&snap, objects, plan, now);
             self.publish(&cmd, objects, cmd.candidate_notices()).await;
             self.commands.push(cmd);
+        }
+    }
+
+    /// Karpenter's balanced evaluator's series for each move scored, and its
+    /// `ConsolidationApproved` Event for each Balanced approval: on the candidate's Node and
+    /// NodeClaim for a single-node move, on the NodePool for a multi-node one.
+    async fn publish_moves(&self, objects: &ClusterObjects, snap: &ClusterSnapshot, moves: &[Move]) {
+        for m in moves {
+            let decision = if m.approved { "approved" } else { "rejected" };
+            let labels = [("decision", decision), ("nodepool", m.nodepool.as_str()), ("policy", m.policy)];
+            self.metrics.add(mc::CONSOLIDATION_MOVES, &labels, 1);
+            let Some(score) = m.score else { continue };
+            let scored = if score.approved() { "approved" } else { "rejected" };
+            let labels = [("decision", scored), ("nodepool", m.nodepool.as_str()), ("policy", m.policy)];
+            self.metrics.observe(mc::CONSOLIDATION_SCORE, &labels, score.value());
+            if !(m.approved && score.approved()) {
+                continue;
+            }
+            let message = approved_message(&score);
+            match m.node {
+                Some(i) => {
+                    let node = &snap.nodes[i];
+                    let nodeclaim = node.claim.as_ref().map(|c| c.nodeclaim.as_str());
+                    self.publish_on_node_and_claim(objects, &node.name, nodeclaim, "ConsolidationApproved", &message)
+                        .await;
+                }
+                None => {
+                    let np =
+                        objects.nodepools.iter().find(|np| np.metadata.name.as_deref() == Some(m.nodepool.as_str()));
+                    if let Some(np) = np {
+                        let obj = super::events::Involved::cluster_scoped("karpenter.sh/v1", "NodePool", &np.metadata);
+                        self.recorder.publish(&self.client, &obj, "Normal", "ConsolidationApproved", &message).await;
+                    }
+                }
+            }
         }
     }
 
@@ -666,6 +716,15 @@ mod tests {
         .unwrap();
         nc.metadata.annotations = Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
         nc
+    }
+
+    #[test]
+    fn the_approval_message_is_karpenters() {
+        use tenon_core::disruption::balanced::{K, Totals, score_move};
+        let s = score_move(7.26, 4.0, Totals { cost: 58.08, disruption: 90.0 }, K);
+        assert_eq!(approved_message(&s), "score 2.81 >= threshold 0.50 (k: 2, savings 12.5%, disruption 4.4%)");
+        let free = score_move(1.0, 0.0, Totals { cost: 10.0, disruption: 10.0 }, K);
+        assert!(approved_message(&free).starts_with("score +Inf >= threshold 0.50"));
     }
 
     #[test]

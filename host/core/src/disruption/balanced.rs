@@ -77,28 +77,109 @@ pub fn totals(snap: &ClusterSnapshot) -> BTreeMap<usize, Totals> {
     out
 }
 
-/// Whether every Balanced NodePool the plan touches approves it (others always do). With
-/// several NodePools, each is credited the savings in proportion to its candidates' cost.
+/// One consolidation move as Karpenter's balanced evaluator counts it
+/// (`karpenter_consolidation_moves_total` and `_score`, and its `ConsolidationApproved` Event).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Move {
+    pub nodepool: String,
+    /// The NodePool's consolidation policy, as the API spells it.
+    pub policy: &'static str,
+    pub approved: bool,
+    /// The NodePool's score, when it is Balanced.
+    pub score: Option<Score>,
+    /// The candidate of a single-node move (the Event goes on its Node and NodeClaim); a
+    /// multi-node move's Event goes on the NodePool.
+    pub node: Option<usize>,
+}
+
+/// The API's name for a consolidation policy.
+pub fn policy_name(p: ConsolidationPolicy) -> &'static str {
+    match p {
+        ConsolidationPolicy::WhenEmpty => "WhenEmpty",
+        ConsolidationPolicy::WhenEmptyOrUnderutilized => "WhenEmptyOrUnderutilized",
+        ConsolidationPolicy::Balanced => "Balanced",
+    }
+}
+
+/// A single-node move: approved unless its NodePool is Balanced and scores it too low.
+pub fn single_move(plan: &DisruptionPlan, snap: &ClusterSnapshot, totals: &BTreeMap<usize, Totals>) -> Option<Move> {
+    let &node = plan.candidates.first()?;
+    let pool = pool_of(snap, node)?;
+    let score = scores(plan, snap, totals).remove(&pool);
+    let t = &snap.nodepools[pool];
+    Some(Move {
+        nodepool: t.name.clone(),
+        policy: policy_name(t.disruption.consolidation_policy),
+        approved: score.is_none_or(|s| s.approved()),
+        score,
+        node: Some(node),
+    })
+}
+
+/// A multi-node move, one per NodePool it touches: the move's `approved` is the plan's, each
+/// Balanced NodePool's score its own.
+pub fn multi_moves(
+    plan: &DisruptionPlan,
+    snap: &ClusterSnapshot,
+    totals: &BTreeMap<usize, Totals>,
+    approved: bool,
+) -> Vec<Move> {
+    let mut s = scores(plan, snap, totals);
+    let pools: std::collections::BTreeSet<usize> = plan.candidates.iter().filter_map(|&n| pool_of(snap, n)).collect();
+    pools
+        .into_iter()
+        .map(|pool| {
+            let t = &snap.nodepools[pool];
+            Move {
+                nodepool: t.name.clone(),
+                policy: policy_name(t.disruption.consolidation_policy),
+                approved,
+                score: s.remove(&pool),
+                node: None,
+            }
+        })
+        .collect()
+}
+
+fn pool_of(snap: &ClusterSnapshot, n: usize) -> Option<usize> {
+    snap.nodes[n].nodepool.as_deref().and_then(|p| snap.nodepools.iter().position(|t| t.name == p))
+}
+
+/// Whether every Balanced NodePool the plan touches approves it (others always do).
 pub fn approves(plan: &DisruptionPlan, snap: &ClusterSnapshot, totals: &BTreeMap<usize, Totals>) -> bool {
-    let pool_of =
-        |n: usize| snap.nodes[n].nodepool.as_deref().and_then(|p| snap.nodepools.iter().position(|t| t.name == p));
+    scores(plan, snap, totals).values().all(Score::approved)
+}
+
+/// Each Balanced NodePool's score of the plan. With several NodePools, each is credited the
+/// savings in proportion to its candidates' cost.
+pub fn scores(
+    plan: &DisruptionPlan,
+    snap: &ClusterSnapshot,
+    totals: &BTreeMap<usize, Totals>,
+) -> BTreeMap<usize, Score> {
     let mut by_pool: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for &n in &plan.candidates {
-        if let Some(p) = pool_of(n) {
+        if let Some(p) = pool_of(snap, n) {
             by_pool.entry(p).or_default().push(n);
         }
     }
     let price = |n: usize| snap.nodes[n].claim.as_ref().map_or(0.0, |c| c.price);
     let source: f64 = plan.candidates.iter().map(|&n| price(n)).sum();
     let several = by_pool.len() > 1;
-    by_pool.iter().all(|(pool, nodes)| {
-        let Some(t) = totals.get(pool) else { return true };
-        let pool_cost: f64 = nodes.iter().map(|&n| price(n)).sum();
-        let savings =
-            if several && source > 0.0 { plan.savings_per_hour * pool_cost / source } else { plan.savings_per_hour };
-        let disruption: f64 = nodes.iter().map(|&n| reschedule_cost(snap, n)).sum();
-        score_move(savings, disruption, *t, K).approved()
-    })
+    by_pool
+        .iter()
+        .filter_map(|(pool, nodes)| {
+            let t = totals.get(pool)?;
+            let pool_cost: f64 = nodes.iter().map(|&n| price(n)).sum();
+            let savings = if several && source > 0.0 {
+                plan.savings_per_hour * pool_cost / source
+            } else {
+                plan.savings_per_hour
+            };
+            let disruption: f64 = nodes.iter().map(|&n| reschedule_cost(snap, n)).sum();
+            Some((*pool, score_move(savings, disruption, *t, K)))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -144,6 +144,11 @@ pub struct DisruptionDecision {
     /// Nodes (indices into the snapshot's nodes) consolidation looked at and could not
     /// consolidate, with Karpenter's `Unconsolidatable` message.
     pub unconsolidatable: Vec<(usize, String)>,
+    /// The consolidation moves scored this round, as Karpenter's balanced evaluator counts
+    /// them: each single-node one tried, and the multi-node one found (or the last one
+    /// refused when none was). Single-node moves are left out when a multi-node one was
+    /// found, as Karpenter then tries none.
+    pub moves: Vec<balanced::Move>,
 }
 
 struct Round<'a> {
@@ -157,6 +162,7 @@ struct Round<'a> {
     balanced: BTreeMap<usize, balanced::Totals>,
     /// Why single candidates could not be consolidated (Karpenter reports only those).
     unconsolidatable: Vec<(usize, String)>,
+    moves: Vec<balanced::Move>,
 }
 
 /// Decides this round's disruptions.
@@ -255,10 +261,17 @@ fn decide(
     let open: Vec<&Candidate> =
         consolidatable.iter().copied().filter(|c| left.get(&c.nodepool).is_some_and(|&n| n > 0)).collect();
     let mut plans = Vec::new();
-    plans.extend(round.multi_node(&within));
+    let multi = round.multi_node(&within);
+    let multi_moves = round.moves.len();
+    let found_multi = multi.is_some();
+    plans.extend(multi);
     plans.extend(round.single_node(&open));
+    if found_multi {
+        round.moves.truncate(multi_moves);
+    }
     decision.plan = round.review(plans, &mut decision.rejected);
     decision.evaluated = round.evaluated;
+    decision.moves = std::mem::take(&mut round.moves);
     for (node, why) in std::mem::take(&mut round.unconsolidatable) {
         if !decision.unconsolidatable.iter().any(|(n, _)| *n == node) {
             decision.unconsolidatable.push((node, why));
@@ -509,6 +522,7 @@ impl<'a> Round<'a> {
             evaluated: 0,
             uninitialized,
             balanced,
+            moves: Vec::new(),
             unconsolidatable: Vec::new(),
         }
     }
@@ -662,19 +676,30 @@ impl<'a> Round<'a> {
         }
         let (mut lo, mut hi) = (1usize, cands.len());
         let mut best = None;
+        let mut refused = None;
         while lo <= hi {
             let mid = (lo + hi) / 2;
             let plan = self.consolidate(&cands[..mid], Method::MultiNodeConsolidation);
             let plan = plan.and_then(|p| self.without_same_type(p, &cands[..mid]));
-            match plan.filter(|p| balanced::approves(p, self.snap, &self.balanced)) {
-                Some(p) => {
+            match plan {
+                Some(p) if balanced::approves(&p, self.snap, &self.balanced) => {
                     best = Some(p);
                     lo = mid + 1;
+                }
+                Some(p) => {
+                    refused = Some(p);
+                    hi = mid - 1;
                 }
                 None => hi = mid - 1,
             }
         }
-        best.filter(|p| p.candidates.len() > 1)
+        let best = best.filter(|p| p.candidates.len() > 1);
+        match (&best, refused) {
+            (Some(p), _) => self.moves.extend(balanced::multi_moves(p, self.snap, &self.balanced, true)),
+            (None, Some(p)) => self.moves.extend(balanced::multi_moves(&p, self.snap, &self.balanced, false)),
+            (None, None) => {}
+        }
+        best
     }
 
     /// Karpenter's `filterOutSameInstanceType`: a multi-node replacement that may be one of
@@ -731,8 +756,11 @@ impl<'a> Round<'a> {
             if found.contains_key(&c.nodepool) {
                 continue;
             }
-            let plan = self.consolidate(std::slice::from_ref(c), Method::SingleNodeConsolidation);
-            if let Some(p) = plan.filter(|p| balanced::approves(p, self.snap, &self.balanced)) {
+            let Some(p) = self.consolidate(std::slice::from_ref(c), Method::SingleNodeConsolidation) else { continue };
+            let m = balanced::single_move(&p, self.snap, &self.balanced);
+            let approved = m.as_ref().is_none_or(|m| m.approved);
+            self.moves.extend(m);
+            if approved {
                 order.push(c.nodepool);
                 found.insert(c.nodepool, p);
             }

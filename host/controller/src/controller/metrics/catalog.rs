@@ -71,6 +71,9 @@ pub const DEFAULT_BUCKETS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 
 pub const HALF_DOUBLING_15: &[f64] =
     &[0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0];
 
+/// Karpenter's buckets for a Balanced consolidation score.
+pub const SCORE_BUCKETS: &[f64] = &[0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0];
+
 /// Each control-loop pass's duration.
 pub const PASS_BUCKETS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
 
@@ -177,6 +180,10 @@ catalog! {
         "Replacements that never became ready in disruption commands given up after acting, by decision, reason and consolidation type";
     NODEPOOLS_NODES_CONSUMING_BUDGETS: Gauge, "karpenter_nodepools_nodes_consuming_budgets",
         "Initialized nodes of the NodePool being disrupted or not Ready, which its budgets count as disrupting, by NodePool and reason";
+    CONSOLIDATION_MOVES: Counter, "karpenter_consolidation_moves_total",
+        "Consolidation moves scored, by decision (approved, rejected), NodePool and consolidation policy";
+    CONSOLIDATION_SCORE: Histogram(SCORE_BUCKETS), "karpenter_consolidation_score",
+        "Balanced NodePools' scores of consolidation moves (savings share over disruption share), by decision, NodePool and policy";
     SCHEDULER_UNSCHEDULABLE_PODS: Gauge, "karpenter_scheduler_unschedulable_pods_count",
         "Pods the last provisioning decision found no place for";
     SCHEDULER_PENDING_BY_ZONE: Gauge, "karpenter_scheduler_pending_pods_by_effective_zone_count",
