@@ -6,6 +6,7 @@
 //! a controller on a node in eu-west-1 talks to eu-west-1 without being told.
 
 use crate::call_health::{CallHealth, Watch};
+use crate::sdk_metrics::{Measure, SdkMetrics};
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region};
@@ -77,6 +78,8 @@ pub struct Clients {
     pub eks: aws_sdk_eks::Client,
     /// Whether AWS answers (every client's attempts feed it).
     pub calls: Arc<CallHealth>,
+    /// Every client's calls and attempts, counted and timed.
+    pub sdk: SdkMetrics,
 }
 
 impl Clients {
@@ -115,23 +118,42 @@ impl Clients {
         };
         let calls = Arc::new(CallHealth::default());
         let watch = Watch(calls.clone());
+        let sdk = SdkMetrics::default();
+        let measure = Measure(sdk.clone());
         Ok(Clients {
             region,
             ec2: aws_sdk_ec2::Client::from_conf(
-                aws_sdk_ec2::config::Builder::from(&cfg).interceptor(watch.clone()).build(),
+                aws_sdk_ec2::config::Builder::from(&cfg)
+                    .interceptor(watch.clone())
+                    .interceptor(measure.clone())
+                    .build(),
             ),
             iam: aws_sdk_iam::Client::from_conf(
-                aws_sdk_iam::config::Builder::from(&cfg).interceptor(watch.clone()).build(),
+                aws_sdk_iam::config::Builder::from(&cfg)
+                    .interceptor(watch.clone())
+                    .interceptor(measure.clone())
+                    .build(),
             ),
             ssm: aws_sdk_ssm::Client::from_conf(
-                aws_sdk_ssm::config::Builder::from(&cfg).interceptor(watch.clone()).build(),
+                aws_sdk_ssm::config::Builder::from(&cfg)
+                    .interceptor(watch.clone())
+                    .interceptor(measure.clone())
+                    .build(),
             ),
             sqs: aws_sdk_sqs::Client::from_conf(
-                aws_sdk_sqs::config::Builder::from(&cfg).interceptor(watch.clone()).build(),
+                aws_sdk_sqs::config::Builder::from(&cfg)
+                    .interceptor(watch.clone())
+                    .interceptor(measure.clone())
+                    .build(),
             ),
-            pricing: aws_sdk_pricing::Client::from_conf(pricing_cfg.interceptor(watch.clone()).build()),
-            eks: aws_sdk_eks::Client::from_conf(aws_sdk_eks::config::Builder::from(&cfg).interceptor(watch).build()),
+            pricing: aws_sdk_pricing::Client::from_conf(
+                pricing_cfg.interceptor(watch.clone()).interceptor(measure.clone()).build(),
+            ),
+            eks: aws_sdk_eks::Client::from_conf(
+                aws_sdk_eks::config::Builder::from(&cfg).interceptor(watch).interceptor(measure).build(),
+            ),
             calls,
+            sdk,
         })
     }
 }

@@ -20,6 +20,7 @@ pub mod launch_template;
 pub mod metrics;
 pub mod nodeclass;
 pub mod profile;
+pub mod sdk_metrics;
 pub mod templates;
 pub mod unavailable;
 pub mod userdata;
@@ -220,12 +221,13 @@ impl AwsProvider {
     }
 
     pub fn new(clients: Clients, settings: Settings) -> Self {
+        let metrics = metrics::Metrics::new(&clients.sdk);
         AwsProvider {
             clients,
             settings,
             launch: LaunchSettings::default(),
             unavailable: UnavailableOfferings::default(),
-            metrics: metrics::Metrics::default(),
+            metrics,
             fence: Fence::default(),
             catalog_ttl: CATALOG_TTL,
             catalog: Arc::default(),

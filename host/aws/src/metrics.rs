@@ -1,6 +1,7 @@
 //! The provider's Prometheus series (prometheus-client), rendered by the controller's
 //! `/metrics` beside its own (names as Karpenter's where the meaning is the same).
 
+use crate::sdk_metrics::SdkMetrics;
 use prometheus_client::encoding::prometheus_text;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -57,12 +58,35 @@ pub struct Metrics {
     /// to ids of its own).
     zone_ids: Mutex<BTreeMap<String, String>>,
     registry: Registry,
+    names: Vec<&'static str>,
+}
+
+/// A registry that remembers the names registered in it (an empty family is not rendered,
+/// so the text alone cannot say which families exist).
+#[derive(Default)]
+pub struct Named {
+    registry: Registry,
+    names: Vec<&'static str>,
+}
+
+impl Named {
+    pub fn register(&mut self, name: &'static str, help: &str, metric: impl prometheus_client::registry::Metric) {
+        self.names.push(name);
+        self.registry.register(name, help, metric);
+    }
 }
 
 impl Default for Metrics {
     fn default() -> Self {
+        Metrics::new(&SdkMetrics::default())
+    }
+}
+
+impl Metrics {
+    /// The provider's series, the SDK clients' (`sdk`) among them.
+    pub fn new(sdk: &SdkMetrics) -> Self {
         let userdata_bytes = Family::default();
-        let mut registry = Registry::default();
+        let mut registry = Named::default();
         registry.register(
             USERDATA_BYTES,
             "Bytes of the user data last rendered for an EC2NodeClass (EC2 refuses more than 16 KiB), by NodeClass",
@@ -92,6 +116,8 @@ impl Default for Metrics {
             "Instances TerminateInstances failed to terminate, by zone and zone ID",
             termination_failures.clone(),
         );
+        sdk.register(&mut registry);
+        let Named { registry, names } = registry;
         Metrics {
             userdata_bytes,
             call_duration,
@@ -100,6 +126,7 @@ impl Default for Metrics {
             termination_failures,
             zone_ids: Mutex::default(),
             registry,
+            names,
         }
     }
 }
@@ -155,6 +182,11 @@ impl Metrics {
     /// Counts one instance TerminateInstances failed to terminate.
     pub fn termination_failure(&self, zone: &str) {
         self.termination_failures.get_or_create(&self.zone_labels(zone)).inc();
+    }
+
+    /// Every family's name as registered (a counter's without `_total`).
+    pub fn names(&self) -> &[&'static str] {
+        &self.names
     }
 
     /// The Prometheus text exposition (version 0.0.4) of every series.

@@ -448,6 +448,20 @@ async fn throttled_calls_are_retried_with_backoff() {
         "two throttled attempts and one that reached moto"
     );
     assert!(started.elapsed() >= std::time::Duration::from_millis(50), "retries back off: {:?}", started.elapsed());
+    // The SDK's series, as Karpenter's provider publishes them: one call, three attempts (two
+    // answered 503), two retries.
+    let text = p.metrics.render();
+    let describe = "service=\"EC2\",action=\"DescribeInstances\"";
+    for line in [
+        format!("aws_sdk_go_request_total{{{describe},code=\"200\"}} 1"),
+        format!("aws_sdk_go_request_attempt_total{{{describe},code=\"503\"}} 2"),
+        format!("aws_sdk_go_request_attempt_total{{{describe},code=\"200\"}} 1"),
+        format!("aws_sdk_go_request_duration_seconds_count{{{describe},code=\"200\"}} 1"),
+        format!("aws_sdk_go_request_attempt_duration_seconds_count{{{describe},code=\"503\"}} 2"),
+        format!("aws_sdk_go_request_retry_count_sum{{{describe},code=\"200\"}} 2.0"),
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} missing from\n{text}");
+    }
 
     // More throttles than attempts: a typed error naming the operation and EC2's code.
     let proxy = support::throttle(&moto, 10).await;

@@ -253,6 +253,14 @@ async fn every_dashboard_metric_appears_with_help_and_type() {
     let calls = seen.value("tenon_policy_calls_total{", &["policy=\"default-scoring\"", "hook=\"scoring\""]);
     assert!(calls.is_some_and(|n| n >= 1.0), "the scoring policy was called: {calls:?}");
 
+    // The API clients' series: the API server's and AWS's.
+    let listed = seen.value("client_go_request_duration_seconds_count{", &["verb=\"LIST\"", "kind=\"nodeclaims\""]);
+    assert!(listed.is_some_and(|n| n >= 1.0), "NodeClaims were listed: {listed:?}");
+    assert!(seen.value("client_go_request_total{", &["code=\"201\"", "method=\"POST\""]).is_some());
+    let fleets =
+        seen.value("aws_sdk_go_request_total{", &["service=\"EC2\"", "action=\"CreateFleet\"", "code=\"200\""]);
+    assert!(fleets.is_some_and(|n| n >= 3.0), "each launch is a CreateFleet call: {fleets:?}");
+
     // What the cloud offers and what the NodePool costs.
     let cost = seen.value("karpenter_nodepools_cost_total{", &["nodepool=\"lab-general\""]);
     assert!(cost.is_some_and(|usd| usd > 0.0), "the NodePool's nodes cost something: {cost:?}");

@@ -6,10 +6,13 @@
 //! trying again is safe. Every request gets an answer (or its watch stream starts) within
 //! [`REQUEST_TIMEOUT`], and waits for the client-side rate limit first.
 
+use super::client_metrics::RequestMetricsLayer;
+use super::metrics::Metrics;
 use super::ratelimit::RateLimitLayer;
 use http::{Method, Request, Response};
 use kube::client::Body;
 use kube::client::retry::RetryPolicy;
+use std::sync::Arc;
 use std::time::Duration;
 use tower::BoxError;
 use tower::retry::{Policy, RetryLayer};
@@ -48,12 +51,18 @@ impl<Res> Policy<Request<Body>, Response<Res>, BoxError> for ReadRetry {
     }
 }
 
-/// The controller's client: no built-in retries, reads retried, a timeout, the rate limit.
-pub fn client(config: kube::Config, limit: &RateLimitLayer) -> anyhow::Result<kube::Client> {
-    client_with(config, limit, REQUEST_TIMEOUT)
+/// The controller's client: no built-in retries, reads retried, a timeout, the rate limit,
+/// every request counted and timed in `metrics`.
+pub fn client(config: kube::Config, limit: &RateLimitLayer, metrics: Arc<Metrics>) -> anyhow::Result<kube::Client> {
+    client_with(config, limit, REQUEST_TIMEOUT, metrics)
 }
 
-fn client_with(mut config: kube::Config, limit: &RateLimitLayer, timeout: Duration) -> anyhow::Result<kube::Client> {
+fn client_with(
+    mut config: kube::Config,
+    limit: &RateLimitLayer,
+    timeout: Duration,
+    metrics: Arc<Metrics>,
+) -> anyhow::Result<kube::Client> {
     config.default_retry = false;
     Ok(kube::client::ClientBuilder::try_from(config)?
         // The retry layer resends a request through a clone of the stack beneath it.
@@ -61,6 +70,8 @@ fn client_with(mut config: kube::Config, limit: &RateLimitLayer, timeout: Durati
         .with_layer(&RetryLayer::new(ReadRetry::default()))
         .with_layer(&TimeoutLayer::new(timeout))
         .with_layer(limit)
+        // Outermost, as client-go measures: from the call to the answer, waits included.
+        .with_layer(&RequestMetricsLayer(metrics))
         .build())
 }
 
@@ -75,7 +86,7 @@ mod tests {
 
     fn client_of(emu: &Emulator) -> kube::Client {
         let config = kube::Config::new(emu.url.parse().unwrap());
-        client(config, &RateLimitLayer { qps: 0, burst: 1 }).unwrap()
+        client(config, &RateLimitLayer { qps: 0, burst: 1 }, Arc::default()).unwrap()
     }
 
     #[test]
@@ -114,7 +125,8 @@ mod tests {
         rt().block_on(async {
             let emu = Emulator::start().unwrap();
             let config = kube::Config::new(emu.url.parse().unwrap());
-            let c = client_with(config, &RateLimitLayer { qps: 0, burst: 1 }, Duration::from_millis(300)).unwrap();
+            let limit = RateLimitLayer { qps: 0, burst: 1 };
+            let c = client_with(config, &limit, Duration::from_millis(300), Arc::default()).unwrap();
             emu.set_latency(Duration::from_secs(3));
             let started = std::time::Instant::now();
             let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::namespaced(c, "default");

@@ -6,6 +6,7 @@
 //! `tenon_core::orchestration`, the same state machines the simulator runs. This module is
 //! start-up and the pass; each step lives in its own module.
 
+pub mod client_metrics;
 pub mod client_policy;
 pub mod conditions;
 pub mod consistency;
@@ -149,7 +150,8 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     let limit = ratelimit::RateLimitLayer { qps: settings.kube_client_qps, burst: settings.kube_client_burst };
     // Evictions a PDB refuses (429) are the drain's to back off per pod; a write the server
     // may have stored is its caller's to check: the client retries only reads.
-    let client = client_policy::client(config, &limit)?;
+    let metrics = Arc::new(Metrics::default());
+    let client = client_policy::client(config, &limit, metrics.clone())?;
     let gates = feature_gates(&settings.feature_gates)?;
     let k8s_version = match &settings.kubernetes_version {
         Some(v) => v.clone(),
@@ -190,7 +192,6 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     let fenced = leadership.clone();
     provider.fence = tenon_aws::Fence::new(move || fenced.leading());
     let provider = Arc::new(provider);
-    let metrics = Arc::new(Metrics::default());
     let policies = policies::Policies::new(settings.policy_dir.as_deref(), settings.policy_deadline_ms)?;
     health::serve(
         metrics.clone(),

@@ -499,6 +499,7 @@ mod tests {
             let client = super::super::client_policy::client(
                 config,
                 &super::super::ratelimit::RateLimitLayer { qps: 200, burst: 300 },
+                std::sync::Arc::default(),
             )
             .unwrap();
             let crds: Api<CustomResourceDefinition> = Api::all(client.clone());

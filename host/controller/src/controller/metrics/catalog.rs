@@ -74,6 +74,30 @@ pub const HALF_DOUBLING_15: &[f64] =
 /// Karpenter's buckets for a Balanced consolidation score.
 pub const SCORE_BUCKETS: &[f64] = &[0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0];
 
+/// client-go's request latency buckets: 1 ms growing by half, 20 of them (about 2.2 s last).
+pub const CLIENT_BUCKETS: &[f64] = &[
+    0.001,
+    0.0015,
+    0.0022500000000000003,
+    0.0033750000000000004,
+    0.005062500000000001,
+    0.0075937500000000015,
+    0.011390625000000001,
+    0.017085937500000002,
+    0.025628906250000003,
+    0.03844335937500001,
+    0.057665039062500006,
+    0.08649755859375001,
+    0.129746337890625,
+    0.1946195068359375,
+    0.29192926025390625,
+    0.43789389038085935,
+    0.656840835571289,
+    0.9852612533569336,
+    1.4778918800354004,
+    2.2168378200531005,
+];
+
 /// Each control-loop pass's duration.
 pub const PASS_BUCKETS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
 
@@ -214,6 +238,10 @@ catalog! {
         "Disruption commands given up when re-validated before acting, by consolidation type";
     LEADER_ELECTION_MASTER_STATUS: Gauge, "leader_election_master_status",
         "1 while this replica holds the leader Lease, 0 while it waits, by Lease name (only with leader election)";
+    CLIENT_GO_REQUESTS: Counter, "client_go_request_total",
+        "Requests to the API server, by HTTP status code (<error> without an answer) and method";
+    CLIENT_GO_DURATION: Histogram(CLIENT_BUCKETS), "client_go_request_duration_seconds",
+        "Seconds requests to the API server took to answer (rate-limit waits and read retries included), by verb, group, version, resource (kind) and subresource";
     RECONCILE_TIME: Histogram(RECONCILE_BUCKETS), "controller_runtime_reconcile_time_seconds",
         "Seconds each step of a control-loop pass took, by controller (Karpenter's controller name for the step)";
     RECONCILE_TOTAL: Counter, "controller_runtime_reconcile_total",
