@@ -455,6 +455,34 @@ mod tests {
         assert!(missing.is_empty(), "docs/metrics.md does not list {missing:?}");
     }
 
+    /// Every family of Karpenter v1.14's metrics reference is exposed (by the controller or
+    /// its AWS provider) unless it is a departure `docs/metrics.md` names.
+    #[test]
+    fn every_karpenter_family_is_exposed_or_a_documented_departure() {
+        let reference = include_str!("../../../../../tests/fixtures/karpenter-metrics-reference.tsv");
+        let doc = include_str!("../../../../../docs/metrics.md");
+        let aws = tenon_aws::metrics::Metrics::default();
+        let ours: std::collections::BTreeSet<&str> = CATALOG.iter().map(|f| f.name).collect();
+        let mut rows = 0;
+        for line in reference.lines().filter(|l| !l.starts_with('#')).skip(1) {
+            let cols: Vec<&str> = line.split('\t').collect();
+            let (name, status) = (cols[0], cols[1]);
+            let described = |n: &str| aws.names().contains(&n);
+            let exposed = ours.contains(name) || described(name) || described(name.trim_end_matches("_total"));
+            match status {
+                "exposed" => assert!(exposed, "{name} is listed as exposed but no family has that name"),
+                "departure" => {
+                    assert!(!exposed, "{name} is listed as a departure but is exposed");
+                    assert!(!cols[2].is_empty(), "{name}: a departure says why");
+                    assert!(doc.contains(&format!("`{name}`")), "docs/metrics.md does not name the departure {name}");
+                }
+                other => panic!("{name}: unknown status {other}"),
+            }
+            rows += 1;
+        }
+        assert!(rows >= 120, "the v1.14 reference lists 126 families; the fixture has {rows}");
+    }
+
     #[test]
     fn build_info_is_always_there() {
         let text = Metrics::default().render();
