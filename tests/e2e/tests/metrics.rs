@@ -324,4 +324,10 @@ async fn every_dashboard_metric_appears_with_help_and_type() {
             })
     });
     assert!(transitioned, "no Initialized transition Event on a NodeClaim");
+    let finalized = events.iter().any(|e| {
+        e.involved_object.kind.as_deref() == Some("NodeClaim")
+            && e.reason.as_deref() == Some("Finalized")
+            && e.message.as_deref() == Some("Finalized karpenter.sh/termination")
+    });
+    assert!(finalized, "no Finalized Event on a deleted NodeClaim");
 }

@@ -33,13 +33,15 @@ pub struct Tracked {
     pub deleting_since: Option<i64>,
     /// The kind's extra labels (Karpenter's `WithLabels`: object labels, `/.-` as `_`).
     pub labels: Labels,
+    pub finalizers: Vec<String>,
 }
 
-/// A condition whose status changed between two passes (Karpenter's Event on the object,
-/// reason the condition type).
+/// What operatorpkg announces in an Event on the object: a condition whose status changed
+/// between two passes (reason the condition type), or a finalizer removed (`Finalized`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transition {
     pub name: String,
+    /// The Event's reason.
     pub type_: String,
     pub message: String,
 }
@@ -65,6 +67,7 @@ struct Seen {
     conditions: BTreeMap<String, Cond>,
     deleting_since: Option<i64>,
     labels: Labels,
+    finalizers: Vec<String>,
 }
 
 /// What each kind's objects looked like at the last pass.
@@ -126,16 +129,35 @@ impl StatusTracker {
                 let labels = with(vec![("namespace", String::new()), ("name", o.name.clone())], &o.labels);
                 out.terminating_seconds.push((labels, (now - since).max(0) as f64));
             }
+            if let Some(seen) = seen {
+                finalized(&mut out, &o.name, seen.finalizers.iter().filter(|f| !o.finalizers.contains(f)));
+            }
             let conditions = o.conditions.into_iter().map(|c| (c.type_.clone(), c)).collect();
-            after.insert(o.name, Seen { conditions, deleting_since: o.deleting_since, labels: o.labels });
+            let (deleting_since, labels, finalizers) = (o.deleting_since, o.labels, o.finalizers);
+            after.insert(o.name, Seen { conditions, deleting_since, labels, finalizers });
         }
         for (name, seen) in before {
-            if let (false, Some(since)) = (after.contains_key(&name), seen.deleting_since) {
+            if after.contains_key(&name) {
+                continue;
+            }
+            finalized(&mut out, &name, seen.finalizers.iter());
+            if let Some(since) = seen.deleting_since {
                 out.terminated.push((seen.labels, (now - since).max(0) as f64));
             }
         }
         self.kinds.insert(kind, after);
         out
+    }
+}
+
+/// operatorpkg's `Finalized` Event for each finalizer removed from `name`.
+fn finalized<'a>(out: &mut KindSeries, name: &str, removed: impl Iterator<Item = &'a String>) {
+    for f in removed {
+        out.events.push(Transition {
+            name: name.to_string(),
+            type_: "Finalized".into(),
+            message: format!("Finalized {f}"),
+        });
     }
 }
 
@@ -164,6 +186,7 @@ pub fn tracked(meta: &ObjectMeta, conditions: &[Condition], extra: &[(&'static s
             .collect(),
         deleting_since: meta.deletion_timestamp.as_ref().map(seconds),
         labels: extra.iter().map(|(name, key)| label(meta, name, key)).collect(),
+        finalizers: meta.finalizers.clone().unwrap_or_default(),
     }
 }
 
@@ -194,6 +217,7 @@ pub fn tracked_node(node: &Node) -> Tracked {
             .collect(),
         deleting_since: node.metadata.deletion_timestamp.as_ref().map(seconds),
         labels: extra.iter().map(|(name, key)| label(&node.metadata, name, key)).collect(),
+        finalizers: node.metadata.finalizers.clone().unwrap_or_default(),
     }
 }
 
@@ -261,7 +285,13 @@ mod tests {
     }
 
     fn tracked(name: &str, conditions: Vec<Cond>, deleting_since: Option<i64>) -> Tracked {
-        Tracked { name: name.into(), conditions, deleting_since, labels: vec![("karpenter_sh_nodepool", "p".into())] }
+        Tracked {
+            name: name.into(),
+            conditions,
+            deleting_since,
+            labels: vec![("karpenter_sh_nodepool", "p".into())],
+            finalizers: vec![],
+        }
     }
 
     fn has(l: &Labels, k: &str, v: &str) -> bool {
@@ -328,5 +358,21 @@ mod tests {
         assert!(s.terminated.is_empty(), "observed once");
         assert!(t.observe("nodepool", vec![tracked("b", vec![], None)], 280).terminated.is_empty());
         assert!(t.observe("nodepool", vec![], 290).terminated.is_empty(), "gone without deletion seen: not timed");
+    }
+
+    #[test]
+    fn each_finalizer_removed_is_announced_once_gone_or_not() {
+        let mut t = StatusTracker::default();
+        let with_finalizers = |names: &[&str]| {
+            let mut o = tracked("a", vec![], Some(100));
+            o.finalizers = names.iter().map(|f| f.to_string()).collect();
+            o
+        };
+        let fin = |s: &KindSeries| s.events.iter().map(|e| (e.type_.clone(), e.message.clone())).collect::<Vec<_>>();
+        assert!(t.observe("nodeclaim", vec![with_finalizers(&["x/a", "x/b"])], 100).events.is_empty());
+        let s = t.observe("nodeclaim", vec![with_finalizers(&["x/b"])], 101);
+        assert_eq!(fin(&s), vec![("Finalized".to_string(), "Finalized x/a".to_string())]);
+        let s = t.observe("nodeclaim", vec![], 102);
+        assert_eq!(fin(&s), vec![("Finalized".to_string(), "Finalized x/b".to_string())], "gone with it");
     }
 }
