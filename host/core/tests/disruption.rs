@@ -724,20 +724,25 @@ fn multi_node_consolidation_deletes_rather_than_replace_with_a_candidates_own_ty
 /// Karpenter's `Balanced` policy: a replacement that saves little while moving many pods is
 /// not worth it (WhenEmptyOrUnderutilized takes it); deleting a node whose one pod fits
 /// elsewhere is.
-#[test]
-fn a_balanced_nodepool_takes_only_moves_worth_their_disruption() {
+/// Four gp.xlarge nodes: n0 with ten small pods (a cheaper arm.xlarge would hold them, saving
+/// 10%), the others one big pod each.
+fn four_xlarge_nodes() -> ClusterSnapshot {
     let mut s = cluster(T0 + 60 * MIN);
     for i in 0..4 {
         s.nodes.push(managed(&format!("n{i}"), "general", "gp.xlarge", "zone-a", T0));
     }
-    // n0: ten small pods (a cheaper arm.xlarge would hold them, saving 10%); the others one
-    // big pod each.
     for p in 0..10 {
         s.pods.push(bound(&format!("small-{p}"), "n0", 1000, 1));
     }
     for i in 1..4 {
         s.pods.push(bound(&format!("big-{i}"), &format!("n{i}"), 15_000, 1));
     }
+    s
+}
+
+#[test]
+fn a_balanced_nodepool_takes_only_moves_worth_their_disruption() {
+    let mut s = four_xlarge_nodes();
     let plan = decide(&s).plan.expect("WhenEmptyOrUnderutilized replaces n0");
     assert_eq!(plan.replacements.len(), 1, "{}", plan.reason);
     s.nodepools[0].disruption.consolidation_policy = tenon_core::model::ConsolidationPolicy::Balanced;
@@ -819,16 +824,7 @@ fn nodes_consuming_a_nodepools_budget_are_the_disrupting_and_the_not_ready() {
 #[test]
 fn each_scored_consolidation_move_is_reported_with_its_decision_and_score() {
     use tenon_core::model::ConsolidationPolicy;
-    let mut s = cluster(T0 + 60 * MIN);
-    for i in 0..4 {
-        s.nodes.push(managed(&format!("n{i}"), "general", "gp.xlarge", "zone-a", T0));
-    }
-    for p in 0..10 {
-        s.pods.push(bound(&format!("small-{p}"), "n0", 1000, 1));
-    }
-    for i in 1..4 {
-        s.pods.push(bound(&format!("big-{i}"), &format!("n{i}"), 15_000, 1));
-    }
+    let mut s = four_xlarge_nodes();
     let d = decide(&s);
     assert!(!d.moves.is_empty());
     for m in &d.moves {
