@@ -228,7 +228,7 @@ fn cross_check(docs: &mut [Doc]) {
 /// there, match a pinned digest, load, and implement the world of the hook that names it.
 fn check_policies(docs: &mut [Doc], dir: &Path) -> anyhow::Result<()> {
     use tenon_policy::adapters::Hook;
-    use tenon_policy::cluster::{annotation, wrong_world};
+    use tenon_policy::cluster::{annotation, refused_config, wrong_world};
     use tenon_policy::{PolicyEngine, PolicyError, PolicyStore};
     let store = PolicyStore::new(dir, PolicyEngine::new(tenon_policy::Limits::default(), None)?);
     for doc in docs.iter_mut() {
@@ -236,9 +236,9 @@ fn check_policies(docs: &mut [Doc], dir: &Path) -> anyhow::Result<()> {
         let annotations = np.metadata.annotations.clone().unwrap_or_default();
         let (parsed, _) = tenon_api::policy::NodePoolPolicies::from_annotations(&annotations);
         for (hook, named) in [
-            (Hook::Scoring, parsed.scoring),
-            (Hook::Consolidation, parsed.consolidation),
-            (Hook::Budget, parsed.disruption),
+            (Hook::Scoring, &parsed.scoring),
+            (Hook::Consolidation, &parsed.consolidation),
+            (Hook::Budget, &parsed.disruption),
         ] {
             let Some(r) = named else { continue };
             let key = annotation(hook);
@@ -248,9 +248,19 @@ fn check_policies(docs: &mut [Doc], dir: &Path) -> anyhow::Result<()> {
                 message,
                 hint: hint.to_string(),
             };
-            let found = match store.resolve(&r) {
-                Ok(policy) => wrong_world(hook, &policy)
-                    .map(|m| problem(Severity::Error, m, "each annotation takes a policy of its own kind")),
+            let found = match store.resolve(r) {
+                Ok(policy) => match wrong_world(hook, &policy) {
+                    Some(m) => Some(problem(Severity::Error, m, "each annotation takes a policy of its own kind")),
+                    None => {
+                        let (config, from) = parsed.config_for(hook.annotated());
+                        refused_config(&policy, config, from).map(|m| Problem {
+                            severity: Severity::Error,
+                            path: format!("metadata.annotations.{}", from.unwrap_or(key)),
+                            message: m,
+                            hint: "fix the configuration the policy's documentation describes".to_string(),
+                        })
+                    }
+                },
                 Err(e @ PolicyError::NotFound { .. }) => Some(problem(
                     Severity::Warning,
                     e.to_string(),

@@ -117,7 +117,9 @@ fn inspect(wasm: &Path, json: bool) -> anyhow::Result<u8> {
     let engine = PolicyEngine::new(Limits::default(), None)?;
     let (p, _) =
         engine.load(&wasm.file_stem().and_then(|s| s.to_str()).unwrap_or("policy").replace('_', "-"), &bytes)?;
-    let world = format!("tenon:policy/{}@0.1.0", p.world.as_str());
+    // A component exporting `validate-config` implements contract 0.2.0.
+    let version = if p.validates_config() { "0.2.0" } else { "0.1.0" };
+    let world = format!("tenon:policy/{}@{version}", p.world.as_str());
     let pin = format!("{}@sha256:{}", p.name, p.sha256);
     if json {
         let report = serde_json::json!({

@@ -170,3 +170,49 @@ fn every_gallery_scenario_shows_its_effect() {
         assert!(effect(a, b), "{name}: expected {what}; default {}, {name} {}", summary(a), summary(b));
     }
 }
+
+/// `tenon check` with a policy store asks each policy (contract 0.2.0) whether it accepts the
+/// configuration the NodePool gives it, before anything is applied.
+#[test]
+fn check_asks_each_policy_about_its_configuration() {
+    let np = std::fs::read_to_string(repo().join("examples/seeds/lab-general/nodepool-lab-general.yaml")).unwrap();
+    let annotated = |config: &str| {
+        np.replacen(
+            "  name: lab-general\n",
+            &format!(
+                "  name: lab-general\n  annotations:\n    tenon.dev/disruption-policy: business-hours\n    tenon.dev/disruption-config: '{config}'\n"
+            ),
+            1,
+        )
+    };
+    let dir = std::env::temp_dir().join(format!("tenon-check-configs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("nodepool.yaml");
+    let store = built().display().to_string();
+    let check = |config: &str| {
+        std::fs::write(&file, annotated(config)).unwrap();
+        let o = tenon(&["check", "--policy-dir", &store, file.to_str().unwrap()]);
+        (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let (code, text) =
+        check(r#"{"timeZone": "Mars/Olympus", "businessHours": {"days": ["mon"], "start": "09:00", "end": "18:00"}}"#);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("metadata.annotations.tenon.dev/disruption-config: tenon.dev/disruption-config: policy business-hours refuses its configuration: config: timeZone: unknown time zone \"Mars/Olympus\""),
+        "{text}"
+    );
+    let (code, text) = check(
+        r#"{"timeZone": "Australia/Sydney", "businessHours": {"days": ["mon"], "start": "09:00", "end": "18:00"}}"#,
+    );
+    assert_eq!(code, Some(0), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn inspect_names_the_contract_version_a_policy_implements() {
+    let wasm = built().join("business_hours.wasm");
+    let o = tenon(&["policy", "inspect", wasm.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("world:   tenon:policy/disruption-budget@0.2.0"), "{text}");
+    assert!(text.contains("tenon:policy/time@0.2.0"), "the host's time zones imported: {text}");
+}

@@ -91,6 +91,19 @@ pub fn annotation(hook: Hook) -> &'static str {
 }
 
 /// Why `policy` cannot serve `hook`: it implements another world.
+/// Why `policy` refuses the configuration it would be given (`from`: the annotation it comes
+/// from, `None` when there is none), asked through its `validate-config` (contract 0.2.0).
+pub fn refused_config(policy: &LoadedPolicy, config: &str, from: Option<&str>) -> Option<String> {
+    let e = policy.validate_config(config, 0).err()?;
+    let source = from.unwrap_or("no configuration annotation");
+    Some(match e.kind {
+        FailureKind::PolicyError => {
+            format!("{source}: policy {} refuses its configuration: {}", policy.name, e.message)
+        }
+        _ => format!("{source}: policy {}'s validate-config failed ({}): {}", policy.name, e.kind.as_str(), e.message),
+    })
+}
+
 pub fn wrong_world(hook: Hook, policy: &LoadedPolicy) -> Option<String> {
     let found = Hook::of(policy.world);
     (found != hook).then(|| {
@@ -226,7 +239,11 @@ impl ClusterPolicies {
                     (None, None) => Err(format!("{key}: cannot read {written:?}")),
                     (None, Some(r)) => load(r)
                         .map_err(|e| format!("{key}: {e}"))
-                        .and_then(|policy| wrong_world(hook, &policy).map_or(Ok(policy), Err)),
+                        .and_then(|policy| wrong_world(hook, &policy).map_or(Ok(policy), Err))
+                        .and_then(|policy| {
+                            let (config, from) = parsed.config_for(hook.annotated());
+                            refused_config(&policy, config, from).map_or(Ok(policy), Err)
+                        }),
                 };
                 match used {
                     Ok(policy) => p.set(hook, out.bind(policy, &ctx(hook), mode)),

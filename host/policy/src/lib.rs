@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod policy;
 pub mod sandbox;
 pub mod store;
+pub mod time;
 mod wasi;
 
 pub use engine::PolicyEngine;

@@ -61,6 +61,8 @@ pub struct LoadedPolicy {
     pre: InstancePre<CallState>,
     /// The world's function (`rank`, `review` or `allowed`).
     func: ComponentExportIndex,
+    /// Contract 0.2.0's `validate-config`, when the component exports it.
+    validate: Option<ComponentExportIndex>,
 }
 
 fn load_err(e: wasmtime::Error) -> PolicyError {
@@ -87,6 +89,7 @@ impl LoadedPolicy {
     ) -> Result<Self, PolicyError> {
         let mut linker: Linker<CallState> = Linker::new(&engine.shared.engine);
         crate::wasi::link(&mut linker).map_err(load_err)?;
+        crate::time::link(&mut linker).map_err(load_err)?;
         let pre = linker.instantiate_pre(component).map_err(|e| {
             let unlinked: Vec<&String> = imports
                 .iter()
@@ -94,15 +97,17 @@ impl LoadedPolicy {
                     !["wasi:cli/", "wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:filesystem/"]
                         .iter()
                         .any(|p| i.starts_with(p))
+                        && i.as_str() != crate::time::INTERFACE
                 })
                 .collect();
             if unlinked.is_empty() {
                 load_err(e)
             } else {
                 PolicyError::Load(format!(
-                    "the component imports {}; a policy may import only {}",
+                    "the component imports {}; a policy may import only {} and {}",
                     unlinked.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
-                    crate::wasi::LINKED
+                    crate::wasi::LINKED,
+                    crate::time::INTERFACE
                 ))
             }
         })?;
@@ -112,7 +117,8 @@ impl LoadedPolicy {
             .and_then(|iface| component.get_export_index(None, iface))
             .and_then(|iface| component.get_export_index(Some(&iface), function))
             .ok_or_else(|| PolicyError::Load(format!("the component exports no `{function}` function")))?;
-        Ok(LoadedPolicy { name: name.to_string(), sha256, world, exports, imports, engine, pre, func })
+        let validate = component.get_export_index(None, "validate-config");
+        Ok(LoadedPolicy { name: name.to_string(), sha256, world, exports, imports, engine, pre, func, validate })
     }
 
     fn store(&self, now: i64) -> Store<CallState> {
@@ -135,7 +141,7 @@ impl LoadedPolicy {
         )
     }
 
-    /// One call: instantiate, call, and `read` the answer.
+    /// One call of the world's function: instantiate, call, and `read` the answer.
     fn call<P, R, T>(
         &self,
         want: World,
@@ -150,6 +156,33 @@ impl LoadedPolicy {
         if self.world != want {
             return Err(self.wrong_world(want));
         }
+        self.call_export(&self.func, params, now, read)
+    }
+
+    /// Whether the policy accepts `config` (a hook's configuration JSON): its
+    /// `validate-config` answer (contract 0.2.0), or Ok for a policy that has none (0.1.0).
+    pub fn validate_config(&self, config: &str, now: i64) -> Result<(), Failure> {
+        let Some(validate) = &self.validate else { return Ok(()) };
+        self.call_export(validate, (config,), now, |(out,): Answer<()>| out.map_err(|m| policy_error(capped(&m))))
+    }
+
+    /// Whether the component exports `validate-config` (contract 0.2.0).
+    pub fn validates_config(&self) -> bool {
+        self.validate.is_some()
+    }
+
+    /// One call of export `func`, under the deadline and limits.
+    fn call_export<P, R, T>(
+        &self,
+        func: &ComponentExportIndex,
+        params: P,
+        now: i64,
+        read: impl FnOnce(R) -> Result<T, Failure>,
+    ) -> Result<T, Failure>
+    where
+        P: ComponentNamedList + Lower + Send + Sync,
+        R: ComponentNamedList + Lift + Send + Sync + 'static,
+    {
         let mut store = self.store(now);
         let deadline_ms = self.engine.limits.deadline_ms;
         let until = Instant::now() + guard(deadline_ms);
@@ -157,7 +190,7 @@ impl LoadedPolicy {
             let store = &mut store;
             let call = async move {
                 let instance = self.pre.instantiate_async(&mut *store).await?;
-                let f = instance.get_typed_func::<P, R>(&mut *store, &self.func)?;
+                let f = instance.get_typed_func::<P, R>(&mut *store, func)?;
                 f.call_async(&mut *store, params).await
             };
             catch_unwind(AssertUnwindSafe(|| deadline::run_until(call, until)))

@@ -131,3 +131,54 @@ fn a_bad_hook_config_spoils_only_its_hook() {
     assert!(problems[0].1.starts_with("tenon.dev/policy-config"), "{problems:?}");
     assert_eq!(set.budget_rule("lab-general").name(), "business-hours");
 }
+
+/// Contract 0.2.0: a configuration the policy's `validate-config` refuses is a problem of the
+/// NodePool as soon as it is resolved (the controller's `PolicyHealthy=False` and Event), with
+/// the policy's own words, and the hook fails safe before any decision.
+#[test]
+fn a_configuration_the_policy_refuses_is_a_problem_at_resolution() {
+    let mars = r#"{"timeZone": "Mars/Olympus", "businessHours": {"days": ["mon"], "start": "09:00", "end": "18:00"}}"#;
+    let (set, problems) = resolve(&[
+        ("tenon.dev/scoring-policy", "amd-first"),
+        ("tenon.dev/scoring-config", AMD_FIRST),
+        ("tenon.dev/disruption-policy", "business-hours"),
+        ("tenon.dev/disruption-config", mars),
+    ]);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let why = &problems[0].1;
+    assert!(
+        why.starts_with("tenon.dev/disruption-config: policy business-hours refuses its configuration: config: timeZone: unknown time zone \"Mars/Olympus\""),
+        "{why}"
+    );
+    let (_, why) = decide(&set);
+    assert!(why.contains("zero disruptions") || why.contains("no disruption"), "the hook fails safe: {why}");
+    assert!(why.contains("Mars/Olympus"), "and says why: {why}");
+    assert!(set.take_failures().iter().all(|f| f.hook != "scoring"), "the scoring hook is unaffected");
+
+    // A negative premium: refused by amd-first's own check, named by its field.
+    let (_, problems) = resolve(&[
+        ("tenon.dev/scoring-policy", "amd-first"),
+        ("tenon.dev/scoring-config", r#"{"maxPremiumPercent": -5}"#),
+    ]);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].1.contains("maxPremiumPercent must be a non-negative percentage, got -5"), "{problems:?}");
+}
+
+/// A policy built against contract 0.1.0 (the default bundle) has no `validate-config`: it
+/// loads and is resolved as before; a 0.2.0 one (the gallery) exports it and may import the
+/// host's time zones.
+#[test]
+fn policies_of_both_contract_versions_load() {
+    let bundle = PolicyStore::new(bundle_dir(), PolicyEngine::new(Limits::default(), Some(cache_dir())).unwrap());
+    for name in ["default-scoring", "default-consolidation", "default-budget"] {
+        let p = bundle.resolve(&tenon_api::policy::PolicyRef::parse(name).unwrap()).unwrap();
+        assert!(!p.validates_config(), "{name} is built against 0.1.0");
+        assert!(p.exports.iter().all(|e| !e.contains("@0.2")), "{name}: {:?}", p.exports);
+        assert_eq!(p.validate_config("not even JSON", 0), Ok(()), "nothing to ask a 0.1.0 policy");
+    }
+    let gallery = store();
+    let p = gallery.resolve(&tenon_api::policy::PolicyRef::parse("business-hours").unwrap()).unwrap();
+    assert!(p.validates_config());
+    assert!(p.imports.iter().any(|i| i == tenon_policy::time::INTERFACE), "{:?}", p.imports);
+    assert!(p.validate_config(BUSINESS_HOURS, 0).is_ok());
+}

@@ -17,8 +17,35 @@
 //! Build with `cargo build --target wasm32-wasip2 --release`; the `.wasm` in
 //! `target/wasm32-wasip2/release/` is the policy.
 
+/// A policy's check of its configuration, before any decision (contract 0.2.0, the `v0-2`
+/// feature): the host calls it when the policy is resolved for a NodePool, so a bad
+/// configuration shows on the NodePool (`PolicyHealthy=False` and an Event) when it is
+/// applied. The default accepts anything; a policy that reads a configuration should parse
+/// and check it here, with the same function its decisions use.
+pub trait Config {
+    fn validate_config(config: &str) -> Result<(), String> {
+        let _ = config;
+        Ok(())
+    }
+}
+
+/// Implements a world's generated `config` export for every [`Config`].
+#[cfg(feature = "v0-2")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! validate_config_from {
+    ($guest:path) => {
+        impl<T: $crate::Config> $guest for T {
+            fn validate_config(config: String) -> Result<(), String> {
+                <T as $crate::Config>::validate_config(&config)
+            }
+        }
+    };
+}
+
 /// The `scorer` world: rank the offerings of a new NodeClaim.
 pub mod scorer {
+    #[cfg(not(feature = "v0-2"))]
     wit_bindgen::generate!({
         path: "../../wit",
         world: "scorer",
@@ -26,8 +53,35 @@ pub mod scorer {
         export_macro_name: "export_scorer",
         default_bindings_module: "tenon_policy_sdk::scorer",
     });
-    pub use self::exports::tenon::policy::scoring::{Guest, InstanceType, Offering, ScoringInput, TypeLabel};
-    pub use self::tenon::policy::types::{Label, Nodepool, Resources};
+    #[cfg(not(feature = "v0-2"))]
+    pub use self::{exports::tenon::policy::scoring, tenon::policy::types};
+    /// Contract 0.2.0's bindings: the world's own `Guest` (`validate-config`) apart from the
+    /// decision interface's.
+    #[cfg(feature = "v0-2")]
+    #[doc(hidden)]
+    pub mod bindings {
+        wit_bindgen::generate!({
+            path: "../../wit/v0.2.0",
+            world: "scorer",
+            pub_export_macro: true,
+            export_macro_name: "export_scorer",
+            default_bindings_module: "tenon_policy_sdk::scorer::bindings",
+            generate_all,
+        });
+        crate::validate_config_from!(Guest);
+    }
+    #[cfg(feature = "v0-2")]
+    pub use self::bindings::{export_scorer, exports::tenon::policy0_1_0::scoring, tenon::policy0_1_0::types};
+
+    /// Seconds east of UTC in `zone` (an IANA name such as `Australia/Sydney`, `UTC`, or an
+    /// offset such as `+08:00`) at Unix time `unix_seconds`, from the host's time-zone
+    /// database; an error names an unknown zone.
+    #[cfg(feature = "v0-2")]
+    pub fn utc_offset(zone: &str, unix_seconds: i64) -> Result<i32, String> {
+        bindings::tenon::policy0_2_0::time::utc_offset(zone, unix_seconds)
+    }
+    pub use scoring::{Guest, InstanceType, Offering, ScoringInput, TypeLabel};
+    pub use types::{Label, Nodepool, Resources};
 
     impl ScoringInput {
         /// The value of label `key` on instance type `index` (`karpenter.k8s.aws/instance-family`).
@@ -56,6 +110,7 @@ pub mod scorer {
 
 /// The `consolidator` world: order and approve consolidation plans.
 pub mod consolidator {
+    #[cfg(not(feature = "v0-2"))]
     wit_bindgen::generate!({
         path: "../../wit",
         world: "consolidator",
@@ -63,14 +118,42 @@ pub mod consolidator {
         export_macro_name: "export_consolidator",
         default_bindings_module: "tenon_policy_sdk::consolidator",
     });
-    pub use self::exports::tenon::policy::consolidation::{
-        Candidate, ConsolidationInput, Guest, Method, Plan, PlanReview, Replacement, Verdict,
+    #[cfg(not(feature = "v0-2"))]
+    pub use self::{exports::tenon::policy::consolidation, tenon::policy::types};
+    /// Contract 0.2.0's bindings: the world's own `Guest` (`validate-config`) apart from the
+    /// decision interface's.
+    #[cfg(feature = "v0-2")]
+    #[doc(hidden)]
+    pub mod bindings {
+        wit_bindgen::generate!({
+            path: "../../wit/v0.2.0",
+            world: "consolidator",
+            pub_export_macro: true,
+            export_macro_name: "export_consolidator",
+            default_bindings_module: "tenon_policy_sdk::consolidator::bindings",
+            generate_all,
+        });
+        crate::validate_config_from!(Guest);
+    }
+    #[cfg(feature = "v0-2")]
+    pub use self::bindings::{
+        export_consolidator, exports::tenon::policy0_1_0::consolidation, tenon::policy0_1_0::types,
     };
-    pub use self::tenon::policy::types::{Label, Nodepool};
+
+    /// Seconds east of UTC in `zone` (an IANA name such as `Australia/Sydney`, `UTC`, or an
+    /// offset such as `+08:00`) at Unix time `unix_seconds`, from the host's time-zone
+    /// database; an error names an unknown zone.
+    #[cfg(feature = "v0-2")]
+    pub fn utc_offset(zone: &str, unix_seconds: i64) -> Result<i32, String> {
+        bindings::tenon::policy0_2_0::time::utc_offset(zone, unix_seconds)
+    }
+    pub use consolidation::{Candidate, ConsolidationInput, Guest, Method, Plan, PlanReview, Replacement, Verdict};
+    pub use types::{Label, Nodepool};
 }
 
 /// The `disruption-budget` world: how many nodes may be disrupted now.
 pub mod budget {
+    #[cfg(not(feature = "v0-2"))]
     wit_bindgen::generate!({
         path: "../../wit",
         world: "disruption-budget",
@@ -78,8 +161,35 @@ pub mod budget {
         export_macro_name: "export_budget",
         default_bindings_module: "tenon_policy_sdk::budget",
     });
-    pub use self::exports::tenon::policy::budgets::{Allowance, Budget, BudgetInput, BudgetNodes, Guest, Reason};
-    pub use self::tenon::policy::types::{Label, Nodepool};
+    #[cfg(not(feature = "v0-2"))]
+    pub use self::{exports::tenon::policy::budgets, tenon::policy::types};
+    /// Contract 0.2.0's bindings: the world's own `Guest` (`validate-config`) apart from the
+    /// decision interface's.
+    #[cfg(feature = "v0-2")]
+    #[doc(hidden)]
+    pub mod bindings {
+        wit_bindgen::generate!({
+            path: "../../wit/v0.2.0",
+            world: "disruption-budget",
+            pub_export_macro: true,
+            export_macro_name: "export_budget",
+            default_bindings_module: "tenon_policy_sdk::budget::bindings",
+            generate_all,
+        });
+        crate::validate_config_from!(Guest);
+    }
+    #[cfg(feature = "v0-2")]
+    pub use self::bindings::{export_budget, exports::tenon::policy0_1_0::budgets, tenon::policy0_1_0::types};
+
+    /// Seconds east of UTC in `zone` (an IANA name such as `Australia/Sydney`, `UTC`, or an
+    /// offset such as `+08:00`) at Unix time `unix_seconds`, from the host's time-zone
+    /// database; an error names an unknown zone.
+    #[cfg(feature = "v0-2")]
+    pub fn utc_offset(zone: &str, unix_seconds: i64) -> Result<i32, String> {
+        bindings::tenon::policy0_2_0::time::utc_offset(zone, unix_seconds)
+    }
+    pub use budgets::{Allowance, Budget, BudgetInput, BudgetNodes, Guest, Reason};
+    pub use types::{Label, Nodepool};
 
     /// Karpenter's answer for `input`: the most restrictive active budget that applies to the
     /// reason, percentages rounded up, minus nodes already disrupting; anything invalid allows
@@ -122,13 +232,16 @@ pub mod budget {
     }
 }
 
-/// Local time for policies. The sandbox has no tz database, so zones come from a small table
-/// with the EU and US daylight-saving rules, or as fixed offsets.
+/// Calendar helpers for policies. With contract 0.1.0 the sandbox has no time-zone database,
+/// so [`time::utc_offset`] knows a small table of zones (EU and US daylight-saving rules) and
+/// fixed offsets; with 0.2.0 (the `v0-2` feature) each world's `utc_offset` asks the host's
+/// database instead, and the table is gone.
 pub mod time {
     pub const DAY: i64 = 86_400;
     /// Weekday names by [`weekday`] number.
     pub const WEEKDAYS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 
+    #[cfg(not(feature = "v0-2"))]
     #[derive(Clone, Copy)]
     enum Dst {
         No,
@@ -137,6 +250,7 @@ pub mod time {
     }
 
     /// Minutes east of UTC in winter, and the daylight-saving rule.
+    #[cfg(not(feature = "v0-2"))]
     const ZONES: &[(&str, i64, Dst)] = &[
         ("UTC", 0, Dst::No),
         ("Europe/London", 0, Dst::Eu),
@@ -157,6 +271,7 @@ pub mod time {
     ];
 
     /// The zone names [`utc_offset`] knows.
+    #[cfg(not(feature = "v0-2"))]
     pub fn zones() -> impl Iterator<Item = &'static str> {
         ZONES.iter().map(|z| z.0)
     }
@@ -189,6 +304,7 @@ pub mod time {
         ((0..24).contains(&h) && (0..60).contains(&m) || (h, m) == (24, 0)).then_some(h * 60 + m)
     }
 
+    #[cfg(not(feature = "v0-2"))]
     fn sunday_on_or_after(y: i64, m: i64, d: i64) -> i64 {
         let day = days_from_civil(y, m, d);
         day + (7 - weekday(day) as i64) % 7
@@ -196,6 +312,7 @@ pub mod time {
 
     /// Minutes east of UTC at Unix time `t` in `zone`: a name from [`zones`] or a fixed
     /// offset (`+08:00`, `-05:30`). None when the zone is unknown.
+    #[cfg(not(feature = "v0-2"))]
     pub fn utc_offset(zone: &str, t: i64) -> Option<i64> {
         if let Some(rest) = zone.strip_prefix('+') {
             return parse_hhmm(rest).filter(|m| *m <= 14 * 60);

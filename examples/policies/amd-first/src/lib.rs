@@ -19,12 +19,23 @@ struct Config {
     max_premium_percent: f64,
 }
 
+fn settings(json: &str) -> Result<Config, String> {
+    let cfg: Config = tenon_policy_sdk::config(json)?;
+    non_negative("maxPremiumPercent", cfg.max_premium_percent, "percentage")?;
+    Ok(cfg)
+}
+
 struct AmdFirst;
+
+impl tenon_policy_sdk::Config for AmdFirst {
+    fn validate_config(config: &str) -> Result<(), String> {
+        settings(config).map(drop)
+    }
+}
 
 impl Guest for AmdFirst {
     fn rank(input: ScoringInput) -> Result<Vec<f64>, String> {
-        let cfg: Config = tenon_policy_sdk::config(&input.nodepool.config)?;
-        non_negative("maxPremiumPercent", cfg.max_premium_percent, "percentage")?;
+        let cfg = settings(&input.nodepool.config)?;
         let is_amd: Vec<bool> =
             input.offerings.iter().map(|o| input.label(o.instance_type, MANUFACTURER) == Some("amd")).collect();
         let cheapest = input.offerings.iter().map(|o| o.price).reduce(f64::min);

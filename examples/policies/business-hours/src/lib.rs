@@ -6,12 +6,13 @@
 //! `tenon.dev/disruption-config`:
 //! `{"timeZone": "Europe/Berlin", "businessHours": {"days": ["mon", "tue", "wed", "thu", "fri"],
 //!   "start": "09:00", "end": "18:00"}, "holidays": ["2026-12-24"], "night": {"start": "22:00", "end": "06:00"}}`
-//! `timeZone`: a zone the SDK knows (EU and US daylight saving) or a fixed offset (`+08:00`).
+//! `timeZone`: an IANA zone (`Europe/Berlin`, `Australia/Sydney`), whose daylight saving the
+//! host's time-zone database knows (contract 0.2.0), or a fixed offset (`+08:00`).
 //! `night` defaults to 22:00-06:00. A holiday is outside business hours all day.
 
 use serde::Deserialize;
-use tenon_policy_sdk::budget::{Allowance, BudgetInput, Guest, Reason, karpenter};
-use tenon_policy_sdk::time::{DAY, WEEKDAYS, parse_date, parse_hhmm, utc_offset, weekday, zones};
+use tenon_policy_sdk::budget::{Allowance, BudgetInput, Guest, Reason, karpenter, utc_offset};
+use tenon_policy_sdk::time::{DAY, WEEKDAYS, parse_date, parse_hhmm, weekday};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -50,31 +51,49 @@ fn within((from, to): (i64, i64), minute: i64) -> bool {
     if from <= to { from <= minute && minute < to } else { minute >= from || minute < to }
 }
 
+/// The configuration, checked: windows in minutes after midnight, days and holidays as numbers.
+struct Settings {
+    cfg: Config,
+    open: (i64, i64),
+    days: Vec<usize>,
+    night: (i64, i64),
+    holidays: Vec<i64>,
+}
+
+/// Seconds east of UTC in the configured zone at `now`.
+fn offset(zone: &str, now: i64) -> Result<i64, String> {
+    utc_offset(zone, now).map(i64::from).map_err(|e| format!("config: timeZone: {e}"))
+}
+
+fn settings(json: &str) -> Result<Settings, String> {
+    let cfg: Config = tenon_policy_sdk::config(json)?;
+    let open = span("businessHours", &cfg.business_hours)?;
+    let days = cfg.business_hours.days.iter().map(|d| {
+        WEEKDAYS.iter().position(|w| w.eq_ignore_ascii_case(d)).ok_or_else(|| bad("businessHours.days", "sun..sat", d))
+    });
+    let days = days.collect::<Result<Vec<usize>, String>>()?;
+    if days.is_empty() {
+        return Err("config: businessHours.days must name at least one day (mon..sun)".into());
+    }
+    let night = cfg.night.as_ref().map_or(Ok((22 * 60, 6 * 60)), |w| span("night", w))?;
+    let holidays = cfg.holidays.iter().map(|h| parse_date(h).ok_or_else(|| bad("holidays[]", "YYYY-MM-DD", h)));
+    let holidays = holidays.collect::<Result<Vec<i64>, String>>()?;
+    Ok(Settings { cfg, open, days, night, holidays })
+}
+
 struct BusinessHours;
+
+impl tenon_policy_sdk::Config for BusinessHours {
+    fn validate_config(config: &str) -> Result<(), String> {
+        let s = settings(config)?;
+        offset(&s.cfg.time_zone, 0).map(drop)
+    }
+}
 
 impl Guest for BusinessHours {
     fn allowed(input: BudgetInput) -> Result<Allowance, String> {
-        let cfg: Config = tenon_policy_sdk::config(&input.nodepool.config)?;
-        let east = utc_offset(&cfg.time_zone, input.now).ok_or_else(|| {
-            let known = zones().collect::<Vec<_>>().join(", ");
-            bad("timeZone", &format!("a fixed offset (+08:00) or one of {known}"), &cfg.time_zone)
-        })?;
-        let open = span("businessHours", &cfg.business_hours)?;
-        let days = cfg.business_hours.days.iter().map(|d| {
-            WEEKDAYS
-                .iter()
-                .position(|w| w.eq_ignore_ascii_case(d))
-                .ok_or_else(|| bad("businessHours.days", "sun..sat", d))
-        });
-        let days = days.collect::<Result<Vec<usize>, String>>()?;
-        if days.is_empty() {
-            return Err("config: businessHours.days must name at least one day (mon..sun)".into());
-        }
-        let night = cfg.night.as_ref().map_or(Ok((22 * 60, 6 * 60)), |w| span("night", w))?;
-        let holidays = cfg.holidays.iter().map(|h| parse_date(h).ok_or_else(|| bad("holidays[]", "YYYY-MM-DD", h)));
-        let holidays = holidays.collect::<Result<Vec<i64>, String>>()?;
-
-        let local = input.now + east * 60;
+        let Settings { cfg, open, days, night, holidays } = settings(&input.nodepool.config)?;
+        let local = input.now + offset(&cfg.time_zone, input.now)?;
         let (day, minute) = (local.div_euclid(DAY), local.rem_euclid(DAY) / 60);
         let clock = format!("{} {:02}:{:02} {}", WEEKDAYS[weekday(day)], minute / 60, minute % 60, cfg.time_zone);
         if days.contains(&weekday(day)) && !holidays.contains(&day) && within(open, minute) {

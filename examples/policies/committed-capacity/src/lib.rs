@@ -53,12 +53,24 @@ impl Commitment {
     }
 }
 
+/// The configuration and each commitment's rate.
+fn settings(json: &str) -> Result<(Config, Vec<Rate>), String> {
+    let cfg: Config = tenon_policy_sdk::config(json)?;
+    let rates = cfg.commitments.iter().enumerate().map(|(i, c)| c.rate(i)).collect::<Result<Vec<_>, _>>()?;
+    Ok((cfg, rates))
+}
+
 struct CommittedCapacity;
+
+impl tenon_policy_sdk::Config for CommittedCapacity {
+    fn validate_config(config: &str) -> Result<(), String> {
+        settings(config).map(drop)
+    }
+}
 
 impl Guest for CommittedCapacity {
     fn rank(input: ScoringInput) -> Result<Vec<f64>, String> {
-        let cfg: Config = tenon_policy_sdk::config(&input.nodepool.config)?;
-        let rates = cfg.commitments.iter().enumerate().map(|(i, c)| c.rate(i)).collect::<Result<Vec<_>, _>>()?;
+        let (cfg, rates) = settings(&input.nodepool.config)?;
         Ok(input
             .offerings
             .iter()

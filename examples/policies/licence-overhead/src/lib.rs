@@ -15,12 +15,23 @@ struct Config {
     per_node_hourly: f64,
 }
 
+fn settings(json: &str) -> Result<Config, String> {
+    let cfg: Config = tenon_policy_sdk::config(json)?;
+    tenon_policy_sdk::non_negative("perNodeHourly", cfg.per_node_hourly, "number of USD")?;
+    Ok(cfg)
+}
+
 struct LicenceOverhead;
+
+impl tenon_policy_sdk::Config for LicenceOverhead {
+    fn validate_config(config: &str) -> Result<(), String> {
+        settings(config).map(drop)
+    }
+}
 
 impl Guest for LicenceOverhead {
     fn rank(input: ScoringInput) -> Result<Vec<f64>, String> {
-        let cfg: Config = tenon_policy_sdk::config(&input.nodepool.config)?;
-        tenon_policy_sdk::non_negative("perNodeHourly", cfg.per_node_hourly, "number of USD")?;
+        let cfg = settings(&input.nodepool.config)?;
         input
             .offerings
             .iter()

@@ -18,12 +18,23 @@ struct Config {
     max_premium_percent: f64,
 }
 
+fn settings(json: &str) -> Result<Config, String> {
+    let cfg: Config = tenon_policy_sdk::config(json)?;
+    non_negative("maxPremiumPercent", cfg.max_premium_percent, "percentage")?;
+    Ok(cfg)
+}
+
 struct PreferGeneration;
+
+impl tenon_policy_sdk::Config for PreferGeneration {
+    fn validate_config(config: &str) -> Result<(), String> {
+        settings(config).map(drop)
+    }
+}
 
 impl Guest for PreferGeneration {
     fn rank(input: ScoringInput) -> Result<Vec<f64>, String> {
-        let cfg: Config = tenon_policy_sdk::config(&input.nodepool.config)?;
-        non_negative("maxPremiumPercent", cfg.max_premium_percent, "percentage")?;
+        let cfg = settings(&input.nodepool.config)?;
         let Some(cheapest) = input.offerings.iter().map(|o| o.price).reduce(f64::min) else {
             return Ok(Vec::new());
         };

@@ -26,6 +26,12 @@ const GIB: f64 = (1u64 << 30) as f64;
 
 struct PricePerUnit;
 
+impl tenon_policy_sdk::Config for PricePerUnit {
+    fn validate_config(config: &str) -> Result<(), String> {
+        tenon_policy_sdk::config::<Config>(config).map(drop)
+    }
+}
+
 impl Guest for PricePerUnit {
     fn rank(input: ScoringInput) -> Result<Vec<f64>, String> {
         let cfg: Config = tenon_policy_sdk::config(&input.nodepool.config)?;

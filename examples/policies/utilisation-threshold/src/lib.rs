@@ -59,6 +59,12 @@ impl Config {
 
 struct UtilisationThreshold;
 
+impl tenon_policy_sdk::Config for UtilisationThreshold {
+    fn validate_config(config: &str) -> Result<(), String> {
+        tenon_policy_sdk::config::<Config>(config)?.validate().map(drop)
+    }
+}
+
 impl Guest for UtilisationThreshold {
     fn review(input: ConsolidationInput) -> Result<PlanReview, String> {
         let cfg = tenon_policy_sdk::config::<Config>(&input.nodepool.config)?.validate()?;
