@@ -270,7 +270,10 @@ async fn every_dashboard_metric_appears_with_help_and_type() {
         "karpenter_cloudprovider_instance_type_memory_bytes{",
         "karpenter_cloudprovider_instance_type_offering_price_estimate{",
     ] {
-        let v = seen.value(family, &["instance_type=\"m5.large\""]);
+        // The price of the on-demand offering (a reserved placeholder's is 0).
+        let v = seen
+            .value(family, &["instance_type=\"m5.large\"", "capacity_type=\"on-demand\""])
+            .or_else(|| seen.value(family, &["instance_type=\"m5.large\"}"]));
         assert!(v.is_some_and(|v| v > 0.0), "{family}m5.large: {v:?}");
     }
     let on_demand = seen.value(
