@@ -105,6 +105,111 @@ pub mod scorer {
         pub fn capacity_type(&self, offering: &Offering) -> &str {
             self.capacity_types.get(offering.capacity_type as usize).map_or("", String::as_str)
         }
+
+        fn number(&self, offering: &Offering, key: &str) -> Option<u64> {
+            self.label(offering.instance_type, key)?.parse().ok()
+        }
+
+        /// vCPUs of the offering's instance type (`karpenter.k8s.aws/instance-cpu`).
+        pub fn vcpus(&self, offering: &Offering) -> Option<u64> {
+            self.number(offering, labels::CPU)
+        }
+
+        /// Memory of the offering's instance type in MiB (`karpenter.k8s.aws/instance-memory`).
+        pub fn memory_mib(&self, offering: &Offering) -> Option<u64> {
+            self.number(offering, labels::MEMORY)
+        }
+
+        /// Instance family (`m7i`; `karpenter.k8s.aws/instance-family`).
+        pub fn family(&self, offering: &Offering) -> Option<&str> {
+            self.label(offering.instance_type, labels::FAMILY)
+        }
+
+        /// Instance generation (`7`; `karpenter.k8s.aws/instance-generation`).
+        pub fn generation(&self, offering: &Offering) -> Option<u64> {
+            self.number(offering, labels::GENERATION)
+        }
+
+        /// CPU architecture (`amd64`, `arm64`; `kubernetes.io/arch`).
+        pub fn architecture(&self, offering: &Offering) -> Option<&str> {
+            self.label(offering.instance_type, labels::ARCH)
+        }
+
+        /// CPU manufacturer (`intel`, `amd`, `aws`; `karpenter.k8s.aws/instance-cpu-manufacturer`).
+        pub fn manufacturer(&self, offering: &Offering) -> Option<&str> {
+            self.label(offering.instance_type, labels::MANUFACTURER)
+        }
+
+        /// The price of the cheapest offering, if there is one.
+        pub fn cheapest(&self) -> Option<f64> {
+            self.offerings.iter().map(|o| o.price).reduce(f64::min)
+        }
+
+        /// A ranking of the offerings, by price until told otherwise (see [`Ranking`]).
+        pub fn ranking(&self) -> Ranking<'_> {
+            Ranking { input: self, keys: Vec::new() }
+        }
+    }
+
+    /// The well-known labels the accessors read.
+    pub mod labels {
+        pub const CPU: &str = "karpenter.k8s.aws/instance-cpu";
+        pub const MEMORY: &str = "karpenter.k8s.aws/instance-memory";
+        pub const FAMILY: &str = "karpenter.k8s.aws/instance-family";
+        pub const GENERATION: &str = "karpenter.k8s.aws/instance-generation";
+        pub const MANUFACTURER: &str = "karpenter.k8s.aws/instance-cpu-manufacturer";
+        pub const ARCH: &str = "kubernetes.io/arch";
+    }
+
+    /// Offerings ordered by preferences, then price: each [`Ranking::prefer`] puts the
+    /// offerings it holds for before the others (the first preference weighs most), and
+    /// [`Ranking::scores`] gives each offering its place (0 first), which is what `rank`
+    /// returns. No price has to be inflated to push an offering down.
+    ///
+    /// ```ignore
+    /// // AMD first, newest generation next, then price.
+    /// let scores = input.ranking()
+    ///     .prefer(|o| input.manufacturer(o) == Some("amd"))
+    ///     .then_by(|o| u64::MAX - input.generation(o).unwrap_or(0))
+    ///     .scores();
+    /// ```
+    pub struct Ranking<'a> {
+        input: &'a ScoringInput,
+        /// Per preference, each offering's key (lower first).
+        keys: Vec<Vec<u64>>,
+    }
+
+    impl Ranking<'_> {
+        /// Offerings `holds` is true for come before the rest.
+        pub fn prefer(self, holds: impl Fn(&Offering) -> bool) -> Self {
+            self.then_by(|o| u64::from(!holds(o)))
+        }
+
+        /// Then offerings with a lower `key` first.
+        pub fn then_by(mut self, key: impl Fn(&Offering) -> u64) -> Self {
+            self.keys.push(self.input.offerings.iter().map(key).collect());
+            self
+        }
+
+        /// Each offering's place in the order: preferences, then price, then input order.
+        pub fn scores(self) -> Vec<f64> {
+            let offerings = &self.input.offerings;
+            let mut order: Vec<usize> = (0..offerings.len()).collect();
+            order.sort_by(|&a, &b| {
+                self.keys
+                    .iter()
+                    .map(|k| k[a].cmp(&k[b]))
+                    .find(|c| c.is_ne())
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then(offerings[a].price.total_cmp(&offerings[b].price))
+                    .then(a.cmp(&b))
+            });
+            let mut scores = vec![0.0; offerings.len()];
+            for (place, i) in order.into_iter().enumerate() {
+                scores[i] = place as f64;
+            }
+            scores
+        }
     }
 }
 

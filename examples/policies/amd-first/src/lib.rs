@@ -9,9 +9,7 @@
 
 use serde::Deserialize;
 use tenon_policy_sdk::non_negative;
-use tenon_policy_sdk::scorer::{Guest, ScoringInput};
-
-const MANUFACTURER: &str = "karpenter.k8s.aws/instance-cpu-manufacturer";
+use tenon_policy_sdk::scorer::{Guest, Offering, ScoringInput};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -36,23 +34,14 @@ impl tenon_policy_sdk::Config for AmdFirst {
 impl Guest for AmdFirst {
     fn rank(input: ScoringInput) -> Result<Vec<f64>, String> {
         let cfg = settings(&input.nodepool.config)?;
-        let is_amd: Vec<bool> =
-            input.offerings.iter().map(|o| input.label(o.instance_type, MANUFACTURER) == Some("amd")).collect();
-        let cheapest = input.offerings.iter().map(|o| o.price).reduce(f64::min);
-        let cheapest_amd =
-            input.offerings.iter().zip(&is_amd).filter(|(_, a)| **a).map(|(o, _)| o.price).reduce(f64::min);
-        // AMD leads only when its cheapest offering is within the premium; then each AMD
-        // offering is lifted above every other (prices are below 1e6 $/h).
-        let amd_leads = match (cheapest, cheapest_amd) {
+        let amd = |o: &Offering| input.manufacturer(o) == Some("amd");
+        let cheapest_amd = input.offerings.iter().filter(|o| amd(o)).map(|o| o.price).reduce(f64::min);
+        // AMD leads only when its cheapest offering is within the premium of the cheapest.
+        let amd_leads = match (input.cheapest(), cheapest_amd) {
             (Some(c), Some(a)) => a <= c * (1.0 + cfg.max_premium_percent / 100.0),
             _ => false,
         };
-        Ok(input
-            .offerings
-            .iter()
-            .zip(&is_amd)
-            .map(|(o, amd)| if amd_leads && !amd { 1e6 + o.price } else { o.price })
-            .collect())
+        Ok(input.ranking().prefer(|o| !amd_leads || amd(o)).scores())
     }
 }
 

@@ -12,8 +12,6 @@
 use serde::Deserialize;
 use tenon_policy_sdk::scorer::{Guest, ScoringInput};
 
-const FAMILY: &str = "karpenter.k8s.aws/instance-family";
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Config {
@@ -79,8 +77,7 @@ impl Guest for CommittedCapacity {
                     return o.price;
                 }
                 let name = input.instance_type(o).map_or("", |t| t.name.as_str());
-                let family =
-                    input.label(o.instance_type, FAMILY).unwrap_or_else(|| name.split('.').next().unwrap_or(""));
+                let family = input.family(o).unwrap_or_else(|| name.split('.').next().unwrap_or(""));
                 let by_type = cfg.commitments.iter().position(|c| c.instance_type.as_deref() == Some(name));
                 let by_family = || cfg.commitments.iter().position(|c| c.family.as_deref() == Some(family));
                 match by_type.or_else(by_family).map(|i| &rates[i]) {

@@ -8,9 +8,7 @@
 
 use serde::Deserialize;
 use tenon_policy_sdk::non_negative;
-use tenon_policy_sdk::scorer::{Guest, ScoringInput};
-
-const GENERATION: &str = "karpenter.k8s.aws/instance-generation";
+use tenon_policy_sdk::scorer::{Guest, Offering, ScoringInput};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -35,25 +33,11 @@ impl tenon_policy_sdk::Config for PreferGeneration {
 impl Guest for PreferGeneration {
     fn rank(input: ScoringInput) -> Result<Vec<f64>, String> {
         let cfg = settings(&input.nodepool.config)?;
-        let Some(cheapest) = input.offerings.iter().map(|o| o.price).reduce(f64::min) else {
-            return Ok(Vec::new());
-        };
-        let ceiling = cheapest * (1.0 + cfg.max_premium_percent / 100.0);
-        // Scores: tier (0 within the premium, 1 beyond) dominates, then generation (newest
-        // first) within the premium, then price. Prices are below 1e3 $/h; generations below 1e3.
-        Ok(input
-            .offerings
-            .iter()
-            .map(|o| {
-                if o.price <= ceiling {
-                    let generation: f64 =
-                        input.label(o.instance_type, GENERATION).and_then(|g| g.parse().ok()).unwrap_or(0.0);
-                    (1000.0 - generation) * 1000.0 + o.price
-                } else {
-                    1e7 + o.price
-                }
-            })
-            .collect())
+        let Some(cheapest) = input.cheapest() else { return Ok(Vec::new()) };
+        let within = |o: &Offering| o.price <= cheapest * (1.0 + cfg.max_premium_percent / 100.0);
+        // Within the premium first, newest generation first among them; then price.
+        let newest_first = |o: &Offering| if within(o) { u64::MAX - input.generation(o).unwrap_or(0) } else { 0 };
+        Ok(input.ranking().prefer(within).then_by(newest_first).scores())
     }
 }
 
