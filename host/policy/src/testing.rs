@@ -17,6 +17,11 @@
 //!     expect: {first: m6a.large}            # or order: [...] (a prefix; [] is empty), or error: "substring"
 //! ```
 //!
+//! An instance type may also be just its name (`- m7a.large`): its labels, capacity,
+//! allocatable and offerings then come from the bundled EC2 catalog (us-east-1, real prices).
+//! Without `offerings`, a case offers every catalog offering of its catalog types; an offering
+//! of a catalog type may leave out `price` (the catalog's for its zone and capacity type).
+//!
 //! Consolidator cases give `plans` and expect `approved`/`rejected` plan indices; budget cases
 //! give `reason`, `totalNodes`, `disrupting` and `budgets` (as in a NodePool) and expect
 //! `allowed`.
@@ -90,6 +95,14 @@ struct TypeSpec {
     allocatable: Option<BTreeMap<String, Value>>,
 }
 
+/// An instance type written out, or named from the bundled catalog.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TypeEntry {
+    Catalog(String),
+    Spec(TypeSpec),
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct OfferingSpec {
@@ -98,7 +111,20 @@ struct OfferingSpec {
     zone: String,
     #[serde(default = "default_capacity_type")]
     capacity_type: String,
-    price: f64,
+    /// Optional for a catalog type (its catalog price).
+    price: Option<f64>,
+}
+
+/// The bundled EC2 catalog, loaded once.
+fn catalog() -> Result<&'static [InstanceType], String> {
+    static CATALOG: std::sync::OnceLock<Result<Vec<InstanceType>, String>> = std::sync::OnceLock::new();
+    CATALOG
+        .get_or_init(|| {
+            tenon_core::catalog::aws(&tenon_core::catalog::AwsCatalogOptions::default()).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map(Vec::as_slice)
+        .map_err(|e| format!("the bundled catalog: {e}"))
 }
 
 fn default_zone() -> String {
@@ -146,7 +172,7 @@ struct Case {
     now: i64,
     requests: Option<BTreeMap<String, Value>>,
     pod_count: Option<u32>,
-    instance_types: Option<Vec<TypeSpec>>,
+    instance_types: Option<Vec<TypeEntry>>,
     offerings: Option<Vec<OfferingSpec>>,
     plans: Option<Vec<PlanSpec>>,
     reason: Option<String>,
@@ -255,7 +281,17 @@ impl Harness {
         let bad = |m: String| Ok(Err(m));
         let Some(specs) = &c.instance_types else { return bad("scorer cases need instanceTypes".into()) };
         let mut types = Vec::new();
-        for t in specs {
+        for entry in specs {
+            let t = match entry {
+                TypeEntry::Spec(t) => t,
+                TypeEntry::Catalog(name) => match from_catalog(name, c.offerings.as_deref()) {
+                    Ok(t) => {
+                        types.push(t);
+                        continue;
+                    }
+                    Err(e) => return bad(e),
+                },
+            };
             let mut reqs: Requirements = t.labels.iter().map(|(k, v)| Requirement::in_values(k, [v.clone()])).collect();
             reqs.add(Requirement::in_values("node.kubernetes.io/instance-type", [t.name.clone()]));
             let capacity = match quantities(&t.capacity) {
@@ -268,18 +304,25 @@ impl Harness {
             };
             let mut overhead = capacity.clone();
             overhead.sub(&allocatable);
-            let offerings: Vec<Offering> = c
+            let offerings: Result<Vec<Offering>, String> = c
                 .offerings
                 .iter()
                 .flatten()
                 .filter(|o| o.instance_type == t.name)
-                .map(|o| Offering {
-                    zone: o.zone.clone(),
-                    capacity_type: o.capacity_type.clone(),
-                    price: o.price,
-                    available: true,
+                .map(|o| {
+                    let price = o.price.ok_or_else(|| format!("offering of {}: price is required", t.name))?;
+                    Ok(Offering {
+                        zone: o.zone.clone(),
+                        capacity_type: o.capacity_type.clone(),
+                        price,
+                        available: true,
+                    })
                 })
                 .collect();
+            let offerings = match offerings {
+                Ok(o) => o,
+                Err(e) => return bad(e),
+            };
             types.push(InstanceType::new(&t.name, reqs, capacity, overhead, offerings));
         }
         if let Some(o) = c.offerings.iter().flatten().find(|o| !types.iter().any(|t| t.name == o.instance_type)) {
@@ -389,6 +432,34 @@ impl Harness {
 }
 
 /// Fixture files given as paths or directories (searched for `*.yaml`).
+/// Catalog type `name`, offering what `offerings` name for it (catalog prices where a price is
+/// left out), or all its available catalog offerings when the case names none.
+fn from_catalog(name: &str, offerings: Option<&[OfferingSpec]>) -> Result<InstanceType, String> {
+    let known = catalog()?.iter().find(|t| t.name == name);
+    let mut t = known.cloned().ok_or_else(|| format!("instance type {name:?} is not in the bundled catalog"))?;
+    let Some(offerings) = offerings else {
+        t.offerings.retain(|o| o.available);
+        return Ok(t);
+    };
+    let mut chosen = Vec::new();
+    for o in offerings.iter().filter(|o| o.instance_type == name) {
+        let listed = t.offerings.iter().find(|c| c.zone == o.zone && c.capacity_type == o.capacity_type);
+        let price = match (o.price, listed) {
+            (Some(p), _) => p,
+            (None, Some(c)) => c.price,
+            (None, None) => {
+                return Err(format!(
+                    "offering of {name}: the catalog has no {} offering in {}; give a price or a zone it has",
+                    o.capacity_type, o.zone
+                ));
+            }
+        };
+        chosen.push(Offering { zone: o.zone.clone(), capacity_type: o.capacity_type.clone(), price, available: true });
+    }
+    t.offerings = chosen;
+    Ok(t)
+}
+
 pub fn fixture_files(paths: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for p in paths {
