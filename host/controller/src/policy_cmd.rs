@@ -4,6 +4,7 @@ use anyhow::{Context, bail};
 use clap::{Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use tenon_policy::policy::World;
 use tenon_policy::testing::{Harness, fixture_files};
 use tenon_policy::{Limits, PolicyEngine};
 
@@ -43,6 +44,13 @@ pub enum PolicyCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Build a policy crate (wasm32-wasip2, release), run its `fixtures/`, and print the pin
+    /// and the annotation that deploys it.
+    Build {
+        /// The policy crate (default: the current directory).
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
     /// Scaffold a policy crate that builds with `cargo build --target wasm32-wasip2 --release`.
     New {
         /// Crate name, e.g. `price-per-vcpu`.
@@ -73,7 +81,55 @@ pub fn run(cmd: PolicyCommand) -> anyhow::Result<u8> {
         PolicyCommand::Inspect { wasm, json } => inspect(&wasm, json),
         PolicyCommand::Bench { wasm, fixture, iterations, json } => bench(&wasm, &fixture, iterations, json),
         PolicyCommand::New { name, kind, dir, sdk } => scaffold(&name, kind, dir, sdk),
+        PolicyCommand::Build { dir } => build(&dir),
     }
+}
+
+/// The `[package]` name of a policy crate's manifest.
+fn package_name(manifest: &str) -> Option<String> {
+    let mut in_package = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+        } else if let Some(value) = line.strip_prefix("name").map(str::trim).and_then(|v| v.strip_prefix('='))
+            && in_package
+        {
+            return Some(value.trim().trim_matches('"').to_string());
+        }
+    }
+    None
+}
+
+fn build(dir: &Path) -> anyhow::Result<u8> {
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).with_context(|| {
+        format!("{}: no policy crate here (`tenon policy new NAME --kind scorer` makes one)", manifest.display())
+    })?;
+    let name = package_name(&text).with_context(|| format!("{}: no [package] name", manifest.display()))?;
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| dir.join("target"), PathBuf::from);
+    let out = tenon_policy::testing::build_components(&manifest, &target).map_err(anyhow::Error::msg)?;
+    let wasm = out.join(format!("{}.wasm", name.replace('-', "_")));
+    let engine = PolicyEngine::new(Limits::default(), None)?;
+    let bytes = std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))?;
+    let (p, _) = engine.load(&name, &bytes)?;
+    let version = if p.validates_config() { "0.2.0" } else { "0.1.0" };
+    println!("built {} (tenon:policy/{}@{version}, {} bytes)", wasm.display(), p.world.as_str(), bytes.len());
+    let fixtures = dir.join("fixtures");
+    if fixtures.is_dir() && test(&wasm, &[fixtures], None, 50, false)? != 0 {
+        return Ok(1);
+    }
+    let annotation = match p.world {
+        World::Scorer => "tenon.dev/scoring-policy",
+        World::Consolidator => "tenon.dev/consolidation-policy",
+        World::DisruptionBudget => "tenon.dev/disruption-policy",
+    };
+    let pin = format!("{}@sha256:{}", p.name, p.sha256);
+    println!("pin as:  {pin}");
+    println!(
+        "deploy:  put {} in the controller's policy store (a ConfigMap in policies.extraConfigMaps), then\n         kubectl annotate nodepool NODEPOOL {annotation}={pin} --overwrite",
+        wasm.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned())
+    );
+    Ok(0)
 }
 
 fn test(wasm: &Path, fixtures: &[PathBuf], fuel: Option<u64>, deadline_ms: u64, json: bool) -> anyhow::Result<u8> {

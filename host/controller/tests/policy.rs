@@ -140,11 +140,31 @@ fn a_new_policy_tests_and_builds_without_edits() {
             .output()
             .unwrap();
         assert!(test.status.success(), "cargo test in a fresh {kind}: {}", String::from_utf8_lossy(&test.stderr));
-        let built = tenon_policy::testing::build_components(&crate_dir.join("Cargo.toml"), &shared).unwrap();
-        let component = built.join(format!("{}.wasm", name.replace('-', "_")));
-        let o = tenon(&["policy", "test", component.to_str().unwrap(), crate_dir.join("fixtures").to_str().unwrap()]);
-        assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+        // `tenon policy build`: the component, its fixtures run, the pin and the annotation.
+        let o = Command::new(env!("CARGO_BIN_EXE_tenon"))
+            .args(["policy", "build", crate_dir.to_str().unwrap()])
+            .env("CARGO_TARGET_DIR", &shared)
+            .output()
+            .unwrap();
+        let text = out(&o);
+        assert_eq!(o.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&o.stderr));
+        let component = shared.join(format!("wasm32-wasip2/release/{}.wasm", name.replace('-', "_")));
+        assert!(text.starts_with(&format!("built {}", component.display())), "{text}");
+        assert!(text.contains(" passed, 0 failed"), "its fixtures ran: {text}");
+        let annotation = match kind {
+            "scorer" => "tenon.dev/scoring-policy",
+            "consolidator" => "tenon.dev/consolidation-policy",
+            _ => "tenon.dev/disruption-policy",
+        };
+        assert!(text.contains(&format!("{annotation}={name}@sha256:")), "{text}");
     }
+    let o = tenon(&["policy", "build", dir.join("nowhere").to_str().unwrap()]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no policy crate here"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let o = tenon(&["policy", "new", "Bad_Name", "--kind", "scorer", "--dir", dir.join("x").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
 }
