@@ -119,8 +119,8 @@ struct Controller {
     pods_on: BTreeMap<String, BTreeSet<String>>,
     /// What the provisioner saw and decided of each waiting pod, for the pod latency series.
     pod_times: metrics::pods::PodTimes,
-    /// The instance types the offering and cost series were last read from, and when.
-    offering_catalogs: Option<(Instant, Catalogs)>,
+    /// The offering prices the cost series are read from, and when they were last refreshed.
+    offering_prices: Option<(Instant, metrics::offerings::Prices)>,
     /// Each kind's conditions at the last pass, for operatorpkg's status series and Events.
     status_seen: metrics::status::StatusTracker,
     /// When each NodeClaim (by UID) was last checked for consistency.
@@ -259,7 +259,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         pods_on: BTreeMap::new(),
         pod_times: metrics::pods::PodTimes::default(),
         status_seen: metrics::status::StatusTracker::default(),
-        offering_catalogs: None,
+        offering_prices: None,
         consistency_scanned: BTreeMap::new(),
         last_gc: None,
         last_orphans: None,
@@ -580,8 +580,8 @@ impl Controller {
         let mut deprecated = st::Deprecated::default();
         for (kind, families, tracked, api_version, kind_name) in kinds {
             let extra = tracked.first().map_or(0, |t| t.labels.len());
-            let series = self.status_seen.observe(kind, tracked, now);
-            let events = series.events.clone();
+            let mut series = self.status_seen.observe(kind, tracked, now);
+            let events = std::mem::take(&mut series.events);
             st::publish(&self.metrics, families, extra, series, &mut deprecated);
             for e in events {
                 let meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
@@ -601,7 +601,7 @@ impl Controller {
     /// NodePool's cost, every pass.
     async fn publish_offerings(&mut self, objects: &ClusterObjects, read: Catalogs) {
         use metrics::catalog as mc;
-        let stale = self.offering_catalogs.as_ref().is_none_or(|(at, _)| at.elapsed() >= Duration::from_secs(60));
+        let stale = self.offering_prices.as_ref().is_none_or(|(at, _)| at.elapsed() >= Duration::from_secs(60));
         if stale {
             let catalogs = if read.is_empty() { self.catalogs().await } else { read };
             let s = metrics::offerings::offerings(
@@ -612,10 +612,10 @@ impl Controller {
             self.metrics.replace(mc::INSTANCE_TYPE_MEMORY, s.memory_bytes);
             self.metrics.replace(mc::OFFERING_AVAILABLE, s.available);
             self.metrics.replace(mc::OFFERING_PRICE, s.price);
-            self.offering_catalogs = Some((Instant::now(), catalogs));
+            self.offering_prices = Some((Instant::now(), metrics::offerings::Prices::new(&catalogs)));
         }
-        if let Some((_, catalogs)) = &self.offering_catalogs {
-            let costs = metrics::offerings::nodepool_costs(&objects.nodepools, &objects.nodeclaims, catalogs);
+        if let Some((_, prices)) = &self.offering_prices {
+            let costs = metrics::offerings::nodepool_costs(&objects.nodepools, &objects.nodeclaims, prices);
             self.metrics.replace(mc::NODEPOOLS_COST, costs);
         }
     }

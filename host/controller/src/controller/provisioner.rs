@@ -204,9 +204,7 @@ impl Controller {
         self.metrics.replace(mc::SCHEDULER_QUEUE_DEPTH, [(simulation_labels(&id), 0.0)]);
         let Some((snap, plan, simulation)) = decided else { return };
         // Pods already bound (those of nodes being deleted) are not decisions about them.
-        let key = |i: usize| {
-            Some(&snap.pods[i]).filter(|p| p.node_name.is_none()).map(|p| format!("{}/{}", p.namespace, p.name))
-        };
+        let key = |i: usize| Some(&snap.pods[i]).filter(|p| p.node_name.is_none()).map(tenon_core::model::Pod::key);
         let placed: Vec<String> = plan
             .nodeclaims
             .iter()

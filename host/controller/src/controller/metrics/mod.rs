@@ -171,9 +171,7 @@ impl Metrics {
 
     /// Adds `n` to counter `family`'s series `labels`.
     pub fn add(&self, family: &'static Family, labels: &[(&'static str, &str)], n: u64) {
-        if let Store::Counter(s) = self.store(family) {
-            s.get_or_create(&self::labels(labels)).inc_by(n);
-        }
+        self.add_labelled(family, self::labels(labels), n);
     }
 
     /// Advances a counter kept elsewhere (an atomic another component owns) to `total`.

@@ -62,24 +62,41 @@ pub fn offerings<'a>(catalogs: impl IntoIterator<Item = &'a [InstanceType]>, res
     out
 }
 
+/// Offering prices by EC2NodeClass, instance type, zone and capacity type: built when the
+/// instance types are read (once a minute), looked up every pass.
+#[derive(Debug, Default)]
+pub struct Prices(BTreeMap<(String, String, String, String), f64>);
+
+impl Prices {
+    pub fn new(catalogs: &BTreeMap<String, std::sync::Arc<Vec<InstanceType>>>) -> Prices {
+        let mut out = BTreeMap::new();
+        for (class, types) in catalogs {
+            for t in types.iter() {
+                for o in &t.offerings {
+                    let key = (class.clone(), t.name.clone(), o.zone.clone(), o.capacity_type.clone());
+                    out.entry(key).or_insert(o.price);
+                }
+            }
+        }
+        Prices(out)
+    }
+
+    fn get(&self, class: &str, instance_type: &str, zone: &str, capacity_type: &str) -> Option<f64> {
+        let key = (class.to_string(), instance_type.to_string(), zone.to_string(), capacity_type.to_string());
+        self.0.get(&key).copied()
+    }
+}
+
 /// Each NodePool's hourly cost: the price of the offering each of its NodeClaims was
 /// launched on (those labelled with instance type, zone and capacity type), priced from its
 /// EC2NodeClass' instance types. Every NodePool has a series, 0 without NodeClaims.
-pub fn nodepool_costs(
-    pools: &[NodePool],
-    nodeclaims: &[NodeClaim],
-    catalogs: &BTreeMap<String, std::sync::Arc<Vec<InstanceType>>>,
-) -> Gauges {
+pub fn nodepool_costs(pools: &[NodePool], nodeclaims: &[NodeClaim], prices: &Prices) -> Gauges {
     let mut cost: BTreeMap<&str, f64> = pools.iter().filter_map(|p| Some((p.metadata.name.as_deref()?, 0.0))).collect();
     let class_of: BTreeMap<&str, &str> = pools
         .iter()
         .filter_map(|p| {
             Some((p.metadata.name.as_deref()?, p.spec.template.spec.node_class_ref.as_ref()?.name.as_str()))
         })
-        .collect();
-    let by_name: BTreeMap<&str, BTreeMap<&str, &InstanceType>> = catalogs
-        .iter()
-        .map(|(class, types)| (class.as_str(), types.iter().map(|t| (t.name.as_str(), t)).collect()))
         .collect();
     for nc in nodeclaims {
         let label = |k: &str| nc.metadata.labels.as_ref().and_then(|l| l.get(k)).map(String::as_str);
@@ -92,11 +109,7 @@ pub fn nodepool_costs(
             continue;
         };
         let Some(total) = cost.get_mut(pool) else { continue };
-        let price = class_of
-            .get(pool)
-            .and_then(|class| by_name.get(class)?.get(it))
-            .and_then(|t| t.offerings.iter().find(|o| o.zone == zone && o.capacity_type == ct))
-            .map(|o| o.price);
+        let price = class_of.get(pool).and_then(|class| prices.get(class, it, zone, ct));
         *total += price.unwrap_or(0.0);
     }
     cost.into_iter().map(|(pool, v)| (vec![("nodepool", pool.to_string())], v)).collect()
@@ -164,7 +177,7 @@ mod tests {
             std::sync::Arc::new(vec![m5_large(vec![offering("z1", "on-demand", 0.096, false)])]),
         )]);
         let claims = vec![claim(launched.clone()), claim(launched), claim(json!({"karpenter.sh/nodepool": "a"}))];
-        let costs = nodepool_costs(&[pool("a"), pool("b")], &claims, &catalogs);
+        let costs = nodepool_costs(&[pool("a"), pool("b")], &claims, &Prices::new(&catalogs));
         let a = value(&costs, &[("nodepool", "a")]).unwrap();
         assert!((a - 0.192).abs() < 1e-12, "two launched NodeClaims, the unlaunched one costs nothing: {a}");
         assert_eq!(value(&costs, &[("nodepool", "b")]), Some(0.0));
