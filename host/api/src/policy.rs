@@ -10,20 +10,76 @@ use std::collections::BTreeMap;
 use std::fmt;
 use thiserror::Error;
 
-/// A reference to a policy in the policy store.
+/// A reference to a policy: a file in the policy store, or an artefact in an OCI registry.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PolicyRef {
-    /// The policy's name in the store (its `.wasm` file name without the extension).
+    /// The policy's name in the store (its `.wasm` file name without the extension); for an
+    /// OCI reference, the last component of the repository.
     pub name: String,
-    /// Lower-case hex sha256 the component must have, when pinned.
+    /// Lower-case hex sha256 the component must have, when pinned (store references only:
+    /// an OCI reference pins its manifest in [`OciSource::digest`]).
     pub sha256: Option<String>,
+    /// Where in a registry the policy is, for `oci://` references.
+    pub oci: Option<OciSource>,
+}
+
+/// Media types of a policy artefact in a registry. Tenon pushes the CNCF Wasm layout and
+/// also accepts Kubewarden's on pull.
+pub mod oci_media {
+    /// The manifest Tenon pushes and accepts.
+    pub const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+    /// The config blob Tenon pushes (CNCF TAG Runtime Wasm artefact layout).
+    pub const CONFIG: &str = "application/vnd.wasm.config.v0+json";
+    /// The component layer Tenon pushes.
+    pub const LAYER: &str = "application/wasm";
+    /// Layers accepted as the policy component.
+    pub const LAYERS_ACCEPTED: [&str; 2] = [LAYER, "application/vnd.wasm.content.layer.v1+wasm"];
+    /// The largest component pulled (the default bundle's are ~0.3 MiB).
+    pub const MAX_LAYER_BYTES: u64 = 64 << 20;
+}
+
+/// `oci://REGISTRY/REPOSITORY[:TAG][@sha256:DIGEST]`: a policy published to an OCI registry.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OciSource {
+    /// `host[:port]`.
+    pub registry: String,
+    /// Slash-separated path components, lower case.
+    pub repository: String,
+    pub tag: Option<String>,
+    /// Lower-case hex sha256 of the manifest (what a registry and `tenon policy push` print).
+    pub digest: Option<String>,
+}
+
+impl fmt::Display for OciSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "oci://{}/{}", self.registry, self.repository)?;
+        if let Some(t) = &self.tag {
+            write!(f, ":{t}")?;
+        }
+        if let Some(d) = &self.digest {
+            write!(f, "@sha256:{d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl OciSource {
+    /// Registries on the loopback interface speak plain HTTP, as Docker assumes.
+    pub fn is_loopback(&self) -> bool {
+        let host = match self.registry.rsplit_once(':') {
+            Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
+            _ => self.registry.as_str(),
+        };
+        host == "localhost" || host == "[::1]" || host.starts_with("127.")
+    }
 }
 
 impl fmt::Display for PolicyRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.sha256 {
-            Some(d) => write!(f, "{}@sha256:{d}", self.name),
-            None => f.write_str(&self.name),
+        match (&self.oci, &self.sha256) {
+            (Some(o), _) => o.fmt(f),
+            (None, Some(d)) => write!(f, "{}@sha256:{d}", self.name),
+            (None, None) => f.write_str(&self.name),
         }
     }
 }
@@ -38,8 +94,79 @@ pub enum PolicyRefError {
     BadName(String),
     #[error("digest {0:?} must be sha256:<64 lowercase hex digits>")]
     BadDigest(String),
-    #[error("reference scheme {0:?} is not supported yet")]
+    #[error(
+        "reference scheme {0:?} is not supported: use NAME[@sha256:DIGEST] or oci://REGISTRY/REPOSITORY@sha256:DIGEST"
+    )]
     UnsupportedScheme(String),
+    #[error("OCI reference {reference:?}: {why}")]
+    BadOci { reference: String, why: String },
+}
+
+fn is_hex_digest(hex: &str) -> bool {
+    hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// `sha256:<64 lowercase hex>` → the hex.
+fn parse_digest(d: &str) -> Result<String, PolicyRefError> {
+    match d.strip_prefix("sha256:") {
+        Some(hex) if is_hex_digest(hex) => Ok(hex.to_string()),
+        _ => Err(PolicyRefError::BadDigest(d.to_string())),
+    }
+}
+
+/// A repository path component as the OCI distribution spec allows it.
+fn valid_component(c: &str) -> bool {
+    let b = c.as_bytes();
+    !b.is_empty()
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && c.bytes().all(|x| x.is_ascii_lowercase() || x.is_ascii_digit() || matches!(x, b'.' | b'_' | b'-'))
+}
+
+impl OciSource {
+    /// Parses what follows `oci://`.
+    pub fn parse(rest: &str) -> Result<Self, PolicyRefError> {
+        let bad = |why: &str| PolicyRefError::BadOci { reference: format!("oci://{rest}"), why: why.to_string() };
+        let (path, digest) = match rest.split_once('@') {
+            Some((p, d)) => (p, Some(parse_digest(d)?)),
+            None => (rest, None),
+        };
+        let (registry, repo_tag) = path
+            .split_once('/')
+            .ok_or_else(|| bad("name the registry and the repository: oci://HOST[:PORT]/REPOSITORY"))?;
+        let registry_ok = !registry.is_empty()
+            && registry.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
+        if !registry_ok {
+            return Err(bad("the registry must be HOST or HOST:PORT"));
+        }
+        // A tag follows the last ':' of the repository part (a registry port is before the '/').
+        let (repository, tag) = match repo_tag.rsplit_once(':') {
+            Some((r, t)) => (r, Some(t)),
+            None => (repo_tag, None),
+        };
+        if !repository.split('/').all(valid_component) {
+            return Err(bad("repository components are lowercase letters, digits and '.', '_' or '-' between them"));
+        }
+        if let Some(t) = tag {
+            let ok = !t.is_empty()
+                && t.len() <= 128
+                && t.as_bytes()[0] != b'.'
+                && t.as_bytes()[0] != b'-'
+                && t.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+            if !ok {
+                return Err(bad("a tag is up to 128 letters, digits, '.', '_' or '-', not starting with '.' or '-'"));
+            }
+        }
+        if tag.is_none() && digest.is_none() {
+            return Err(bad("pin a digest (@sha256:…) or, where tags are allowed, name a tag (:TAG)"));
+        }
+        Ok(OciSource {
+            registry: registry.to_string(),
+            repository: repository.to_string(),
+            tag: tag.map(str::to_string),
+            digest,
+        })
+    }
 }
 
 impl PolicyRef {
@@ -47,6 +174,11 @@ impl PolicyRef {
         let s = s.trim();
         if s.is_empty() {
             return Err(PolicyRefError::Empty);
+        }
+        if let Some(rest) = s.strip_prefix("oci://") {
+            let oci = OciSource::parse(rest)?;
+            let name = oci.repository.rsplit('/').next().unwrap_or_default().to_string();
+            return Ok(PolicyRef { name, sha256: None, oci: Some(oci) });
         }
         if let Some((scheme, _)) = s.split_once("://") {
             return Err(PolicyRefError::UnsupportedScheme(scheme.to_string()));
@@ -62,17 +194,8 @@ impl PolicyRef {
         if !valid_name {
             return Err(PolicyRefError::BadName(name.to_string()));
         }
-        let sha256 = match digest {
-            None => None,
-            Some(d) => {
-                let hex = d.strip_prefix("sha256:").ok_or_else(|| PolicyRefError::BadDigest(d.to_string()))?;
-                if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
-                    return Err(PolicyRefError::BadDigest(d.to_string()));
-                }
-                Some(hex.to_string())
-            }
-        };
-        Ok(PolicyRef { name: name.to_string(), sha256 })
+        let sha256 = digest.map(parse_digest).transpose()?;
+        Ok(PolicyRef { name: name.to_string(), sha256, oci: None })
     }
 }
 
@@ -146,7 +269,7 @@ impl NodePoolPolicies {
         let mut err = |key: &str, message: String, hint: &str| {
             problems.push(AnnotationProblem { key: key.to_string(), message, hint: hint.to_string(), warning: false })
         };
-        let ref_hint = "write NAME or NAME@sha256:<64 hex digits>, where NAME is a .wasm file in the policy store (e.g. default-scoring)";
+        let ref_hint = "write NAME or NAME@sha256:<64 hex digits>, where NAME is a .wasm file in the policy store (e.g. default-scoring), or oci://REGISTRY/REPOSITORY@sha256:<manifest digest>";
         for (key, slot) in [
             (ANNOTATION_SCORING_POLICY, &mut out.scoring),
             (ANNOTATION_CONSOLIDATION_POLICY, &mut out.consolidation),
@@ -201,6 +324,17 @@ impl NodePoolPolicies {
         (out, problems)
     }
 
+    /// The policy each hook names, in hook order.
+    pub fn named(&self) -> impl Iterator<Item = (PolicyHook, &PolicyRef)> {
+        [
+            (PolicyHook::Scoring, &self.scoring),
+            (PolicyHook::Consolidation, &self.consolidation),
+            (PolicyHook::Disruption, &self.disruption),
+        ]
+        .into_iter()
+        .filter_map(|(hook, named)| Some((hook, named.as_ref()?)))
+    }
+
     /// The configuration `hook`'s policy gets: its own annotation, else the shared
     /// `tenon.dev/policy-config`, else `{}`; with the annotation it came from.
     pub fn config_for(&self, hook: PolicyHook) -> (&str, Option<&'static str>) {
@@ -235,14 +369,49 @@ mod tests {
     fn parses_references() {
         assert_eq!(
             PolicyRef::parse("default-scoring").unwrap(),
-            PolicyRef { name: "default-scoring".into(), sha256: None }
+            PolicyRef { name: "default-scoring".into(), sha256: None, oci: None }
         );
         let hex = "a".repeat(64);
         assert_eq!(PolicyRef::parse(&format!("amd-first@sha256:{hex}")).unwrap().sha256.as_deref(), Some(hex.as_str()));
         assert!(matches!(PolicyRef::parse("x@sha256:abc"), Err(PolicyRefError::BadDigest(_))));
         assert!(matches!(PolicyRef::parse(&format!("x@sha256:{}", "A".repeat(64))), Err(PolicyRefError::BadDigest(_))));
         assert!(matches!(PolicyRef::parse("Bad Name"), Err(PolicyRefError::BadName(_))));
-        assert!(matches!(PolicyRef::parse("oci://r/x@sha256:00"), Err(PolicyRefError::UnsupportedScheme(_))));
+        assert!(matches!(PolicyRef::parse("https://r/x"), Err(PolicyRefError::UnsupportedScheme(_))));
+    }
+
+    #[test]
+    fn parses_oci_references() {
+        let hex = "b".repeat(64);
+        let pinned = PolicyRef::parse(&format!("oci://127.0.0.1:5000/team/amd-first@sha256:{hex}")).unwrap();
+        let oci = pinned.oci.as_ref().unwrap();
+        assert_eq!((oci.registry.as_str(), oci.repository.as_str()), ("127.0.0.1:5000", "team/amd-first"));
+        assert_eq!((oci.tag.as_deref(), oci.digest.as_deref()), (None, Some(hex.as_str())));
+        assert_eq!((pinned.name.as_str(), pinned.sha256.as_deref()), ("amd-first", None));
+        assert!(oci.is_loopback());
+        assert_eq!(pinned.to_string(), format!("oci://127.0.0.1:5000/team/amd-first@sha256:{hex}"));
+
+        let tagged = PolicyRef::parse("oci://ghcr.io/acme/policies/scorer:v1.2").unwrap();
+        let oci = tagged.oci.unwrap();
+        assert_eq!(
+            (oci.repository.as_str(), oci.tag.as_deref(), oci.digest.as_deref()),
+            ("acme/policies/scorer", Some("v1.2"), None)
+        );
+        assert!(!oci.is_loopback());
+        let both = PolicyRef::parse(&format!("oci://ghcr.io/acme/scorer:v1@sha256:{hex}")).unwrap();
+        assert_eq!(both.oci.unwrap().tag.as_deref(), Some("v1"));
+
+        for bad in [
+            "oci://ghcr.io/acme/scorer".to_string(),
+            "oci://scorer@sha256:".to_string() + &hex,
+            format!("oci://ghcr.io/Acme/scorer@sha256:{hex}"),
+            format!("oci://ghcr.io/acme//scorer@sha256:{hex}"),
+            "oci://ghcr.io/acme/scorer:-x".to_string(),
+            "oci://ghcr.io/acme/scorer@sha256:abc".to_string(),
+        ] {
+            assert!(PolicyRef::parse(&bad).is_err(), "{bad} must be refused");
+        }
+        let (_, problems) = NodePoolPolicies::from_annotations(&ann(&[("tenon.dev/scoring-policy", "oci://x/y")]));
+        assert!(problems[0].message.contains("pin a digest"), "{problems:?}");
     }
 
     #[test]
