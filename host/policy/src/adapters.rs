@@ -72,6 +72,15 @@ impl Hook {
         }
     }
 
+    /// The hook an annotation names.
+    pub fn named(hook: tenon_api::policy::PolicyHook) -> Hook {
+        match hook {
+            tenon_api::policy::PolicyHook::Scoring => Hook::Scoring,
+            tenon_api::policy::PolicyHook::Consolidation => Hook::Consolidation,
+            tenon_api::policy::PolicyHook::Disruption => Hook::Budget,
+        }
+    }
+
     pub fn of(world: World) -> Hook {
         match world {
             World::Scorer => Hook::Scoring,

@@ -88,6 +88,14 @@ pub enum PolicyError {
     Io { path: String, source: std::io::Error },
     #[error("cannot start the policy engine: {0}")]
     Engine(String),
+    #[error(transparent)]
+    Oci(#[from] crate::oci_cache::OciCacheError),
+    #[error(
+        "{reference}: tag references are refused, since a tag can move: pin the manifest digest (oci://…@sha256:…, as `tenon policy push` prints), or allow tags (--policy-allow-tags)"
+    )]
+    TagRefused { reference: String },
+    #[error("{reference}: no OCI cache is configured for this policy store")]
+    NoOciCache { reference: String },
 }
 
 #[cfg(test)]

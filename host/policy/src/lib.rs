@@ -14,6 +14,7 @@ pub mod deadline;
 pub mod engine;
 pub mod error;
 pub mod metrics;
+pub mod oci_cache;
 pub mod policy;
 pub mod sandbox;
 pub mod store;

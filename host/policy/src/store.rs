@@ -1,11 +1,13 @@
 //! The policy store: a directory of `.wasm` files the Helm chart fills with the default
-//! bundle and users' policies. References are `NAME` or `NAME@sha256:HEX`; a pinned digest
-//! that does not match is an error, never a fallback. Files may change under a running
-//! controller (a ConfigMap volume update swaps a symlink): [`PolicyStore::stamp`] tells a
+//! bundle and users' policies, and the OCI cache of policies pulled from registries.
+//! References are `NAME`, `NAME@sha256:HEX` or `oci://…`; a pinned digest that does not
+//! match is an error, never a fallback. Files may change under a running controller (a
+//! ConfigMap volume update swaps a symlink, a pull lands): [`PolicyStore::stamp`] tells a
 //! caller when to resolve again.
 
 use crate::engine::{PolicyEngine, sha256_hex};
 use crate::error::PolicyError;
+use crate::oci_cache::OciCache;
 use crate::policy::LoadedPolicy;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -26,11 +28,30 @@ pub struct PolicyStore {
     engine: PolicyEngine,
     /// Loaded components by sha256: a policy is compiled once however many NodePools use it.
     loaded: Mutex<BTreeMap<String, Arc<LoadedPolicy>>>,
+    oci: Option<OciCache>,
+    /// Whether `oci://…:TAG` references without a digest are accepted.
+    allow_tags: bool,
 }
 
 impl PolicyStore {
     pub fn new(dir: impl Into<PathBuf>, engine: PolicyEngine) -> Self {
-        PolicyStore { dir: dir.into(), engine, loaded: Mutex::new(BTreeMap::new()) }
+        PolicyStore { dir: dir.into(), engine, loaded: Mutex::new(BTreeMap::new()), oci: None, allow_tags: false }
+    }
+
+    /// Resolves `oci://` references from `cache`; tags without a digest only if `allow_tags`.
+    pub fn with_oci(mut self, cache: OciCache, allow_tags: bool) -> Self {
+        self.oci = Some(cache);
+        self.allow_tags = allow_tags;
+        self
+    }
+
+    pub fn oci(&self) -> Option<&OciCache> {
+        self.oci.as_ref()
+    }
+
+    /// Whether a tag reference without a digest may be used.
+    pub fn allows_tags(&self) -> bool {
+        self.allow_tags
     }
 
     pub fn engine(&self) -> &PolicyEngine {
@@ -40,6 +61,9 @@ impl PolicyStore {
     /// The file a reference names. Cargo names the file after the crate with '-' as '_':
     /// either spelling is accepted, the one as written first.
     fn path(&self, r: &PolicyRef) -> PathBuf {
+        if let Some(src) = &r.oci {
+            return self.oci.as_ref().and_then(|c| c.component_path(src)).unwrap_or_default();
+        }
         let dashed = self.dir.join(format!("{}.wasm", r.name));
         if dashed.is_file() { dashed } else { self.dir.join(format!("{}.wasm", r.name.replace('-', "_"))) }
     }
@@ -70,12 +94,22 @@ impl PolicyStore {
 
     /// Loads the policy a reference names, checking a pinned digest first.
     pub fn resolve(&self, r: &PolicyRef) -> Result<Arc<LoadedPolicy>, PolicyError> {
-        let path = self.path(r);
-        if !path.is_file() {
-            return Err(PolicyError::NotFound { name: r.name.clone(), path: path.display().to_string() });
-        }
-        let bytes =
-            std::fs::read(&path).map_err(|source| PolicyError::Io { path: path.display().to_string(), source })?;
+        let bytes = match &r.oci {
+            Some(src) => {
+                if src.digest.is_none() && !self.allow_tags {
+                    return Err(PolicyError::TagRefused { reference: src.to_string() });
+                }
+                let cache = self.oci.as_ref().ok_or_else(|| PolicyError::NoOciCache { reference: src.to_string() })?;
+                cache.read(src)?
+            }
+            None => {
+                let path = self.path(r);
+                if !path.is_file() {
+                    return Err(PolicyError::NotFound { name: r.name.clone(), path: path.display().to_string() });
+                }
+                std::fs::read(&path).map_err(|source| PolicyError::Io { path: path.display().to_string(), source })?
+            }
+        };
         let sha = sha256_hex(&bytes);
         if let Some(want) = &r.sha256
             && *want != sha

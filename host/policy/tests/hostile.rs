@@ -247,14 +247,14 @@ fn pinned_digests_must_match() {
     let sha = tenon_policy::engine::sha256_hex(&wasm(bundle_dir(), "default-scoring"));
     // Files in the store are named as built (default_scoring.wasm): reference by that name.
     let name = "default_scoring";
-    assert!(store.resolve(&PolicyRef { name: name.into(), sha256: Some(sha.clone()) }).is_ok());
-    let wrong = PolicyRef { name: name.into(), sha256: Some("0".repeat(64)) };
+    assert!(store.resolve(&PolicyRef { name: name.into(), sha256: Some(sha.clone()), oci: None }).is_ok());
+    let wrong = PolicyRef { name: name.into(), sha256: Some("0".repeat(64)), oci: None };
     match store.resolve(&wrong) {
         Err(PolicyError::DigestMismatch { found, .. }) => assert_eq!(found, sha),
         other => panic!("expected a digest mismatch, got {:?}", other.map(|p| p.name.clone())),
     }
     assert!(matches!(
-        store.resolve(&PolicyRef { name: "nope".into(), sha256: None }),
+        store.resolve(&PolicyRef { name: "nope".into(), sha256: None, oci: None }),
         Err(PolicyError::NotFound { .. })
     ));
 }
