@@ -229,18 +229,18 @@ fn cross_check(docs: &mut [Doc]) {
 fn check_policies(docs: &mut [Doc], dir: &Path) -> anyhow::Result<()> {
     use tenon_policy::adapters::Hook;
     use tenon_policy::cluster::{annotation, refused_config, wrong_world};
+    use tenon_policy::oci_cache::{OciCache, OciCacheError};
     use tenon_policy::{PolicyEngine, PolicyError, PolicyStore};
-    let store = PolicyStore::new(dir, PolicyEngine::new(tenon_policy::Limits::default(), None)?);
+    let mut store = PolicyStore::new(dir, PolicyEngine::new(tenon_policy::Limits::default(), None)?);
+    if let Some(cache) = OciCache::default_dir() {
+        store = store.with_oci(OciCache::new(cache), false);
+    }
     for doc in docs.iter_mut() {
         let Some(Object::NodePool(np)) = &doc.decoded.object else { continue };
         let annotations = np.metadata.annotations.clone().unwrap_or_default();
         let (parsed, _) = tenon_api::policy::NodePoolPolicies::from_annotations(&annotations);
-        for (hook, named) in [
-            (Hook::Scoring, &parsed.scoring),
-            (Hook::Consolidation, &parsed.consolidation),
-            (Hook::Budget, &parsed.disruption),
-        ] {
-            let Some(r) = named else { continue };
+        for (hook, r) in parsed.named() {
+            let hook = Hook::named(hook);
             let key = annotation(hook);
             let problem = |severity, message: String, hint: &str| Problem {
                 severity,
@@ -265,6 +265,16 @@ fn check_policies(docs: &mut [Doc], dir: &Path) -> anyhow::Result<()> {
                     Severity::Warning,
                     e.to_string(),
                     "until it is in the controller's policy store the NodePool reports PolicyUnavailable and fails safe",
+                )),
+                Err(e @ PolicyError::Oci(OciCacheError::NotPulled { .. })) => Some(problem(
+                    Severity::Warning,
+                    format!("{e} on this machine, so it was not checked"),
+                    "`tenon policy pull REFERENCE` fetches it here; the controller pulls it itself",
+                )),
+                Err(e @ PolicyError::TagRefused { .. }) => Some(problem(
+                    Severity::Warning,
+                    e.to_string(),
+                    "a controller started with --policy-allow-tags takes it; others report PolicyUnavailable",
                 )),
                 Err(e) => Some(problem(Severity::Error, e.to_string(), "build and pin the component you mean")),
             };

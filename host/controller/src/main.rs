@@ -5,6 +5,8 @@ mod check;
 #[cfg(feature = "controller")]
 mod controller;
 mod policy_cmd;
+#[cfg(feature = "oci")]
+mod policy_oci;
 mod simulate;
 
 use clap::{Parser, Subcommand};

@@ -50,6 +50,32 @@ pub enum PolicyCommand {
         /// The policy crate (default: the current directory).
         #[arg(default_value = ".")]
         dir: PathBuf,
+        /// Then push it to this tag (`oci://REGISTRY/REPOSITORY:TAG`) and print the pinned
+        /// reference to annotate with.
+        #[arg(long, value_name = "OCI_REFERENCE")]
+        push: Option<String>,
+        /// Registries (`host[:port]`) spoken to over plain HTTP; loopback ones always are.
+        #[arg(long, value_name = "REGISTRY")]
+        insecure_registry: Vec<String>,
+    },
+    /// Push a policy component to an OCI registry tag and print the pinned reference
+    /// (`oci://REGISTRY/REPOSITORY@sha256:…`) NodePools name it by.
+    ///
+    /// Credentials, when the registry needs them: TENON_OCI_USERNAME and TENON_OCI_PASSWORD.
+    Push {
+        wasm: PathBuf,
+        /// `oci://REGISTRY/REPOSITORY:TAG`.
+        reference: String,
+        /// Registries (`host[:port]`) spoken to over plain HTTP; loopback ones always are.
+        #[arg(long, value_name = "REGISTRY")]
+        insecure_registry: Vec<String>,
+    },
+    /// Pull an `oci://` policy into this machine's cache, where `tenon simulate` and
+    /// `tenon check` find it, and print the component's path.
+    Pull {
+        reference: String,
+        #[arg(long, value_name = "REGISTRY")]
+        insecure_registry: Vec<String>,
     },
     /// Scaffold a policy crate that builds with `cargo build --target wasm32-wasip2 --release`.
     New {
@@ -81,7 +107,31 @@ pub fn run(cmd: PolicyCommand) -> anyhow::Result<u8> {
         PolicyCommand::Inspect { wasm, json } => inspect(&wasm, json),
         PolicyCommand::Bench { wasm, fixture, iterations, json } => bench(&wasm, &fixture, iterations, json),
         PolicyCommand::New { name, kind, dir, sdk } => scaffold(&name, kind, dir, sdk),
-        PolicyCommand::Build { dir } => build(&dir),
+        PolicyCommand::Build { dir, push, insecure_registry } => build(&dir, push.as_deref(), &insecure_registry),
+        PolicyCommand::Push { wasm, reference, insecure_registry } => {
+            println!("{}", oci::push(&wasm, &reference, &insecure_registry)?);
+            Ok(0)
+        }
+        PolicyCommand::Pull { reference, insecure_registry } => {
+            println!("{}", oci::pull(&reference, &insecure_registry)?.display());
+            Ok(0)
+        }
+    }
+}
+
+#[cfg(feature = "oci")]
+use crate::policy_oci as oci;
+
+/// Without the `oci` feature (the README's quick build) the OCI commands say how to get them.
+#[cfg(not(feature = "oci"))]
+mod oci {
+    const WHY: &str =
+        "this tenon was built without OCI support: build it with the default features (or --features oci)";
+    pub fn push(_: &std::path::Path, _: &str, _: &[String]) -> anyhow::Result<String> {
+        anyhow::bail!(WHY)
+    }
+    pub fn pull(_: &str, _: &[String]) -> anyhow::Result<std::path::PathBuf> {
+        anyhow::bail!(WHY)
     }
 }
 
@@ -100,7 +150,7 @@ fn package_name(manifest: &str) -> Option<String> {
     None
 }
 
-fn build(dir: &Path) -> anyhow::Result<u8> {
+fn build(dir: &Path, push: Option<&str>, insecure: &[String]) -> anyhow::Result<u8> {
     let manifest = dir.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest).with_context(|| {
         format!("{}: no policy crate here (`tenon policy new NAME --kind scorer` makes one)", manifest.display())
@@ -123,10 +173,16 @@ fn build(dir: &Path) -> anyhow::Result<u8> {
         World::Consolidator => "tenon.dev/consolidation-policy",
         World::DisruptionBudget => "tenon.dev/disruption-policy",
     };
+    if let Some(reference) = push {
+        let pin = oci::push(&wasm, reference, insecure)?;
+        println!("pushed:  {pin}");
+        println!("deploy:  kubectl annotate nodepool NODEPOOL {annotation}={pin} --overwrite");
+        return Ok(0);
+    }
     let pin = format!("{}@sha256:{}", p.name, p.sha256);
     println!("pin as:  {pin}");
     println!(
-        "deploy:  put {} in the controller's policy store (a ConfigMap in policies.extraConfigMaps), then\n         kubectl annotate nodepool NODEPOOL {annotation}={pin} --overwrite",
+        "deploy:  push it (--push oci://REGISTRY/REPOSITORY:TAG) and annotate with what that prints, or put {} in the\n         controller's policy store (a ConfigMap in policies.extraConfigMaps), then\n         kubectl annotate nodepool NODEPOOL {annotation}={pin} --overwrite",
         wasm.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned())
     );
     Ok(0)

@@ -77,7 +77,11 @@ fn policies(scenario: &Scenario, refs: Option<&str>, from: &Store<'_>) -> anyhow
     }
     let limits = Limits { deadline_ms: from.deadline_ms, ..Limits::default() };
     let engine = PolicyEngine::new(limits, PrecompileCache::default_dir())?;
-    let store = PolicyStore::new(from.dir, engine);
+    let mut store = PolicyStore::new(from.dir, engine);
+    // `oci://` references are read from what `tenon policy pull` fetched; nothing is pulled.
+    if let Some(cache) = tenon_policy::oci_cache::OciCache::default_dir() {
+        store = store.with_oci(tenon_policy::oci_cache::OciCache::new(cache), false);
+    }
     let (set, problems) = ClusterPolicies::resolve(&store, &pools, overrides.as_deref());
     if !problems.is_empty() {
         let lines: Vec<String> = problems.iter().map(|(p, e)| format!("NodePool {p}: {e}")).collect();
