@@ -199,8 +199,27 @@ controller.env after it). */}}
   value: /etc/tenon/policies
 - name: TENON_POLICY_DEADLINE_MS
   value: {{ .Values.policies.deadlineMs | quote }}
-# The precompiled-policy cache: private to the controller's user, on the
-# writable emptyDir (the root filesystem is read-only).
+- name: TENON_POLICY_ALLOW_TAGS
+  value: {{ .Values.policies.oci.allowTags | quote }}
+{{- with .Values.policies.oci.insecureRegistries }}
+- name: TENON_POLICY_INSECURE_REGISTRIES
+  value: {{ join "," . | quote }}
+{{- end }}
+{{- with .Values.policies.oci.credentialsSecret }}
+- name: TENON_OCI_USERNAME
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: username
+- name: TENON_OCI_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: password
+{{- end }}
+# The precompiled-policy cache and the policies pulled from OCI registries:
+# private to the controller's user, on the writable emptyDir (the root
+# filesystem is read-only).
 - name: XDG_CACHE_HOME
   value: /tmp/cache
 {{- end -}}

@@ -26,6 +26,7 @@ pub mod names;
 pub mod nodeclaims;
 pub mod nodeclasses;
 pub mod nodepool_status;
+pub mod oci_pull;
 pub mod policies;
 pub mod provisioner;
 pub mod ratelimit;
@@ -192,7 +193,13 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     let fenced = leadership.clone();
     provider.fence = tenon_aws::Fence::new(move || fenced.leading());
     let provider = Arc::new(provider);
-    let policies = policies::Policies::new(settings.policy_dir.as_deref(), settings.policy_deadline_ms)?;
+    let policies = policies::Policies::new(settings.policy_dir.as_deref(), settings.policy_deadline_ms)?.with_oci(
+        policies::OciSettings {
+            cache: settings.policy_oci_cache.clone(),
+            allow_tags: settings.policy_allow_tags,
+            insecure_registries: settings.policy_insecure_registries.clone(),
+        },
+    )?;
     health::serve(
         metrics.clone(),
         policies.metrics.clone(),

@@ -5,16 +5,20 @@
 //! cannot be loaded or last failed is reported (`PolicyHealthy=False` + Event) and decided
 //! with the fallbacks (price order, no consolidation plans, no disruptions), the same in
 //! both cases; other NodePools are unaffected and keep their policies' call records.
+//! `oci://` policies are pulled in the background when a NodePool needing them is resolved
+//! (see oci_pull.rs) and resolved from the OCI cache once there.
 
+use super::oci_pull::Puller;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tenon_api::NodePool;
-use tenon_api::policy::{NodePoolPolicies, PolicyHook};
+use tenon_api::policy::NodePoolPolicies;
 use tenon_policy::cache::PrecompileCache;
 use tenon_policy::cluster::{ClusterPolicies, NodePoolInfo};
 use tenon_policy::metrics::Metrics;
+use tenon_policy::oci_cache::OciCache;
 use tenon_policy::{FileStamp, Limits, PolicyEngine, PolicyStore};
 
 /// A NodePool as its policies see it: template labels and `tenon.dev/*` annotations.
@@ -41,6 +45,16 @@ pub struct Policies {
     pub active: Arc<ClusterPolicies>,
     resolved: BTreeMap<String, Resolved>,
     pub metrics: Arc<Metrics>,
+    puller: Option<Puller>,
+}
+
+/// Where `oci://` policies come from and are kept.
+#[derive(Clone, Debug, Default)]
+pub struct OciSettings {
+    /// Default: [`OciCache::default_dir`].
+    pub cache: Option<std::path::PathBuf>,
+    pub allow_tags: bool,
+    pub insecure_registries: Vec<String>,
 }
 
 impl Policies {
@@ -60,7 +74,27 @@ impl Policies {
         };
         let metrics = Arc::new(Metrics::default());
         let active = Arc::new(ClusterPolicies::empty(metrics.clone()));
-        Ok(Policies { store, active, resolved: BTreeMap::new(), metrics })
+        Ok(Policies { store, active, resolved: BTreeMap::new(), metrics, puller: None })
+    }
+
+    /// Resolves `oci://` references, pulling them on the current Tokio runtime. Without a
+    /// cache directory they stay unavailable, with that reason.
+    pub fn with_oci(mut self, settings: OciSettings) -> anyhow::Result<Policies> {
+        let Some(store) = self.store.take() else { return Ok(self) };
+        let Some(dir) = settings.cache.or_else(OciCache::default_dir) else {
+            tracing::warn!(
+                "no directory for pulled policies (set TENON_POLICY_OCI_CACHE); oci:// references stay unavailable"
+            );
+            self.store = Some(store);
+            return Ok(self);
+        };
+        let options = tenon_oci::Options {
+            insecure: settings.insecure_registries,
+            credentials: tenon_oci::Options::credentials_from_env(),
+        };
+        self.puller = Some(Puller::new(tenon_oci::Registry::new(options), OciCache::new(&dir))?);
+        self.store = Some(store.with_oci(OciCache::new(dir), settings.allow_tags));
+        Ok(self)
     }
 
     /// Resolves the NodePools that need it (see the module docs); `now` times the retries.
@@ -102,6 +136,7 @@ impl Policies {
                 annotations: annotations.clone(),
             })
             .collect();
+        self.pull(stale.iter().map(|name| &inputs[*name].1));
         let keep = |name: &str| !stale.iter().any(|s| *s == name);
         let (active, problems) = self.active.re_resolve(self.store.as_ref(), &infos, &keep);
         // Load problems are reported below and by the NodePool's condition.
@@ -120,7 +155,7 @@ impl Policies {
         }
         self.resolved.retain(|name, _| inputs.contains_key(name));
         for name in &stale {
-            let problem = found.remove(name.as_str());
+            let problem = found.remove(name.as_str()).map(|p| self.with_pull_failures(p, &inputs[*name].1));
             let before = self.resolved.get(*name);
             let retry = problem.as_ref().map(|_| {
                 // Waits double while nothing the NodePool names changes; a change starts over.
@@ -146,15 +181,34 @@ impl Policies {
     fn stamps(&self, annotations: &BTreeMap<String, String>) -> Vec<Option<FileStamp>> {
         let Some(store) = &self.store else { return Vec::new() };
         let (parsed, _) = NodePoolPolicies::from_annotations(annotations);
-        PolicyHook::ALL
-            .into_iter()
-            .filter_map(|hook| match hook {
-                PolicyHook::Scoring => parsed.scoring.as_ref(),
-                PolicyHook::Consolidation => parsed.consolidation.as_ref(),
-                PolicyHook::Disruption => parsed.disruption.as_ref(),
-            })
-            .map(|r| store.stamp(r))
-            .collect()
+        parsed.named().map(|(_, r)| store.stamp(r)).collect()
+    }
+
+    /// Starts pulling the `oci://` policies these NodePools name that are not cached.
+    fn pull<'a>(&self, annotations: impl Iterator<Item = &'a BTreeMap<String, String>>) {
+        let (Some(puller), Some(store)) = (&self.puller, &self.store) else { return };
+        for a in annotations {
+            let (parsed, _) = NodePoolPolicies::from_annotations(a);
+            for (_, r) in parsed.named() {
+                if let Some(src) = &r.oci
+                    && (src.digest.is_some() || store.allows_tags())
+                {
+                    puller.request(src);
+                }
+            }
+        }
+    }
+
+    /// A NodePool's problem, with why the last pull of each policy it names failed.
+    fn with_pull_failures(&self, mut problem: String, annotations: &BTreeMap<String, String>) -> String {
+        let Some(puller) = &self.puller else { return problem };
+        let (parsed, _) = NodePoolPolicies::from_annotations(annotations);
+        for src in parsed.named().filter_map(|(_, r)| r.oci.as_ref()) {
+            if let Some(e) = puller.failure(src) {
+                problem.push_str(&format!("; the last pull failed: {e}"));
+            }
+        }
+        problem
     }
 
     /// When an unavailable NodePool's policies are next tried, if they are.

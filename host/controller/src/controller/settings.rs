@@ -68,6 +68,18 @@ pub struct Settings {
     #[arg(long, env = "TENON_POLICY_DEADLINE_MS", default_value_t = tenon_policy::Limits::default().deadline_ms,
           value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub policy_deadline_ms: u64,
+    /// Where policies pulled for `oci://` references are kept, by digest (default:
+    /// `$XDG_CACHE_HOME/tenon/oci`, else `$HOME/.cache/tenon/oci`).
+    #[arg(long, env = "TENON_POLICY_OCI_CACHE")]
+    pub policy_oci_cache: Option<PathBuf>,
+    /// Accept `oci://REGISTRY/REPOSITORY:TAG` without a digest. A tag is resolved to a
+    /// digest when first pulled by this process; pinned digests are the safe default.
+    #[arg(long, env = "TENON_POLICY_ALLOW_TAGS")]
+    pub policy_allow_tags: bool,
+    /// Registries (`host[:port]`, comma-separated) spoken to over plain HTTP; loopback
+    /// registries always are.
+    #[arg(long, env = "TENON_POLICY_INSECURE_REGISTRIES", value_delimiter = ',')]
+    pub policy_insecure_registries: Vec<String>,
     /// Default: the SDK's chain (`AWS_DEFAULT_REGION`, the shared config profile, then the
     /// instance metadata service), as Karpenter's.
     #[arg(long, env = "AWS_REGION")]
