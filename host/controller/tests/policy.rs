@@ -124,6 +124,20 @@ fn tempdir(tag: &str) -> PathBuf {
     d
 }
 
+/// The SDK is a crate of its own, contract included: what a registry would serve.
+#[test]
+fn the_sdk_packages_and_its_package_builds() {
+    let o = Command::new(env!("CARGO"))
+        .args(["package", "--allow-dirty", "--manifest-path", "policies/sdk/Cargo.toml"])
+        .current_dir(repo())
+        .env("CARGO_TARGET_DIR", target().join("scaffolded"))
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "cargo package: {log}");
+    assert!(log.contains("Verifying tenon-policy-sdk"), "the packaged crate was built on its own: {log}");
+}
+
 #[test]
 fn a_new_policy_tests_and_builds_without_edits() {
     let dir = tempdir("new");

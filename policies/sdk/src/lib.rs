@@ -47,7 +47,7 @@ macro_rules! validate_config_from {
 pub mod scorer {
     #[cfg(not(feature = "v0-2"))]
     wit_bindgen::generate!({
-        path: "../../wit",
+        path: "wit",
         world: "scorer",
         pub_export_macro: true,
         export_macro_name: "export_scorer",
@@ -61,7 +61,7 @@ pub mod scorer {
     #[doc(hidden)]
     pub mod bindings {
         wit_bindgen::generate!({
-            path: "../../wit/v0.2.0",
+            path: "wit/v0.2.0",
             world: "scorer",
             pub_export_macro: true,
             export_macro_name: "export_scorer",
@@ -217,7 +217,7 @@ pub mod scorer {
 pub mod consolidator {
     #[cfg(not(feature = "v0-2"))]
     wit_bindgen::generate!({
-        path: "../../wit",
+        path: "wit",
         world: "consolidator",
         pub_export_macro: true,
         export_macro_name: "export_consolidator",
@@ -231,7 +231,7 @@ pub mod consolidator {
     #[doc(hidden)]
     pub mod bindings {
         wit_bindgen::generate!({
-            path: "../../wit/v0.2.0",
+            path: "wit/v0.2.0",
             world: "consolidator",
             pub_export_macro: true,
             export_macro_name: "export_consolidator",
@@ -260,7 +260,7 @@ pub mod consolidator {
 pub mod budget {
     #[cfg(not(feature = "v0-2"))]
     wit_bindgen::generate!({
-        path: "../../wit",
+        path: "wit",
         world: "disruption-budget",
         pub_export_macro: true,
         export_macro_name: "export_budget",
@@ -274,7 +274,7 @@ pub mod budget {
     #[doc(hidden)]
     pub mod bindings {
         wit_bindgen::generate!({
-            path: "../../wit/v0.2.0",
+            path: "wit/v0.2.0",
             world: "disruption-budget",
             pub_export_macro: true,
             export_macro_name: "export_budget",
