@@ -388,6 +388,8 @@ fn time(iterations: usize, mut call: impl FnMut() -> anyhow::Result<()>) -> anyh
 
 /// The SDK of the tree this tenon was built from.
 const SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/sdk");
+/// The SDK version a scaffold asks for (policies/Cargo.toml's; a test keeps them equal).
+const SDK_VERSION: &str = "0.1.0";
 
 /// Under `cargo run`/`cargo test` the tree's location comes from the environment: a build
 /// reused from a clone at another path must not point at that clone.
@@ -424,7 +426,7 @@ fn scaffold(name: &str, kind: Kind, dir: Option<PathBuf>, sdk: Option<PathBuf>) 
     std::fs::create_dir_all(dir.join("src"))?;
     std::fs::create_dir_all(dir.join("fixtures"))?;
     let cargo = format!(
-        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n[dependencies]\ntenon-policy-sdk = {{ path = {:?} }}\n\n# A standalone crate, not part of any enclosing workspace.\n[workspace]\n\n[profile.release]\nopt-level = \"s\"\nlto = true\npanic = \"abort\"\nstrip = true\n",
+        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n[lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n[dependencies]\n# Contract 0.2.0: `validate-config` and the host's time-zone database.\ntenon-policy-sdk = {{ version = \"{SDK_VERSION}\", features = [\"v0-2\"] }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\n\n# tenon-policy-sdk is not in a public registry: this takes it from a Tenon checkout.\n# Point it at yours, or drop this section where your registry serves the SDK.\n[patch.crates-io]\ntenon-policy-sdk = {{ path = {:?} }}\n\n# A standalone crate, not part of any enclosing workspace.\n[workspace]\n\n[profile.release]\nopt-level = \"s\"\nlto = true\npanic = \"abort\"\nstrip = true\n",
         sdk.display().to_string()
     );
     std::fs::write(dir.join("Cargo.toml"), cargo)?;
@@ -435,11 +437,11 @@ fn scaffold(name: &str, kind: Kind, dir: Option<PathBuf>, sdk: Option<PathBuf>) 
     std::fs::write(
         dir.join("README.md"),
         format!(
-            "# {name}\n\nA Tenon policy.\n\n```sh\ncargo test                                          # unit tests, on the host\ncargo build --target wasm32-wasip2 --release        # the component\ntenon policy test {wasm} fixtures/\ntenon policy inspect {wasm}                          # its digest, to pin it\n```\n"
+            "# {name}\n\nA Tenon policy.\n\n```sh\ncargo test                                          # unit tests, on the host\ntenon policy build                                  # the component, its fixtures, its pin\ntenon policy build --push oci://REGISTRY/REPO:TAG   # …then published; prints what to annotate\ntenon policy test {wasm} fixtures/ --json\n```\n"
         ),
     )?;
     println!(
-        "created {} ({}); next: cd {} && cargo test && cargo build --target wasm32-wasip2 --release",
+        "created {} ({}); next: tenon policy build {} [--push oci://REGISTRY/REPOSITORY:TAG]",
         dir.display(),
         match kind {
             Kind::Scorer => "scorer",
@@ -452,15 +454,31 @@ fn scaffold(name: &str, kind: Kind, dir: Option<PathBuf>, sdk: Option<PathBuf>) 
 }
 
 const SCORER_LIB: &str = r#"//! A scoring policy: one score per offering, lower ranks first.
+//!
+//! `tenon.dev/scoring-config`: no settings yet; add them to `Settings`.
 
+use serde::Deserialize;
 use tenon_policy_sdk::scorer::{Guest, ScoringInput};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Settings {}
 
 pub struct POLICY;
 
+/// Called when a NodePool names the policy: a bad configuration shows on the NodePool then.
+impl tenon_policy_sdk::Config for POLICY {
+    fn validate_config(config: &str) -> Result<(), String> {
+        tenon_policy_sdk::config::<Settings>(config).map(drop)
+    }
+}
+
 impl Guest for POLICY {
     fn rank(input: ScoringInput) -> Result<Vec<f64>, String> {
-        // Start from Karpenter's behaviour: the price. Change this to your rule.
-        Ok(input.offerings.iter().map(|o| o.price).collect())
+        let _settings: Settings = tenon_policy_sdk::config(&input.nodepool.config)?;
+        // Karpenter's behaviour, price order. `.prefer(|o| …)` before `.scores()` ranks the
+        // offerings you prefer first, e.g. `input.architecture(o) == Some("arm64")`.
+        Ok(input.ranking().scores())
     }
 }
 
@@ -508,10 +526,15 @@ const SCORER_FIXTURE: &str = r#"cases:
 "#;
 
 const CONSOLIDATOR_LIB: &str = r#"//! A consolidation policy: order the round's plans and approve or reject each.
+//!
+//! `tenon.dev/consolidation-config`: none read yet; check yours in `validate_config`.
 
 use tenon_policy_sdk::consolidator::{ConsolidationInput, Guest, PlanReview, Verdict};
 
 pub struct POLICY;
+
+/// Accepts any configuration: parse and check yours here (see `tenon_policy_sdk::config`).
+impl tenon_policy_sdk::Config for POLICY {}
 
 impl Guest for POLICY {
     fn review(input: ConsolidationInput) -> Result<PlanReview, String> {
@@ -547,10 +570,15 @@ const CONSOLIDATOR_FIXTURE: &str = r#"cases:
 "#;
 
 const BUDGET_LIB: &str = r#"//! A disruption-budget policy: how many nodes may be disrupted now.
+//!
+//! `tenon.dev/disruption-config`: none read yet; check yours in `validate_config`.
 
 use tenon_policy_sdk::budget::{Allowance, BudgetInput, Guest};
 
 pub struct POLICY;
+
+/// Accepts any configuration: parse and check yours here (see `tenon_policy_sdk::config`).
+impl tenon_policy_sdk::Config for POLICY {}
 
 impl Guest for POLICY {
     fn allowed(input: BudgetInput) -> Result<Allowance, String> {
@@ -592,3 +620,12 @@ const BUDGET_FIXTURE: &str = r#"cases:
     disrupting: 1
     expect: {allowed: 0}
 "#;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn scaffolds_ask_for_the_sdk_version_of_this_tree() {
+        let manifest = include_str!("../../../policies/Cargo.toml");
+        assert!(manifest.contains(&format!("version = \"{}\"", super::SDK_VERSION)), "policies/Cargo.toml");
+    }
+}

@@ -171,6 +171,10 @@ fn a_new_policy_tests_and_builds_without_edits() {
             _ => "tenon.dev/disruption-policy",
         };
         assert!(text.contains(&format!("{annotation}={name}@sha256:")), "{text}");
+        assert!(text.contains("@0.2.0,"), "scaffolds use contract 0.2.0: {text}");
+        let manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap();
+        assert!(manifest.contains("tenon-policy-sdk = { version = "), "by version: {manifest}");
+        assert!(manifest.contains("[patch.crates-io]\ntenon-policy-sdk = { path = "), "{manifest}");
     }
     let o = tenon(&["policy", "build", dir.join("nowhere").to_str().unwrap()]);
     assert_ne!(o.status.code(), Some(0));
