@@ -58,6 +58,15 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CacheError + '_ {
     move |source| CacheError::Io { path: path.display().to_string(), source }
 }
 
+/// `$XDG_CACHE_HOME/tenon/NAME`, else `$HOME/.cache/tenon/NAME`.
+pub fn user_cache_dir(name: &str) -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("tenon").join(name))
+}
+
 fn uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
@@ -77,11 +86,7 @@ fn describe(meta: &std::fs::Metadata) -> String {
 impl PrecompileCache {
     /// This user's cache: `$XDG_CACHE_HOME/tenon/policies`, else `$HOME/.cache/tenon/policies`.
     pub fn default_dir() -> Option<PathBuf> {
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-        Some(base.join("tenon").join("policies"))
+        user_cache_dir("policies")
     }
 
     /// Opens `dir`, creating it (0700) and its key (0600) when absent; refuses a directory

@@ -112,11 +112,7 @@ impl OciCache {
 
     /// This user's cache: `$XDG_CACHE_HOME/tenon/oci`, else `$HOME/.cache/tenon/oci`.
     pub fn default_dir() -> Option<PathBuf> {
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-        Some(base.join("tenon").join("oci"))
+        crate::cache::user_cache_dir("oci")
     }
 
     pub fn dir(&self) -> &Path {
