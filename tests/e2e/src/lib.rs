@@ -411,6 +411,16 @@ impl Cluster {
         Some((c.status, c.reason, c.message))
     }
 
+    /// Waits up to 30 s for condition `type_` on NodePool `name` to have `status`; returns
+    /// (reason, message).
+    pub async fn await_nodepool_condition(&self, name: &str, type_: &str, status: &str) -> (String, String) {
+        eventually(Duration::from_secs(30), &format!("{type_}={status} on NodePool {name}"), || async {
+            let (s, reason, message) = self.nodepool_condition(name, type_).await?;
+            (s == status).then_some((reason, message))
+        })
+        .await
+    }
+
     /// Events about the object named `name` (core/v1 Events).
     pub async fn events_for(&self, name: &str) -> Vec<Event> {
         Api::<Event>::all(self.client.clone())

@@ -24,14 +24,6 @@ fn tenon(dir: &PathBuf, args: &[&str]) -> String {
     stdout.into_owned()
 }
 
-async fn policy_healthy(c: &Cluster, status: &str) -> (String, String) {
-    eventually(Duration::from_secs(30), &format!("PolicyHealthy={status} on lab-general"), || async {
-        let (s, reason, message) = c.nodepool_condition("lab-general", "PolicyHealthy").await?;
-        (s == status).then_some((reason, message))
-    })
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scaffold_to_deployed_in_three_commands_through_a_registry() {
     let registry = TestRegistry::start("journey");
@@ -59,14 +51,14 @@ async fn scaffold_to_deployed_in_three_commands_through_a_registry() {
 
     // 3: the printed command, with the NodePool's name.
     c.kubectl(&["annotate", "nodepool", "lab-general", pin, "--overwrite"]);
-    let (reason, _) = policy_healthy(&c, "True").await;
+    let (reason, _) = c.await_nodepool_condition("lab-general", "PolicyHealthy", "True").await;
     assert_eq!(reason, "PolicyHealthy");
     let log = c.controller_log();
     assert!(log.contains("policy pulled"), "the controller pulled it: {log}");
 
     // A bare tag is refused unless tags are allowed; nothing is pulled for it.
     c.kubectl(&["annotate", "nodepool", "lab-general", &format!("tenon.dev/scoring-policy={tag}"), "--overwrite"]);
-    let (reason, message) = policy_healthy(&c, "False").await;
+    let (reason, message) = c.await_nodepool_condition("lab-general", "PolicyHealthy", "False").await;
     assert_eq!(reason, "PolicyUnavailable");
     assert!(message.contains("tag references are refused"), "{message}");
 
@@ -82,6 +74,6 @@ async fn scaffold_to_deployed_in_three_commands_through_a_registry() {
 
     // Back to the pin: served from the cache, no pull needed.
     c.kubectl(&["annotate", "nodepool", "lab-general", pin, "--overwrite"]);
-    policy_healthy(&c, "True").await;
+    c.await_nodepool_condition("lab-general", "PolicyHealthy", "True").await;
     c.assert_controller_running();
 }

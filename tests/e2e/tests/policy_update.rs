@@ -5,9 +5,9 @@
 //! without a restart.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+
+use tenon_e2e::Cluster;
 use tenon_e2e::scenario::{apply_lab_general, nodeclass_ready};
-use tenon_e2e::{Cluster, eventually};
 
 /// A directory laid out as the kubelet mounts a ConfigMap, updated as the kubelet does.
 struct ConfigMapVolume {
@@ -51,15 +51,6 @@ fn built(file: &str) -> (Vec<u8>, String) {
     (bytes, digest)
 }
 
-/// Waits for `PolicyHealthy` on lab-general to have `status`; returns (reason, message).
-async fn policy_healthy(c: &Cluster, status: &str) -> (String, String) {
-    eventually(Duration::from_secs(30), &format!("PolicyHealthy={status} on lab-general"), || async {
-        let (s, reason, message) = c.nodepool_condition("lab-general", "PolicyHealthy").await?;
-        (s == status).then_some((reason, message))
-    })
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pinned_nodepool_recovers_from_a_configmap_update_in_either_order() {
     let mut c = Cluster::start("policy-update").await;
@@ -72,22 +63,22 @@ async fn a_pinned_nodepool_recovers_from_a_configmap_update_in_either_order() {
     c.kubectl(&["annotate", "nodepool", "lab-general", &pin(&d1)]);
     c.start_controller();
     nodeclass_ready(&c, "lab-general").await;
-    policy_healthy(&c, "True").await;
+    c.await_nodepool_condition("lab-general", "PolicyHealthy", "True").await;
 
     // The pin first: the mounted file is still v1.
     c.kubectl(&["annotate", "--overwrite", "nodepool", "lab-general", &pin(&d2)]);
-    let (reason, message) = policy_healthy(&c, "False").await;
+    let (reason, message) = c.await_nodepool_condition("lab-general", "PolicyHealthy", "False").await;
     assert_eq!(reason, "PolicyUnavailable");
     assert!(message.contains(&d2) && message.contains(&d1), "names the pin and what was found: {message}");
     volume.update("team-scorer.wasm", &v2);
-    policy_healthy(&c, "True").await;
+    c.await_nodepool_condition("lab-general", "PolicyHealthy", "True").await;
 
     // The ConfigMap first: the pin is still v2.
     volume.update("team-scorer.wasm", &v1);
-    let (reason, message) = policy_healthy(&c, "False").await;
+    let (reason, message) = c.await_nodepool_condition("lab-general", "PolicyHealthy", "False").await;
     assert_eq!(reason, "PolicyUnavailable");
     assert!(message.contains(&d2) && message.contains(&d1), "{message}");
     c.kubectl(&["annotate", "--overwrite", "nodepool", "lab-general", &pin(&d1)]);
-    policy_healthy(&c, "True").await;
+    c.await_nodepool_condition("lab-general", "PolicyHealthy", "True").await;
     c.assert_controller_running();
 }
