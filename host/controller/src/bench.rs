@@ -3,12 +3,20 @@
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
+use tenon_api::policy::PolicyRef;
+use tenon_core::ClusterSnapshot;
 use tenon_core::catalog::{AwsCatalogOptions, aws, synthetic};
+use tenon_core::disruption::PolicySet;
 use tenon_core::disruption::{DefaultPolicies, disrupt};
-use tenon_core::scorer::PriceScorer;
+use tenon_core::scorer::{PriceScorer, Scorer, ScoringInput};
 use tenon_core::workload::{consolidation_benchmark, scheduling_benchmark};
+use tenon_policy::cache::PrecompileCache;
+use tenon_policy::cluster::{ClusterPolicies, NodePoolInfo};
+use tenon_policy::{Limits, PolicyEngine, PolicyStore};
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
@@ -20,6 +28,10 @@ pub enum BenchCommand {
         /// `synthetic`: Karpenter's 400 benchmark types; `catalog`: the real EC2 catalog (us-east-1 prices).
         #[arg(long, value_enum, default_value_t = Catalog::Synthetic)]
         instance_types: Catalog,
+        /// Also run the pass with this scorer component ranking every NodeClaim's offerings,
+        /// and report its overhead over the built-in price order measured in the same run.
+        #[arg(long, value_name = "FILE.wasm")]
+        scoring_policy: Option<PathBuf>,
         #[command(flatten)]
         run: RunOptions,
     },
@@ -29,6 +41,13 @@ pub enum BenchCommand {
         /// Number of nodes.
         #[arg(long, default_value_t = 100)]
         nodes: usize,
+        /// Also run the pass with this consolidation component reviewing the plans.
+        #[arg(long, value_name = "FILE.wasm")]
+        consolidation_policy: Option<PathBuf>,
+        /// Also run the pass with this disruption-budget component (with the one above, if
+        /// given; both from one directory).
+        #[arg(long, value_name = "FILE.wasm")]
+        budget_policy: Option<PathBuf>,
         #[command(flatten)]
         run: RunOptions,
     },
@@ -56,12 +75,92 @@ pub enum Catalog {
 
 pub fn run(cmd: BenchCommand) -> anyhow::Result<u8> {
     match cmd {
-        BenchCommand::Scheduling { pods, instance_types, run } => scheduling(pods, instance_types, run),
-        BenchCommand::Consolidation { nodes, run } => consolidation(nodes, run),
+        BenchCommand::Scheduling { pods, instance_types, scoring_policy, run } => {
+            scheduling(pods, instance_types, scoring_policy.as_deref(), run)
+        }
+        BenchCommand::Consolidation { nodes, consolidation_policy, budget_policy, run } => {
+            let files: Vec<(&str, &Path)> = [
+                ("consolidation-policy", consolidation_policy.as_deref()),
+                ("budget-policy", budget_policy.as_deref()),
+            ]
+            .into_iter()
+            .filter_map(|(flag, f)| Some((flag, f?)))
+            .collect();
+            consolidation(nodes, &files, run)
+        }
     }
 }
 
-fn scheduling(pods: usize, catalog: Catalog, RunOptions { runs, seed, json }: RunOptions) -> anyhow::Result<u8> {
+/// Counts the rankings a scorer is asked for (one per NodeClaim the pass opens).
+struct Counted<'a> {
+    inner: &'a dyn Scorer,
+    calls: AtomicUsize,
+}
+
+impl Scorer for Counted<'_> {
+    fn rank(&self, input: &ScoringInput<'_>) -> Vec<usize> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.rank(input)
+    }
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+}
+
+/// Policy components (`(flag, file)`) for every NodePool of `snapshot`, each in the hook of
+/// the world it implements, as the controller would run them.
+fn wasm_policies(files: &[(&str, &Path)], snapshot: &ClusterSnapshot) -> anyhow::Result<ClusterPolicies> {
+    let pools: Vec<NodePoolInfo> = snapshot
+        .nodepools
+        .iter()
+        .map(|np| NodePoolInfo { name: np.name.clone(), labels: np.labels.clone(), annotations: Default::default() })
+        .collect();
+    let engine = PolicyEngine::new(Limits::default(), PrecompileCache::default_dir())?;
+    let mut store: Option<(PathBuf, PolicyStore)> = None;
+    let mut refs = Vec::new();
+    for (flag, file) in files {
+        let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name = file
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .filter(|_| file.extension().is_some_and(|e| e == "wasm"))
+            .with_context(|| format!("--{flag} {}: name a .wasm file", file.display()))?;
+        refs.push(PolicyRef::parse(name).map_err(|e| anyhow::anyhow!("--{flag} {}: {e}", file.display()))?);
+        match &store {
+            None => store = Some((dir.to_path_buf(), PolicyStore::new(dir, engine.clone()))),
+            Some((d, _)) if d != dir => {
+                bail!("--{flag} {}: put the benchmarked policies in one directory", file.display())
+            }
+            Some(_) => {}
+        }
+    }
+    let (_, store) = store.context("no policy given")?;
+    let (set, problems) = ClusterPolicies::resolve(&store, &pools, Some(&refs));
+    if let Some((_, why)) = problems.first() {
+        bail!("{why}");
+    }
+    Ok(set)
+}
+
+/// The median of `runs` timings of `pass`, and its last result.
+fn median<T>(runs: usize, mut pass: impl FnMut() -> T) -> (f64, T) {
+    let mut times = Vec::with_capacity(runs);
+    let mut last = None;
+    for _ in 0..runs {
+        let start = Instant::now();
+        last = Some(pass());
+        times.push(start.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    (times[times.len() / 2], last.expect("runs >= 1"))
+}
+
+fn scheduling(
+    pods: usize,
+    catalog: Catalog,
+    policy: Option<&Path>,
+    RunOptions { runs, seed, json }: RunOptions,
+) -> anyhow::Result<u8> {
     if runs == 0 {
         bail!("--runs must be at least 1");
     }
@@ -73,20 +172,21 @@ fn scheduling(pods: usize, catalog: Catalog, RunOptions { runs, seed, json }: Ru
     };
     let type_count = types.len();
     let snapshot = scheduling_benchmark(pods, Arc::new(types), seed);
-    let mut times = Vec::with_capacity(runs);
-    let mut plan = None;
-    for _ in 0..runs {
-        let start = Instant::now();
-        let p = tenon_core::schedule(&snapshot, &PriceScorer);
-        times.push(start.elapsed().as_secs_f64());
-        plan = Some(p);
-    }
-    let plan = plan.expect("runs >= 1");
-    times.sort_by(f64::total_cmp);
-    let seconds = times[times.len() / 2];
+    let (seconds, plan) = median(runs, || tenon_core::schedule(&snapshot, &PriceScorer));
     let pods_per_second = if seconds > 0.0 { pods as f64 / seconds } else { f64::INFINITY };
+    // The same pass with the component ranking, timed in the same process and run.
+    let with_policy = match policy {
+        None => None,
+        Some(file) => {
+            let set = wasm_policies(&[("scoring-policy", file)], &snapshot)?;
+            let counted = Counted { inner: &set, calls: AtomicUsize::new(0) };
+            let (policy_seconds, policy_plan) = median(runs, || tenon_core::schedule(&snapshot, &counted));
+            let failures = set.take_failures();
+            Some((file, policy_seconds, policy_plan, counted.calls.load(Ordering::Relaxed) / runs, failures))
+        }
+    };
     if json {
-        let out = serde_json::json!({
+        let mut out = serde_json::json!({
             "pods": pods,
             "nodeclaims": plan.nodeclaims.len(),
             "unschedulable": plan.unschedulable.len(),
@@ -97,6 +197,15 @@ fn scheduling(pods: usize, catalog: Catalog, RunOptions { runs, seed, json }: Ru
             "runs": runs,
             "threads": 1,
         });
+        if let Some((file, policy_seconds, policy_plan, calls, failures)) = &with_policy {
+            out["scoring_policy"] = serde_json::json!(file.display().to_string());
+            out["native_seconds"] = serde_json::json!(seconds);
+            out["policy_seconds"] = serde_json::json!(policy_seconds);
+            out["policy_calls"] = serde_json::json!(calls);
+            out["policy_failures"] = serde_json::json!(failures.len());
+            out["overhead"] = serde_json::json!(policy_seconds / seconds);
+            out["policy_nodeclaims"] = serde_json::json!(policy_plan.nodeclaims.len());
+        }
         println!("{out}");
     } else {
         println!(
@@ -105,27 +214,44 @@ fn scheduling(pods: usize, catalog: Catalog, RunOptions { runs, seed, json }: Ru
             plan.nodeclaims.len(),
             plan.unschedulable.len()
         );
+        if let Some((file, policy_seconds, policy_plan, calls, failures)) = &with_policy {
+            println!(
+                "with {}: {policy_seconds:.3} s ({:.2}x the price order), {calls} policy calls, {} failures, {} NodeClaims",
+                file.display(),
+                policy_seconds / seconds,
+                failures.len(),
+                policy_plan.nodeclaims.len()
+            );
+        }
     }
     Ok(0)
 }
 
-fn consolidation(nodes: usize, RunOptions { runs, seed, json }: RunOptions) -> anyhow::Result<u8> {
+fn consolidation(
+    nodes: usize,
+    policies: &[(&str, &Path)],
+    RunOptions { runs, seed, json }: RunOptions,
+) -> anyhow::Result<u8> {
     if runs == 0 {
         bail!("--runs must be at least 1");
     }
     let catalog = Arc::new(aws(&AwsCatalogOptions::default()).context("loading the bundled EC2 catalog")?);
     let snapshot = consolidation_benchmark(nodes, catalog, seed);
-    let mut times = Vec::with_capacity(runs);
-    let mut decision = None;
-    for _ in 0..runs {
-        let start = Instant::now();
-        let d = disrupt(&snapshot, &DefaultPolicies);
-        times.push(start.elapsed().as_secs_f64());
-        decision = Some(d);
-    }
-    let d = decision.expect("runs >= 1");
-    times.sort_by(f64::total_cmp);
-    let seconds = times[times.len() / 2];
+    let (seconds, d) = median(runs, || disrupt(&snapshot, &DefaultPolicies));
+    // The same pass with the components deciding, timed in the same process and run.
+    let with_policies = if policies.is_empty() {
+        None
+    } else {
+        let set = wasm_policies(policies, &snapshot)?;
+        let (policy_seconds, pd) = median(runs, || disrupt(&snapshot, &set));
+        let calls: u64 = policies
+            .iter()
+            .filter_map(|(_, f)| f.file_stem()?.to_str())
+            .flat_map(|name| ["consolidation", "budget"].map(|hook| set.metrics.calls(name, hook)))
+            .sum();
+        let failures = set.take_failures().len();
+        Some((policy_seconds, pd, calls / runs as u64, failures))
+    };
     // Worst case for single-node consolidation: simulate removing every node, one at a time
     // (what a pass does when no candidate can go).
     let scan_start = Instant::now();
@@ -143,7 +269,7 @@ fn consolidation(nodes: usize, RunOptions { runs, seed, json }: RunOptions) -> a
         None => ("none", 0, 0, 0.0),
     };
     if json {
-        let out = serde_json::json!({
+        let mut out = serde_json::json!({
             "nodes": nodes,
             "pods": snapshot.pods.len(),
             "seconds": seconds,
@@ -158,6 +284,16 @@ fn consolidation(nodes: usize, RunOptions { runs, seed, json }: RunOptions) -> a
             "runs": runs,
             "threads": 1,
         });
+        if let Some((policy_seconds, pd, calls, failures)) = &with_policies {
+            let files: Vec<String> = policies.iter().map(|(_, f)| f.display().to_string()).collect();
+            out["policies"] = serde_json::json!(files);
+            out["native_seconds"] = serde_json::json!(seconds);
+            out["policy_seconds"] = serde_json::json!(policy_seconds);
+            out["policy_calls"] = serde_json::json!(calls);
+            out["policy_failures"] = serde_json::json!(failures);
+            out["overhead"] = serde_json::json!(policy_seconds / seconds);
+            out["policy_method"] = serde_json::json!(pd.plan.as_ref().map_or("none", |p| p.method.as_str()));
+        }
         println!("{out}");
     } else {
         println!(
@@ -169,6 +305,13 @@ fn consolidation(nodes: usize, RunOptions { runs, seed, json }: RunOptions) -> a
             d.evaluated,
             d.blocked.len()
         );
+        if let Some((policy_seconds, pd, calls, failures)) = &with_policies {
+            println!(
+                "with the policies: {policy_seconds:.3} s ({:.2}x), {calls} policy calls, {failures} failures, plan {}",
+                policy_seconds / seconds,
+                pd.plan.as_ref().map_or("none", |p| p.method.as_str())
+            );
+        }
     }
     Ok(0)
 }

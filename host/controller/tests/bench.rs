@@ -46,3 +46,42 @@ fn consolidation_bench_reports_json() {
     assert_ne!(v["method"], "none", "{v}");
     assert!(v["savings_per_hour"].as_f64().unwrap() > 0.0, "{v}");
 }
+
+/// A built component from the test command's policy directory.
+fn component(file: &str) -> String {
+    let dir = std::env::var_os("TENON_POLICY_DIR").expect("TENON_POLICY_DIR: the built policies");
+    std::path::Path::new(&dir).join(file).display().to_string()
+}
+
+#[test]
+fn scheduling_bench_measures_a_scoring_policy_against_the_price_order() {
+    let policy = component("default_scoring.wasm");
+    let o = tenon(&["bench", "scheduling", "--pods", "300", "--runs", "1", "--json", "--scoring-policy", &policy]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    // One ranking per NodeClaim opened, none failing; default-scoring is the price order, so
+    // the plan is the same size.
+    assert!(v["policy_calls"].as_u64().unwrap() >= v["nodeclaims"].as_u64().unwrap(), "{v}");
+    assert_eq!(v["policy_failures"], 0, "{v}");
+    assert_eq!(v["policy_nodeclaims"], v["nodeclaims"], "{v}");
+    let (native, with) = (v["native_seconds"].as_f64().unwrap(), v["policy_seconds"].as_f64().unwrap());
+    assert!(native > 0.0 && with > 0.0, "{v}");
+    assert!((v["overhead"].as_f64().unwrap() - with / native).abs() < 1e-9, "{v}");
+
+    let o = tenon(&["bench", "scheduling", "--pods", "10", "--scoring-policy", "README.md"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("name a .wasm file"), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn consolidation_bench_measures_consolidation_and_budget_policies() {
+    let (c, b) = (component("default_consolidation.wasm"), component("default_budget.wasm"));
+    let args = ["bench", "consolidation", "--nodes", "40", "--runs", "1", "--json"];
+    let o = tenon(&[&args[..], &["--consolidation-policy", &c, "--budget-policy", &b]].concat());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert!(v["policy_calls"].as_u64().unwrap() > 0, "the components were called: {v}");
+    assert_eq!(v["policy_failures"], 0, "{v}");
+    assert_eq!(v["policy_method"], v["method"], "the defaults decide as the built-in rules: {v}");
+    assert!(v["overhead"].as_f64().unwrap() > 0.0, "{v}");
+}
