@@ -36,6 +36,49 @@ pub mod oci_media {
     pub const LAYERS_ACCEPTED: [&str; 2] = [LAYER, "application/vnd.wasm.content.layer.v1+wasm"];
     /// The largest component pulled (the default bundle's are ~0.3 MiB).
     pub const MAX_LAYER_BYTES: u64 = 64 << 20;
+
+    #[derive(serde::Deserialize)]
+    struct Manifest {
+        #[serde(rename = "schemaVersion")]
+        schema_version: u32,
+        #[serde(default)]
+        layers: Vec<Descriptor>,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Descriptor {
+        #[serde(rename = "mediaType")]
+        media_type: String,
+        digest: String,
+        size: u64,
+    }
+
+    /// The policy layer an image manifest names: its sha256 (hex) and size; or why the
+    /// manifest is not a policy artefact's.
+    pub fn policy_layer(manifest: &[u8]) -> Result<(String, u64), String> {
+        let m: Manifest = serde_json::from_slice(manifest).map_err(|e| format!("unreadable image manifest: {e}"))?;
+        if m.schema_version != 2 {
+            return Err(format!("manifest schemaVersion {}, expected 2", m.schema_version));
+        }
+        let wasm: Vec<&Descriptor> =
+            m.layers.iter().filter(|l| LAYERS_ACCEPTED.contains(&l.media_type.as_str())).collect();
+        let [layer] = wasm.as_slice() else {
+            let found: Vec<&str> = m.layers.iter().map(|l| l.media_type.as_str()).collect();
+            return Err(format!(
+                "expected exactly one layer of type {}, found {found:?}",
+                LAYERS_ACCEPTED.join(" or ")
+            ));
+        };
+        let hex = layer
+            .digest
+            .strip_prefix("sha256:")
+            .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+            .ok_or_else(|| format!("layer digest {:?} is not sha256", layer.digest))?;
+        if layer.size > MAX_LAYER_BYTES {
+            return Err(format!("the layer is {} bytes, more than {MAX_LAYER_BYTES}", layer.size));
+        }
+        Ok((hex.to_string(), layer.size))
+    }
 }
 
 /// `oci://REGISTRY/REPOSITORY[:TAG][@sha256:DIGEST]`: a policy published to an OCI registry.

@@ -7,7 +7,7 @@
 //! plain HTTP, as Docker does; all others over HTTPS with the system's roots.
 
 use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::manifest::{OciDescriptor, OciImageManifest};
+use oci_client::manifest::OciDescriptor;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 use sha2::{Digest, Sha256};
@@ -109,18 +109,10 @@ impl Registry {
         let image = Self::reference(src);
         let (manifest, digest) =
             client.pull_manifest_raw(&image, &self.auth(), &[oci_media::MANIFEST]).await.map_err(registry)?;
-        let parsed: OciImageManifest =
-            serde_json::from_slice(&manifest).map_err(|e| not(format!("unreadable image manifest: {e}")))?;
-        let layers: Vec<&OciDescriptor> =
-            parsed.layers.iter().filter(|l| oci_media::LAYERS_ACCEPTED.contains(&l.media_type.as_str())).collect();
-        let [layer] = layers.as_slice() else {
-            return Err(not(format!("expected one layer of type {}", oci_media::LAYERS_ACCEPTED.join(" or "))));
-        };
-        if !(0..=oci_media::MAX_LAYER_BYTES as i64).contains(&layer.size) {
-            return Err(not(format!("its layer is {} bytes (at most {})", layer.size, oci_media::MAX_LAYER_BYTES)));
-        }
-        let mut component = Vec::with_capacity(layer.size as usize);
-        client.pull_blob(&image, *layer, &mut component).await.map_err(registry)?;
+        let (layer, size) = oci_media::policy_layer(&manifest).map_err(not)?;
+        let layer = OciDescriptor { digest: format!("sha256:{layer}"), size: size as i64, ..Default::default() };
+        let mut component = Vec::with_capacity(size as usize);
+        client.pull_blob(&image, &layer, &mut component).await.map_err(registry)?;
         let digest = digest.strip_prefix("sha256:").map(str::to_string).ok_or_else(|| OciError::Reference {
             reference: reference.clone(),
             why: format!("manifest digest {digest} is not sha256"),

@@ -11,7 +11,6 @@
 //! changed on disk is refused, never loaded.
 
 use crate::engine::sha256_hex;
-use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use tenon_api::policy::{OciSource, oci_media};
 use thiserror::Error;
@@ -30,47 +29,9 @@ pub enum OciCacheError {
     Io { path: String, source: std::io::Error },
 }
 
-#[derive(Deserialize)]
-struct Manifest {
-    #[serde(rename = "schemaVersion")]
-    schema_version: u32,
-    #[serde(default)]
-    layers: Vec<Descriptor>,
-}
-
-#[derive(Deserialize)]
-struct Descriptor {
-    #[serde(rename = "mediaType")]
-    media_type: String,
-    digest: String,
-    size: u64,
-}
-
 /// The policy layer a manifest names: its digest (hex) and size.
 pub fn policy_layer(reference: &str, manifest: &[u8]) -> Result<(String, u64), OciCacheError> {
-    let not = |why: String| OciCacheError::NotAPolicy { reference: reference.to_string(), why };
-    let m: Manifest = serde_json::from_slice(manifest).map_err(|e| not(format!("unreadable image manifest: {e}")))?;
-    if m.schema_version != 2 {
-        return Err(not(format!("manifest schemaVersion {}, expected 2", m.schema_version)));
-    }
-    let wasm: Vec<&Descriptor> =
-        m.layers.iter().filter(|l| oci_media::LAYERS_ACCEPTED.contains(&l.media_type.as_str())).collect();
-    let [layer] = wasm.as_slice() else {
-        let found: Vec<&str> = m.layers.iter().map(|l| l.media_type.as_str()).collect();
-        return Err(not(format!(
-            "expected exactly one layer of type {}, found {found:?}",
-            oci_media::LAYERS_ACCEPTED.join(" or ")
-        )));
-    };
-    let hex = layer
-        .digest
-        .strip_prefix("sha256:")
-        .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
-        .ok_or_else(|| not(format!("layer digest {:?} is not sha256", layer.digest)))?;
-    if layer.size > oci_media::MAX_LAYER_BYTES {
-        return Err(not(format!("the layer is {} bytes, more than {}", layer.size, oci_media::MAX_LAYER_BYTES)));
-    }
-    Ok((hex.to_string(), layer.size))
+    oci_media::policy_layer(manifest).map_err(|why| OciCacheError::NotAPolicy { reference: reference.to_string(), why })
 }
 
 /// Checks `component` against the layer `manifest` names.
