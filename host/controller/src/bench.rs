@@ -5,14 +5,13 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 use tenon_api::policy::PolicyRef;
 use tenon_core::ClusterSnapshot;
 use tenon_core::catalog::{AwsCatalogOptions, aws, synthetic};
 use tenon_core::disruption::PolicySet;
 use tenon_core::disruption::{DefaultPolicies, disrupt};
-use tenon_core::scorer::{PriceScorer, Scorer, ScoringInput};
+use tenon_core::scorer::PriceScorer;
 use tenon_core::workload::{consolidation_benchmark, scheduling_benchmark};
 use tenon_policy::cache::PrecompileCache;
 use tenon_policy::cluster::{ClusterPolicies, NodePoolInfo};
@@ -91,22 +90,6 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<u8> {
     }
 }
 
-/// Counts the rankings a scorer is asked for (one per NodeClaim the pass opens).
-struct Counted<'a> {
-    inner: &'a dyn Scorer,
-    calls: AtomicUsize,
-}
-
-impl Scorer for Counted<'_> {
-    fn rank(&self, input: &ScoringInput<'_>) -> Vec<usize> {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.inner.rank(input)
-    }
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-}
-
 /// Policy components (`(flag, file)`) for every NodePool of `snapshot`, each in the hook of
 /// the world it implements, as the controller would run them.
 fn wasm_policies(files: &[(&str, &Path)], snapshot: &ClusterSnapshot) -> anyhow::Result<ClusterPolicies> {
@@ -140,6 +123,15 @@ fn wasm_policies(files: &[(&str, &Path)], snapshot: &ClusterSnapshot) -> anyhow:
         bail!("{why}");
     }
     Ok(set)
+}
+
+/// How many calls the components (named by their files, as the store loads them) answered.
+fn policy_calls(set: &ClusterPolicies, files: &[(&str, &Path)]) -> u64 {
+    files
+        .iter()
+        .filter_map(|(_, f)| f.file_stem()?.to_str())
+        .flat_map(|name| ["scoring", "consolidation", "budget"].map(|hook| set.metrics.calls(name, hook)))
+        .sum()
 }
 
 /// The median of `runs` timings of `pass`, and its last result.
@@ -179,10 +171,10 @@ fn scheduling(
         None => None,
         Some(file) => {
             let set = wasm_policies(&[("scoring-policy", file)], &snapshot)?;
-            let counted = Counted { inner: &set, calls: AtomicUsize::new(0) };
-            let (policy_seconds, policy_plan) = median(runs, || tenon_core::schedule(&snapshot, &counted));
+            let (policy_seconds, policy_plan) = median(runs, || tenon_core::schedule(&snapshot, &set));
             let failures = set.take_failures();
-            Some((file, policy_seconds, policy_plan, counted.calls.load(Ordering::Relaxed) / runs, failures))
+            let calls = policy_calls(&set, &[("scoring-policy", file)]) / runs as u64;
+            Some((file, policy_seconds, policy_plan, calls, failures))
         }
     };
     if json {
@@ -244,11 +236,7 @@ fn consolidation(
     } else {
         let set = wasm_policies(policies, &snapshot)?;
         let (policy_seconds, pd) = median(runs, || disrupt(&snapshot, &set));
-        let calls: u64 = policies
-            .iter()
-            .filter_map(|(_, f)| f.file_stem()?.to_str())
-            .flat_map(|name| ["consolidation", "budget"].map(|hook| set.metrics.calls(name, hook)))
-            .sum();
+        let calls = policy_calls(&set, policies);
         let failures = set.take_failures().len();
         Some((policy_seconds, pd, calls / runs as u64, failures))
     };
