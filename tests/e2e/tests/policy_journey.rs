@@ -50,11 +50,16 @@ async fn scaffold_to_deployed_in_three_commands_through_a_registry() {
     assert!(pin.contains(&format!("{}/platform/team-scorer@sha256:", registry.addr)), "{pin}");
 
     // 3: the printed command, with the NodePool's name.
+    // The condition was already True before the annotation (no policy named), so True alone
+    // could be read before the controller saw the change: wait for the pull as well.
     c.kubectl(&["annotate", "nodepool", "lab-general", pin, "--overwrite"]);
-    let (reason, _) = c.await_nodepool_condition("lab-general", "PolicyHealthy", "True").await;
+    let reason =
+        eventually(Duration::from_secs(30), "the controller pulled it and the NodePool is healthy", || async {
+            let (status, reason, _) = c.nodepool_condition("lab-general", "PolicyHealthy").await?;
+            (c.controller_log().contains("policy pulled") && status == "True").then_some(reason)
+        })
+        .await;
     assert_eq!(reason, "PolicyHealthy");
-    let log = c.controller_log();
-    assert!(log.contains("policy pulled"), "the controller pulled it: {log}");
 
     // A bare tag is refused unless tags are allowed; nothing is pulled for it.
     c.kubectl(&["annotate", "nodepool", "lab-general", &format!("tenon.dev/scoring-policy={tag}"), "--overwrite"]);
