@@ -723,11 +723,25 @@ fn held_back_by_budgets(mut c: Cluster, pools: &[&str], method: Method) {
     let (_, d) = decide(&c);
     assert!(d.plan.is_none(), "{:?}", d.plan);
     assert!(d.budget_constrained, "not marked consolidated");
+    assert!(!d.budget_varies_with_time, "a budget without a window changes only with the cluster");
     for p in pools {
         set_budget(&mut c, p, "100%");
     }
     let (_, d) = decide(&c);
     assert_eq!(d.plan.expect("the budget was all that held it back").method, method);
+}
+
+/// Tenon's simulator skips a round over an unchanged cluster unless a budget that time
+/// alone can change held a node back: a windowed one here (the always-active 0% holds).
+#[test]
+fn a_windowed_budget_holding_nodes_back_can_change_with_time_alone() {
+    let mut c = ten_nodes("0%", None);
+    let np = c.objects.nodepools.iter_mut().find(|np| np.metadata.name.as_deref() == Some("default")).unwrap();
+    np.spec.disruption.budgets =
+        serde_yaml::from_str(r#"[{nodes: "0%"}, {nodes: "100%", schedule: "@daily", duration: 1h}]"#).unwrap();
+    let (_, d) = decide(&c);
+    assert!(d.plan.is_none(), "{:?}", d.plan);
+    assert!(d.budget_constrained && d.budget_varies_with_time);
 }
 
 /// karpenter:pkg/controllers/disruption/consolidation_test.go:714

@@ -28,6 +28,11 @@ pub struct Allowance {
 pub trait BudgetRule {
     fn allowed(&self, ctx: &BudgetContext<'_>) -> Allowance;
     fn name(&self) -> &str;
+    /// Whether the answer may change with `now` alone, the rest of the context unchanged.
+    /// A policy sees the clock, so it may.
+    fn varies_with_time(&self) -> bool {
+        true
+    }
 }
 
 /// `policy`'s answer, unless the NodePool's own budgets (`own`) allow fewer: a rule can
@@ -108,5 +113,10 @@ impl BudgetRule for KarpenterBudgets {
 
     fn name(&self) -> &str {
         "karpenter-budgets"
+    }
+
+    /// Only through the budgets' windows, which the NodePool shows.
+    fn varies_with_time(&self) -> bool {
+        false
     }
 }

@@ -137,6 +137,10 @@ pub struct DisruptionDecision {
     /// A budget held back a node that could otherwise have been disrupted: the same cluster
     /// may decide differently once the budget changes (a window closes, a node finishes).
     pub budget_constrained: bool,
+    /// Of those budgets, one can change with time alone (a scheduled window, or a budget
+    /// policy, which sees the clock): the same cluster, unchanged, may decide differently
+    /// later. Otherwise only a change to the cluster can.
+    pub budget_varies_with_time: bool,
     /// Candidates whose removal was simulated.
     pub evaluated: usize,
     /// Every node considered, as the round saw it (for the `Consolidatable`/`Drifted` record).
@@ -203,7 +207,12 @@ fn decide(
         }
     }
     decision.blocked = blocked;
-    decision.budget_constrained = budget_constrained(snap, &live, &decision.allowed);
+    let constrained = budget_constrained(snap, &live, &decision.allowed);
+    decision.budget_constrained = !constrained.is_empty();
+    decision.budget_varies_with_time = constrained.iter().any(|&pool| {
+        let tpl = &snap.nodepools[pool];
+        tpl.disruption.budgets.iter().any(|b| b.window.is_some()) || policies.budget_rule(&tpl.name).varies_with_time()
+    });
     decision.unconsolidatable = live
         .iter()
         .filter(|c| c.blocked.is_none() && snap.nodepools[c.nodepool].replicas.is_none())
@@ -369,13 +378,13 @@ pub fn revalidate(
     }
 }
 
-/// Whether some NodePool has more nodes that could be disrupted for a reason than its budget
-/// allows.
+/// The NodePools (indices) with more nodes that could be disrupted for a reason than their
+/// budget allows.
 fn budget_constrained(
     snap: &ClusterSnapshot,
     live: &[&Candidate],
     allowed: &BTreeMap<(String, DisruptionReason), Allowance>,
-) -> bool {
+) -> BTreeSet<usize> {
     let mut want: BTreeMap<(usize, DisruptionReason), usize> = BTreeMap::new();
     for c in live.iter().filter(|c| c.blocked.is_none()) {
         let underused = c.consolidatable && c.consolidation_policy.underutilized();
@@ -389,9 +398,12 @@ fn budget_constrained(
             }
         }
     }
-    want.into_iter().any(|((pool, reason), n)| {
-        allowed.get(&(snap.nodepools[pool].name.clone(), reason)).is_none_or(|a| a.allowed < n)
-    })
+    want.into_iter()
+        .filter(|((pool, reason), n)| {
+            allowed.get(&(snap.nodepools[*pool].name.clone(), *reason)).is_none_or(|a| a.allowed < *n)
+        })
+        .map(|((pool, _), _)| pool)
+        .collect()
 }
 
 /// Each NodePool's allowance per reason, and the (NodePool, reason) pairs whose budget

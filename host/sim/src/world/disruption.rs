@@ -46,26 +46,31 @@ impl World<'_> {
 
     pub(super) fn disruption(&mut self) {
         let commands = std::mem::take(&mut self.commands);
+        let under_way = commands.len();
         let holding = held(&commands);
         for cmd in commands {
             self.advance(cmd, &holding);
+        }
+        if self.commands.len() != under_way {
+            self.commands_changed += 1;
         }
         if self.now < self.next_disruption {
             return;
         }
         self.next_disruption = self.now + self.settings.disruption_interval_seconds;
-        // Same cluster, no timer passed, no budget holding anything back: the decision would
-        // be the same as last time.
-        if self.disruption_seen == self.generation && self.now < self.disruption_timer && !self.budget_constrained {
+        // Same cluster, same commands under way, no timer passed, no budget that time alone
+        // can change holding anything back: the decision would be the same as last time.
+        let seen = (self.generation, self.commands_changed);
+        if self.disruption_seen == seen && self.now < self.disruption_timer && !self.budget_varies_with_time {
             return;
         }
-        self.disruption_seen = self.generation;
+        self.disruption_seen = seen;
         self.disruption_timer = self.next_timer();
         let mut snap = self.lend_snapshot(false);
         hold(&mut snap, &held(&self.commands));
         let decision = disrupt(&snap, self.policies);
         self.give_back(&mut snap);
-        self.budget_constrained = decision.budget_constrained;
+        self.budget_varies_with_time = decision.budget_varies_with_time;
         let now = self.now_ms();
         for (pool, message) in self.budget_events.due(&decision.budget_blocked, now) {
             self.event(budget_events::REASON, format!("NodePool/{pool}"), message);
@@ -102,6 +107,7 @@ impl World<'_> {
         let cmd = Command::new(plan.method, plan.reason, plan.savings_per_hour, candidates, planned, now);
         self.publish(&cmd, cmd.candidate_notices());
         self.commands.push(cmd.expecting(types));
+        self.commands_changed += 1;
     }
 
     /// One step of a command under way (kept among them unless it is over); `held`: the

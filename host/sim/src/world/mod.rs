@@ -76,10 +76,13 @@ pub struct World<'p> {
     /// Bumped on every change to pods or nodes: work whose inputs did not change is skipped.
     generation: u64,
     bind_seen: u64,
-    disruption_seen: u64,
-    /// A budget held a node back in the last round: the next rounds must run even if nothing
-    /// changed (a window may close).
-    budget_constrained: bool,
+    /// The generation and command set the last round saw.
+    disruption_seen: (u64, u64),
+    /// Bumped when a command starts or ends: the candidates a round holds back change.
+    commands_changed: u64,
+    /// A budget that can change with time alone held a node back in the last round: the next
+    /// rounds must run even if nothing changed (a window may close, a policy may relent).
+    budget_varies_with_time: bool,
     /// A drain that moved nothing at this generation stays stuck until something changes or
     /// `drain_wake` (a reclaim, a terminationGracePeriod deadline, a do-not-disrupt expiry).
     drain_seen: u64,
@@ -138,8 +141,9 @@ impl<'p> World<'p> {
             ordinal: 0,
             generation: 1,
             bind_seen: 0,
-            disruption_seen: 0,
-            budget_constrained: false,
+            disruption_seen: (0, 0),
+            commands_changed: 0,
+            budget_varies_with_time: false,
             drain_seen: 0,
             drain_wake: start,
             disruption_timer: start,
