@@ -159,6 +159,39 @@ impl Requirement {
         r
     }
 
+    /// Whether intersecting with `o` would leave this requirement exactly as it is, decided
+    /// without building the intersection (the scheduler's hot path: a pod whose requirements
+    /// a NodeClaim already meets need not copy the NodeClaim's).
+    pub fn absorbs(&self, o: &Requirement) -> bool {
+        let min_kept = match (self.min_values, o.min_values) {
+            (_, None) => true,
+            (Some(a), Some(b)) => a >= b,
+            (None, Some(_)) => false,
+        };
+        let gt_kept = match (self.gt, o.gt) {
+            (_, None) => true,
+            (Some(a), Some(b)) => a >= b,
+            (None, Some(_)) => false,
+        };
+        let lt_kept = match (self.lt, o.lt) {
+            (_, None) => true,
+            (Some(a), Some(b)) => a <= b,
+            (None, Some(_)) => false,
+        };
+        if self.key != o.key || !(min_kept && gt_kept && lt_kept) {
+            return false;
+        }
+        if self.complement {
+            // Stays a complement only against one; the forbidden values become the union.
+            o.complement
+                && o.values.iter().all(|v| self.values.binary_search(v).is_ok())
+                && !matches!((self.gt, self.lt), (Some(g), Some(l)) if g.saturating_add(1) >= l)
+        } else {
+            // The bounds are this one's, so `o`'s are no tighter: its listing decides.
+            self.values.iter().all(|v| o.has(v) && self.within_bounds(v))
+        }
+    }
+
     /// Whether some value satisfies both, without building the intersection.
     pub fn overlaps(&self, o: &Requirement) -> bool {
         match (self.complement, o.complement) {
@@ -426,6 +459,58 @@ mod tests {
 
     fn req(op: Operator, vals: &[&str]) -> Requirement {
         Requirement::new("k", op, vals.iter().copied())
+    }
+
+    /// Requirements on one key over a small universe: every operator with a few values,
+    /// with minValues, and pairwise intersections (combined bounds, unions of NotIn).
+    fn universe() -> Vec<Requirement> {
+        let sets: [&[&str]; 5] = [&[], &["1"], &["2"], &["1", "2"], &["1", "2", "3"]];
+        let mut base = Vec::new();
+        for op in [In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte] {
+            for vals in sets {
+                base.push(req(op, vals));
+                base.push(req(op, vals).with_min_values(Some(2)));
+            }
+        }
+        let mut all = base.clone();
+        for a in &base {
+            for b in &base {
+                all.push(a.intersection(b));
+            }
+        }
+        all.sort_by_key(|r| format!("{r:?}"));
+        all.dedup();
+        all
+    }
+
+    #[test]
+    fn absorbs_only_when_the_intersection_is_unchanged() {
+        let all = universe();
+        let mut absorbed = 0;
+        for a in &all {
+            for b in &all {
+                if a.absorbs(b) {
+                    absorbed += 1;
+                    assert_eq!(&a.intersection(b), a, "{a:?} absorbs {b:?}");
+                }
+            }
+        }
+        assert!(absorbed > all.len(), "absorbs is not trivially false ({absorbed} pairs)");
+    }
+
+    #[test]
+    fn a_node_claims_settled_values_absorb_what_its_pods_ask_again() {
+        let settled = req(In, &["1"]);
+        for asked in [req(In, &["1"]), req(In, &["1", "2"]), req(Exists, &[]), req(NotIn, &["2"])] {
+            assert!(settled.absorbs(&asked), "{asked:?}");
+        }
+        assert!(!settled.absorbs(&req(In, &["2"])));
+        assert!(!settled.absorbs(&req(Gt, &["0"])), "the bound would be recorded");
+        assert!(!settled.absorbs(&req(In, &["1"]).with_min_values(Some(1))), "minValues would be added");
+        assert!(req(NotIn, &["1", "2"]).absorbs(&req(NotIn, &["2"])));
+        assert!(!req(NotIn, &["1"]).absorbs(&req(NotIn, &["2"])));
+        assert!(!req(Exists, &[]).absorbs(&req(In, &["1"])));
+        assert!(!req(In, &["1"]).with_min_values(None).absorbs(&Requirement::in_values("other", ["1"])));
     }
 
     #[test]

@@ -473,17 +473,25 @@ impl<'a> Scheduler<'a> {
                 cap_min: bin.cap_min.clone(),
             });
         }
-        let mut reqs = (*bin.reqs).clone();
-        reqs.add_all(&ps.reqs);
-        for r in &topo_reqs {
-            reqs.add(r.clone());
-        }
+        // A pod whose requirements the bin already meets (every pending replica of a
+        // Deployment after the first) leaves them as they are: no copy.
+        let unchanged =
+            topo_reqs.is_empty() && ps.reqs.iter().all(|r| bin.reqs.get(&r.key).is_some_and(|h| h.absorbs(r)));
+        let merged = (!unchanged).then(|| {
+            let mut reqs = (*bin.reqs).clone();
+            reqs.add_all(&ps.reqs);
+            for r in &topo_reqs {
+                reqs.add(r.clone());
+            }
+            reqs
+        });
+        let reqs: &Requirements = merged.as_ref().unwrap_or(&bin.reqs);
         if reqs.iter().any(|r| r.is_empty() && !only_forbidden(&r.key, &[&bin.reqs, &ps.reqs], &topo_reqs)) {
             return None;
         }
         match bin.place {
             Place::Node(_) => Some(Joined {
-                reqs: Some(reqs),
+                reqs: merged,
                 requests,
                 types: None,
                 cap_max: bin.cap_max.clone(),
@@ -493,10 +501,10 @@ impl<'a> Scheduler<'a> {
                 let cat = &self.pools[pool].tpl.instance_types;
                 let candidates =
                     ps.reqs.iter().map(|r| r.key.as_str()).chain(ps.groups.iter().map(|&g| self.topo.key(g)));
-                let keys = changed_keys(&bin.reqs, &reqs, candidates);
+                let keys = changed_keys(&bin.reqs, reqs, candidates);
                 if keys.is_empty() && requests.fits_in(&bin.cap_min) {
                     return Some(Joined {
-                        reqs: Some(reqs),
+                        reqs: merged,
                         requests,
                         types: None,
                         cap_max: bin.cap_max.clone(),
@@ -508,19 +516,19 @@ impl<'a> Scheduler<'a> {
                 let (types, cap_max, cap_min) = if keys.is_empty() {
                     // Only the requests grew: a resource comparison per option.
                     filter_types(&bin.types, cat, |_, it| requests.fits_in(it.allocatable()))
-                } else if let Some(allowed) = pl.offering_mask(&reqs).filter(|_| zone_or_ct_only) {
+                } else if let Some(allowed) = pl.offering_mask(reqs).filter(|_| zone_or_ct_only) {
                     // Only zone or capacity type narrowed: one AND per option.
                     filter_types(&bin.types, cat, |t, it| {
                         pl.offer_masks[t as usize] & allowed != 0 && requests.fits_in(it.allocatable())
                     })
                 } else {
                     let offerings = keys.iter().any(|k| k == LABEL_ZONE || k == LABEL_CAPACITY_TYPE);
-                    filter_types(&bin.types, cat, |_, it| type_fits(it, &reqs, &keys, &requests, offerings))
+                    filter_types(&bin.types, cat, |_, it| type_fits(it, reqs, &keys, &requests, offerings))
                 };
-                if types.is_empty() || (has_min_values(&reqs) && min_values_problem(&types, cat, &reqs).is_some()) {
+                if types.is_empty() || (has_min_values(reqs) && min_values_problem(&types, cat, reqs).is_some()) {
                     return None;
                 }
-                Some(Joined { reqs: Some(reqs), requests, types: Some(types), cap_max, cap_min })
+                Some(Joined { reqs: merged, requests, types: Some(types), cap_max, cap_min })
             }
         }
     }
