@@ -70,6 +70,56 @@ fn multi_node_consolidation_replaces_three_underused_nodes_with_one_cheaper() {
     assert!(plan.savings_per_hour > 0.0 && plan.savings_per_hour < three_xlarge);
 }
 
+/// Ranks offerings most expensive first and counts its calls.
+#[derive(Default)]
+struct Reversing(std::cell::Cell<usize>);
+
+impl tenon_core::scorer::Scorer for Reversing {
+    fn rank(&self, input: &tenon_core::scorer::ScoringInput<'_>) -> Vec<usize> {
+        self.0.set(self.0.get() + 1);
+        (0..input.candidates.len()).rev().collect()
+    }
+    fn name(&self) -> &str {
+        "reversing"
+    }
+}
+
+impl PolicySet for Reversing {
+    fn scorer(&self) -> &dyn tenon_core::scorer::Scorer {
+        self
+    }
+    fn consolidator(&self, _: &str) -> &dyn Consolidator {
+        &tenon_core::disruption::consolidator::ApproveAll
+    }
+    fn budget_rule(&self, _: &str) -> &dyn BudgetRule {
+        &KarpenterBudgets
+    }
+}
+
+/// Consolidation simulates in price order and has the NodePool's scorer rank only a
+/// would-be replacement: the plan's replacement still carries the scorer's order over the
+/// same options.
+#[test]
+fn the_scorer_ranks_a_plans_replacement() {
+    let mut s = cluster(T0 + 60 * MIN);
+    s.nodepools[0].disruption.budgets = vec![Budget { nodes: BudgetNodes::Percent(100), reasons: None, window: None }];
+    for i in 0..3 {
+        let n = format!("n{i}");
+        s.nodes.push(managed(&n, "general", "gp.xlarge", "zone-a", T0));
+        s.pods.push(bound(&format!("p{i}"), &n, 1000, 1));
+    }
+    let by_price = disrupt(&s, &DefaultPolicies).plan.expect("a plan");
+    let reversing = Reversing::default();
+    let d = disrupt(&s, &reversing);
+    let plan = d.plan.expect("the same plan");
+    assert_eq!((plan.method, &plan.candidates), (by_price.method, &by_price.candidates));
+    let (r, p) = (&plan.replacements[0], &by_price.replacements[0]);
+    let reversed: Vec<u32> = p.instance_types.iter().rev().copied().collect();
+    assert!(p.instance_types.len() > 1, "{:?}", p.instance_types);
+    assert_eq!(r.instance_types, reversed, "the replacement's options, most expensive first");
+    assert!(reversing.0.get() >= 1, "the scorer ranked it");
+}
+
 #[test]
 fn single_node_consolidation_deletes_when_pods_fit_elsewhere() {
     let mut s = cluster(T0 + 60 * MIN);

@@ -14,8 +14,8 @@ use crate::model::{ClusterSnapshot, DisruptionReason};
 use crate::plan::NewNodeClaim;
 use crate::requirements::{Requirement, Requirements};
 use crate::scheduler::min_values_problem;
-use crate::scheduler::{SimOutcome, Simulator};
-use crate::scorer::Scorer;
+use crate::scheduler::{SimOutcome, Simulator, rank_options};
+use crate::scorer::{PriceScorer, Scorer};
 use budgets::{Allowance, BudgetContext, BudgetRule, KarpenterBudgets};
 use candidates::{Blocked, Candidate, pdb_problem};
 use consolidator::{ApproveAll, CandidateView, Consolidator, PlanView, Verdict};
@@ -360,7 +360,8 @@ pub fn revalidate(
     let (cands, _) = candidates::candidates(snap);
     let pods: Vec<usize> =
         cands.iter().filter(|c| candidates.contains(&c.node)).flat_map(|c| c.pods.iter().copied()).collect();
-    let out = round.simulate(candidates);
+    // The options as a set: their ranking plays no part.
+    let (out, _) = round.simulate(candidates);
     if out.unschedulable.iter().any(|u| pods.contains(&u.pod)) {
         return Some("their pods no longer all fit".into());
     }
@@ -539,14 +540,20 @@ impl<'a> Round<'a> {
         }
     }
 
-    fn simulate(&mut self, nodes: &[usize]) -> SimOutcome {
+    /// The removal of `nodes` simulated, and whether its new NodeClaims are ranked by the
+    /// NodePools' scorer yet. They are in price order unless the option cut made the scorer's
+    /// order matter to the simulation itself: most simulations are thrown away, and a scoring
+    /// policy is called only for the replacement of a plan (`rank_options`).
+    fn simulate(&mut self, nodes: &[usize]) -> (SimOutcome, bool) {
         self.evaluated += nodes.len();
-        self.sim.remove(nodes, self.policies.scorer())
+        let out = self.sim.remove(nodes, &PriceScorer);
+        if out.cut_types { (self.sim.remove(nodes, self.policies.scorer()), true) } else { (out, false) }
     }
 
-    /// Existing nodes that pending pods, or pods of nodes being disrupted, would be placed on.
+    /// Existing nodes that pending pods, or pods of nodes being disrupted, would be placed on
+    /// (the ranking of new NodeClaims plays no part).
     fn nominated(&self) -> BTreeSet<String> {
-        self.sim.remove(&[], self.policies.scorer()).moved_to.into_values().collect()
+        self.sim.remove(&[], &PriceScorer).moved_to.into_values().collect()
     }
 
     /// Karpenter's rule: a plan may not count on a node that is not Initialized yet (its
@@ -571,7 +578,7 @@ impl<'a> Round<'a> {
         if pdb_problem(&pods, self.snap).is_some() {
             return None;
         }
-        let out = self.simulate(&nodes);
+        let (out, ranked) = self.simulate(&nodes);
         let stranded: Vec<String> = out
             .unschedulable
             .iter()
@@ -608,6 +615,9 @@ impl<'a> Round<'a> {
                 savings_per_hour: price,
             }),
             Some(mut nc) => {
+                if !ranked {
+                    rank_options(&mut nc, snap, self.policies.scorer());
+                }
                 let ct = wk::LABEL_CAPACITY_TYPE;
                 let allows = |nc: &NewNodeClaim, v: &str| nc.requirements.get(ct).is_none_or(|r| r.has(v));
                 let spot_to_spot = cands.iter().all(|c| c.spot) && allows(&nc, wk::CAPACITY_TYPE_SPOT);
@@ -799,13 +809,18 @@ impl<'a> Round<'a> {
             });
         }
         for c in chosen {
-            let out = self.simulate(&[c.node]);
+            let (out, ranked) = self.simulate(&[c.node]);
             if out.unschedulable.iter().any(|u| c.pods.contains(&u.pod)) || self.relies_on_uninitialized(&out, &c.pods)
             {
                 continue;
             }
-            let replacements: Vec<NewNodeClaim> =
+            let mut replacements: Vec<NewNodeClaim> =
                 out.nodeclaims.into_iter().filter(|nc| nc.pods.iter().any(|p| c.pods.contains(p))).collect();
+            if !ranked {
+                for nc in &mut replacements {
+                    rank_options(nc, snap, self.policies.scorer());
+                }
+            }
             let new_price: f64 = replacements.iter().filter_map(|nc| cheapest(nc, snap)).map(|(_, p)| p).sum();
             return Some(DisruptionPlan {
                 method: Method::Drift,

@@ -719,14 +719,15 @@ impl<'a> Scheduler<'a> {
         "no instance type satisfies every constraint at once".into()
     }
 
-    /// The new NodeClaims, with instance types ranked by `scorer` and truncated to 600.
     /// The NodeClaims to create, each with its options ranked by `scorer` and cut to the
     /// snapshot's limit; a NodeClaim whose minValues the cut breaks is not created and its
-    /// pods are unschedulable (Karpenter's `TruncateInstanceTypes`).
-    pub(crate) fn finish(&self, scorer: &dyn Scorer) -> (Vec<NewNodeClaim>, Vec<Unschedulable>) {
+    /// pods are unschedulable (Karpenter's `TruncateInstanceTypes`). Also whether the cut
+    /// dropped any option (only then can the ranking change which NodeClaims there are).
+    pub(crate) fn finish(&self, scorer: &dyn Scorer) -> (Vec<NewNodeClaim>, Vec<Unschedulable>, bool) {
         let limit = self.snap.max_instance_types.unwrap_or(MAX_INSTANCE_TYPES);
         let mut out = Vec::new();
         let mut unschedulable = Vec::new();
+        let mut cut_any = false;
         for bin in &self.bins {
             let Place::Claim(pool) = bin.place else { continue };
             if bin.pods.is_empty() {
@@ -742,40 +743,15 @@ impl<'a> Scheduler<'a> {
                 pl.zones.iter().map(|z| bin.reqs.get(LABEL_ZONE).is_none_or(|r| r.has(z))).collect();
             let ct_ok: Vec<bool> =
                 pl.capacity_types.iter().map(|c| bin.reqs.get(LABEL_CAPACITY_TYPE).is_none_or(|r| r.has(c))).collect();
-            let mut candidates = Vec::new();
-            let mut candidate_offerings: Vec<(u32, u32)> = Vec::new();
-            for &(_, t, z, c, o) in pl.price_order.iter() {
-                if member[t as usize] && zone_ok[z as usize] && ct_ok[c as usize] {
-                    let it = &cat[t as usize];
-                    candidates.push(Candidate { instance_type: it, offering: &it.offerings[o as usize] });
-                    candidate_offerings.push((t, u32::from(o)));
-                }
-            }
-            let input = ScoringInput {
-                nodepool: &pl.tpl.name,
-                now: self.snap.now,
-                requests: &bin.requests,
-                pod_count: bin.pods.len(),
-                candidates,
-            };
-            let ranking = normalise_ranking(&scorer.rank(&input), input.candidates.len());
-            let mut seen = vec![false; cat.len()];
-            let mut ranked: Vec<u32> = Vec::new();
-            for &i in &ranking {
-                let t = candidate_offerings[i].0;
-                if !seen[t as usize] {
-                    seen[t as usize] = true;
-                    ranked.push(t);
-                }
-            }
-            ranked.truncate(limit);
-            let mut kept = vec![false; cat.len()];
-            for &t in &ranked {
-                kept[t as usize] = true;
-            }
-            let offerings: Vec<(u32, u32)> =
-                ranking.iter().map(|&i| candidate_offerings[i]).filter(|&(t, _)| kept[t as usize]).collect();
-            if let Some(m) = min_values_problem(&ranked, cat, &bin.reqs) {
+            let compatible: Vec<(u32, u32)> = pl
+                .price_order
+                .iter()
+                .filter(|&&(_, t, z, c, _)| member[t as usize] && zone_ok[z as usize] && ct_ok[c as usize])
+                .map(|&(_, t, _, _, o)| (t, u32::from(o)))
+                .collect();
+            let options = RankedOptions::of(self.snap, pl.snap_idx, &bin.requests, bin.pods.len(), &compatible, scorer);
+            cut_any |= options.cut;
+            if let Some(m) = min_values_problem(&options.types, cat, &bin.reqs) {
                 let reason = format!("{m} among the {limit} cheapest instance types a NodeClaim may carry");
                 unschedulable.extend(bin.pods.iter().map(|&pod| Unschedulable { pod, reason: reason.clone() }));
                 continue;
@@ -785,13 +761,71 @@ impl<'a> Scheduler<'a> {
                 nodepool_name: pl.tpl.name.clone(),
                 hostname: bin.hostname.clone(),
                 requirements: (*bin.reqs).clone(),
-                instance_types: ranked,
-                offerings,
+                instance_types: options.types,
+                offerings: options.offerings,
                 requests: bin.requests.clone(),
                 pods: bin.pods.clone(),
             });
         }
-        (out, unschedulable)
+        (out, unschedulable, cut_any)
+    }
+}
+
+/// A new NodeClaim's options as a scorer ranks them: its instance types best first, cut to
+/// the snapshot's limit, and their offerings in ranked order.
+pub(crate) struct RankedOptions {
+    pub types: Vec<u32>,
+    pub offerings: Vec<(u32, u32)>,
+    /// The cut dropped some type.
+    pub cut: bool,
+}
+
+impl RankedOptions {
+    /// Ranks `compatible` (every available offering of NodePool `pool` the NodeClaim is
+    /// compatible with, in the pool's price order) for a NodeClaim of `pods` pods
+    /// requesting `requests`.
+    pub(crate) fn of(
+        snap: &ClusterSnapshot,
+        pool: usize,
+        requests: &Resources,
+        pods: usize,
+        compatible: &[(u32, u32)],
+        scorer: &dyn Scorer,
+    ) -> RankedOptions {
+        let limit = snap.max_instance_types.unwrap_or(MAX_INSTANCE_TYPES);
+        let tpl = &snap.nodepools[pool];
+        let cat = &tpl.instance_types;
+        let input = ScoringInput {
+            nodepool: &tpl.name,
+            now: snap.now,
+            requests,
+            pod_count: pods,
+            candidates: compatible
+                .iter()
+                .map(|&(t, o)| {
+                    let it = &cat[t as usize];
+                    Candidate { instance_type: it, offering: &it.offerings[o as usize] }
+                })
+                .collect(),
+        };
+        let ranking = normalise_ranking(&scorer.rank(&input), input.candidates.len());
+        let mut seen = vec![false; cat.len()];
+        let mut types: Vec<u32> = Vec::new();
+        for &i in &ranking {
+            let t = compatible[i].0;
+            if !seen[t as usize] {
+                seen[t as usize] = true;
+                types.push(t);
+            }
+        }
+        let cut = types.len() > limit;
+        types.truncate(limit);
+        let mut kept = vec![false; cat.len()];
+        for &t in &types {
+            kept[t as usize] = true;
+        }
+        let offerings = ranking.iter().map(|&i| compatible[i]).filter(|&(t, _)| kept[t as usize]).collect();
+        RankedOptions { types, offerings, cut }
     }
 }
 

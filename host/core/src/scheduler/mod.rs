@@ -12,7 +12,7 @@ pub mod simulation;
 mod topology;
 mod zones;
 
-pub use simulation::{SimOutcome, Simulator, reschedulable};
+pub use simulation::{SimOutcome, Simulator, rank_options, reschedulable};
 
 use crate::model::{ClusterSnapshot, Pod};
 use crate::plan::{Nomination, PendingZone, ProvisioningPlan, Unschedulable};
@@ -45,7 +45,7 @@ pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> Provisioning
         plan.nominations.push(Nomination { pod, node });
     }
     plan.nominations.sort_by_key(|n| n.pod);
-    let (nodeclaims, cut) = s.finish(scorer);
+    let (nodeclaims, cut, _) = s.finish(scorer);
     plan.nodeclaims = nodeclaims;
     plan.unschedulable = unschedulable;
     plan.unschedulable.extend(cut);

@@ -5,7 +5,7 @@
 //! forks that state, takes the candidates out, and places only their pods (and any pending
 //! pods and pods of nodes being disrupted), so a candidate costs in proportion to its own pods, not the cluster.
 
-use super::bins::Scheduler;
+use super::bins::{RankedOptions, Scheduler};
 use super::pods::PodState;
 use super::run_queue;
 use crate::model::{ClusterSnapshot, Pod};
@@ -22,6 +22,19 @@ pub struct SimOutcome {
     pub unschedulable: Vec<Unschedulable>,
     /// Pods placed on remaining nodes: pod index → node name.
     pub moved_to: BTreeMap<usize, String>,
+    /// Some new NodeClaim had more options than a NodeClaim may carry, so the scorer's
+    /// order decided which it kept.
+    pub cut_types: bool,
+}
+
+/// Ranks `nc`, simulated with [`PriceScorer`](crate::scorer::PriceScorer) and no options
+/// cut (`SimOutcome::cut_types` false), as simulating with `scorer` would have: the same
+/// options, in `scorer`'s order. Consolidation simulates many removals and keeps few plans;
+/// only their replacements need the NodePool's scorer.
+pub fn rank_options(nc: &mut NewNodeClaim, snap: &ClusterSnapshot, scorer: &dyn Scorer) {
+    let ranked = RankedOptions::of(snap, nc.nodepool, &nc.requests, nc.pods.len(), &nc.offerings, scorer);
+    nc.instance_types = ranked.types;
+    nc.offerings = ranked.offerings;
 }
 
 pub struct Simulator<'a> {
@@ -93,8 +106,8 @@ impl<'a> Simulator<'a> {
         moving.extend(self.pending.iter().filter_map(|p| self.states.get(p).cloned()));
         let mut unschedulable = run_queue(&mut s, &mut moving, self.snap);
         let moved_to = s.nominations.drain(..).map(|(node, pod)| (pod, node)).collect();
-        let (nodeclaims, cut) = s.finish(scorer);
+        let (nodeclaims, cut, cut_types) = s.finish(scorer);
         unschedulable.extend(cut);
-        SimOutcome { nodeclaims, unschedulable, moved_to }
+        SimOutcome { nodeclaims, unschedulable, moved_to, cut_types }
     }
 }
