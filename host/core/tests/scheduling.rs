@@ -327,3 +327,26 @@ fn affinity_namespace_selection() {
     let plan = run(&s);
     assert!(plan.nominations.is_empty(), "listing namespace data makes the db pod repel");
 }
+
+/// First fit skips the nodes that turned away the previous pod only when the next asks the
+/// same: a pod of the same size that asks another zone still gets the node the first one
+/// could not use, and a smaller pod still gets the room the larger ones left.
+#[test]
+fn nodes_turned_away_are_skipped_only_for_the_same_ask() {
+    let mut in_b = pod("a0-zone-b", 2000, 1);
+    in_b.node_selector = reqs(&[req("topology.kubernetes.io/zone", In, &["zone-b"])]);
+    let mut in_a = pod("a1-zone-a", 2000, 1);
+    in_a.node_selector = reqs(&[req("topology.kubernetes.io/zone", In, &["zone-a"])]);
+    let mut s = snapshot(vec![pool("p")], vec![in_b, in_a, pod("a2", 2000, 1), pod("a3", 2000, 1), pod("z", 500, 1)]);
+    s.nodes.push(node("n-a", "p", "zone-a", 3000));
+    s.nodes.push(node("n-b", "p", "zone-b", 3000));
+    let plan = run(&s);
+    let on = |p: &str| {
+        let i = s.pods.iter().position(|x| x.name == p).unwrap();
+        plan.nominations.iter().find(|n| n.pod == i).map(|n| n.node.as_str())
+    };
+    assert_eq!(on("a0-zone-b"), Some("n-b"));
+    assert_eq!(on("a1-zone-a"), Some("n-a"), "n-a turned away a pod of another zone, not this one");
+    assert_eq!((on("a2"), on("a3")), (None, None), "both nodes are full for 2 CPUs: new capacity");
+    assert_eq!(on("z"), Some("n-a"), "a smaller ask still fits the room left");
+}

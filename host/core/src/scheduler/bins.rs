@@ -92,6 +92,60 @@ pub(crate) struct Scheduler<'a> {
     spread_mins: Vec<i32>,
     /// Snapshot node index → its bin, for nodes that are places (schedulable).
     node_bin: Vec<Option<usize>>,
+    turned_away: TurnedAway,
+}
+
+/// The bins that turned away the last pod without topology constraints, and what it asked.
+/// They turn away the next pod asking the same: for such a pod a bin only ever gets less
+/// able to take it (fuller, narrower, disabled), so first fit may skip them (the pending
+/// replicas of a Deployment, thousands of them in consolidation's simulations).
+#[derive(Clone, Default)]
+struct TurnedAway {
+    /// The pod (snapshot index) whose ask is remembered, and its requirements, untolerated
+    /// NodePool taints and PreferNoSchedule relaxation.
+    asked: Option<(usize, Requirements, Vec<Option<String>>, bool)>,
+    bins: Vec<bool>,
+    listed: Vec<usize>,
+}
+
+impl TurnedAway {
+    /// Starts remembering for `ps` unless it asks what the remembered pod asked; `false`
+    /// when `ps` has topology constraints (then nothing is remembered).
+    fn begin(&mut self, snap: &ClusterSnapshot, ps: &PodState) -> bool {
+        let pod = &snap.pods[ps.idx];
+        let plain = ps.groups.is_empty() && ps.hostname_limits.is_empty();
+        let same = plain
+            && self.asked.as_ref().is_some_and(|(prev, reqs, taints, prefer)| {
+                let p = &snap.pods[*prev];
+                p.requests == pod.requests
+                    && p.tolerations == pod.tolerations
+                    && p.host_ports == pod.host_ports
+                    && *reqs == ps.reqs
+                    && *taints == ps.pool_taint
+                    && *prefer == ps.relax.tolerate_prefer_no_schedule
+            });
+        if !same {
+            for &b in &self.listed {
+                self.bins[b] = false;
+            }
+            self.listed.clear();
+            self.asked =
+                plain.then(|| (ps.idx, ps.reqs.clone(), ps.pool_taint.clone(), ps.relax.tolerate_prefer_no_schedule));
+        }
+        plain
+    }
+
+    fn has(&self, b: usize) -> bool {
+        self.bins.get(b).copied().unwrap_or(false)
+    }
+
+    fn add(&mut self, b: usize) {
+        if self.bins.len() <= b {
+            self.bins.resize(b + 1, false);
+        }
+        self.bins[b] = true;
+        self.listed.push(b);
+    }
 }
 
 fn type_fits(it: &InstanceType, reqs: &Requirements, keys: &[String], requests: &Resources, offerings: bool) -> bool {
@@ -257,6 +311,7 @@ impl<'a> Scheduler<'a> {
             nominations: Vec::new(),
             spread_mins: Vec::new(),
             node_bin: vec![None; snap.nodes.len()],
+            turned_away: TurnedAway::default(),
         };
         s.add_existing_nodes(&existing_owners);
         for ps in &mut pods {
@@ -576,14 +631,39 @@ impl<'a> Scheduler<'a> {
         for &g in &ps.groups {
             self.spread_mins[g] = self.topo.spread_min(g, ps.filter_reqs.get(self.topo.key(g)));
         }
+        let remember = self.turned_away.begin(self.snap, ps);
         for i in 0..self.existing.len() {
             let b = self.existing[i];
-            if let Some(j) = self.check(b, ps) {
-                self.commit(b, ps, j);
-                return Ok(());
+            if self.turned_away.has(b) {
+                continue;
+            }
+            match self.check(b, ps) {
+                Some(j) => {
+                    self.commit(b, ps, j);
+                    return Ok(());
+                }
+                None if remember => self.turned_away.add(b),
+                None => {}
             }
         }
-        let found = self.order.iter().find_map(|&(_, b)| self.check(b, ps).map(|j| (b, j)));
+        let mut found = None;
+        let mut turned = Vec::new();
+        for &(_, b) in &self.order {
+            if self.turned_away.has(b) {
+                continue;
+            }
+            match self.check(b, ps) {
+                Some(j) => {
+                    found = Some((b, j));
+                    break;
+                }
+                None if remember => turned.push(b),
+                None => {}
+            }
+        }
+        for b in turned {
+            self.turned_away.add(b);
+        }
         if let Some((b, j)) = found {
             self.commit(b, ps, j);
             return Ok(());
