@@ -59,9 +59,10 @@ fn scheduling_bench_measures_a_scoring_policy_against_the_price_order() {
     let o = tenon(&["bench", "scheduling", "--pods", "300", "--runs", "1", "--json", "--scoring-policy", &policy]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
-    // One ranking per NodeClaim opened, none failing; default-scoring is the price order, so
-    // the plan is the same size.
-    assert!(v["policy_calls"].as_u64().unwrap() >= v["nodeclaims"].as_u64().unwrap(), "{v}");
+    // At most one call per NodeClaim opened (alike NodeClaims share an answer), none
+    // failing; default-scoring is the price order, so the plan is the same size.
+    let calls = v["policy_calls"].as_u64().unwrap();
+    assert!(calls > 0 && calls <= v["nodeclaims"].as_u64().unwrap(), "{v}");
     assert_eq!(v["policy_failures"], 0, "{v}");
     assert_eq!(v["policy_nodeclaims"], v["nodeclaims"], "{v}");
     let (native, with) = (v["native_seconds"].as_f64().unwrap(), v["policy_seconds"].as_f64().unwrap());

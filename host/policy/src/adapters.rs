@@ -311,17 +311,94 @@ pub fn ranking_from_scores(scores: &[f64], n: usize) -> Result<Vec<usize>, Failu
     Ok(order)
 }
 
-/// A scoring policy as the core's [`Scorer`].
-pub struct WasmScorer(pub Bound);
+/// A scoring policy as the core's [`Scorer`]. A call is a function of its input alone (the
+/// sandbox's clock is the decision's time, its randomness seeded, each call a fresh
+/// instance), so the rankings of the current decision time are kept and an identical
+/// question is answered from them: consolidation asks the same of many alike candidates.
+pub struct WasmScorer(pub Bound, Mutex<Answers>);
+
+/// Rankings the policy gave at one decision time, by what was asked.
+#[derive(Default)]
+struct Answers {
+    now: i64,
+    given: Vec<(u64, Asked, Vec<usize>)>,
+}
+
+impl Answers {
+    /// Rankings kept per decision time; past it the oldest goes.
+    const CAP: usize = 64;
+}
+
+/// What a scorer call is asked, by identity: the offerings are the snapshot's own objects,
+/// alive for the whole decision.
+#[derive(Hash, PartialEq, Eq)]
+struct Asked {
+    requests: Resources,
+    pod_count: usize,
+    offerings: Vec<(usize, usize, u64)>,
+}
+
+impl Asked {
+    fn of(input: &ScoringInput<'_>) -> (u64, Asked) {
+        use std::hash::{Hash, Hasher};
+        let asked = Asked {
+            requests: input.requests.clone(),
+            pod_count: input.pod_count,
+            offerings: input
+                .candidates
+                .iter()
+                .map(|c| {
+                    let (t, o) = (c.instance_type as *const _ as usize, c.offering as *const _ as usize);
+                    (t, o, c.offering.price.to_bits())
+                })
+                .collect(),
+        };
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        asked.hash(&mut h);
+        (h.finish(), asked)
+    }
+}
+
+impl WasmScorer {
+    pub fn new(bound: Bound) -> Self {
+        WasmScorer(bound, Mutex::default())
+    }
+
+    fn answers(&self) -> std::sync::MutexGuard<'_, Answers> {
+        self.1.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The policy's ranking of `input`, from the kept answers or a call (a failure is not kept).
+    fn ranking(&self, input: &ScoringInput<'_>) -> Result<Vec<usize>, Failure> {
+        let n = input.candidates.len();
+        let (hash, asked) = Asked::of(input);
+        {
+            let mut answers = self.answers();
+            if answers.now != input.now {
+                *answers = Answers { now: input.now, given: Vec::new() };
+            }
+            if let Some((_, _, r)) = answers.given.iter().find(|(h, a, _)| *h == hash && *a == asked) {
+                return Ok(r.clone());
+            }
+        }
+        let wit = scoring_input(input, self.0.wit_nodepool(|key, value| ws::Label { key, value }));
+        let ranking =
+            self.0.run(input.now, || self.0.policy.rank(&wit, input.now).and_then(|s| ranking_from_scores(&s, n)))?;
+        let mut answers = self.answers();
+        if answers.now == input.now {
+            if answers.given.len() == Answers::CAP {
+                answers.given.remove(0);
+            }
+            answers.given.push((hash, asked, ranking.clone()));
+        }
+        Ok(ranking)
+    }
+}
 
 impl Scorer for WasmScorer {
     fn rank(&self, input: &ScoringInput<'_>) -> Vec<usize> {
-        let n = input.candidates.len();
-        let default: Vec<usize> = (0..n).collect();
-        let wit = scoring_input(input, self.0.wit_nodepool(|key, value| ws::Label { key, value }));
-        let out =
-            self.0.run(input.now, || self.0.policy.rank(&wit, input.now).and_then(|s| ranking_from_scores(&s, n)));
-        match (out, self.0.mode) {
+        let default: Vec<usize> = (0..input.candidates.len()).collect();
+        match (self.ranking(input), self.0.mode) {
             (Ok(r), Mode::Enforce) => r,
             (Ok(r), Mode::Shadow) => {
                 if r != default {

@@ -297,7 +297,7 @@ impl PoolPolicies {
 
     fn set(&mut self, hook: Hook, bound: Bound) {
         match hook {
-            Hook::Scoring => self.scorer = Slot::Active(WasmScorer(bound)),
+            Hook::Scoring => self.scorer = Slot::Active(WasmScorer::new(bound)),
             Hook::Consolidation => self.consolidator = Slot::Active(WasmConsolidator(bound)),
             Hook::Budget => self.budget = Slot::Active(WasmBudgetRule(bound)),
         }

@@ -33,7 +33,7 @@ fn bound(name: &str, config: &str) -> Bound {
 
 #[test]
 fn default_scoring_matches_price_order() {
-    let wasm = WasmScorer(bound("default-scoring", "{}"));
+    let wasm = WasmScorer::new(bound("default-scoring", "{}"));
     let catalogs: [Vec<InstanceType>; 2] =
         [synthetic(60), aws(&AwsCatalogOptions::default()).unwrap().into_iter().take(200).collect()];
     let mut rng = Rng::new(7);
@@ -140,7 +140,7 @@ fn the_scheduler_ranks_through_a_wasm_policy() {
     let native = tenon_core::schedule(&snap, &PriceScorer);
     let engine = PolicyEngine::new(Limits::default(), Some(cache_dir())).unwrap();
     let (policy, _) = engine.load("hostile-scorer", &wasm(hostile_dir(), "hostile-scorer")).unwrap();
-    let reverse = WasmScorer(Bound::new(
+    let reverse = WasmScorer::new(Bound::new(
         Arc::new(policy),
         NodePoolContext { name: "default".into(), config: r#"{"mode": "reverse"}"#.into(), ..Default::default() },
         Mode::Enforce,

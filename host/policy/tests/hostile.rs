@@ -74,7 +74,7 @@ static REQUESTS: Resources =
 /// Calls a hostile scorer in `mode`; returns the ranking, the failure kind recorded, and the time taken.
 fn score(engine: &PolicyEngine, mode: &str) -> (Vec<usize>, Option<FailureKind>, Duration) {
     let metrics = Arc::new(Metrics::default());
-    let scorer = WasmScorer(bound(engine, hostile_dir(), "hostile-scorer", mode, false, &metrics));
+    let scorer = WasmScorer::new(bound(engine, hostile_dir(), "hostile-scorer", mode, false, &metrics));
     let types = types();
     let start = Instant::now();
     let ranking = scorer.rank(&input(&types));
@@ -105,7 +105,7 @@ fn a_memory_bomb_hits_the_cap() {
 fn a_panic_is_a_trap_that_carries_the_guests_panic_message() {
     let e = engine(1000);
     let metrics = Arc::new(Metrics::default());
-    let scorer = WasmScorer(bound(&e, hostile_dir(), "hostile-scorer", "panic", false, &metrics));
+    let scorer = WasmScorer::new(bound(&e, hostile_dir(), "hostile-scorer", "panic", false, &metrics));
     let types = types();
     assert_eq!(scorer.rank(&input(&types)), price_order());
     let f = scorer.0.last_failure().unwrap();
@@ -137,7 +137,7 @@ fn answers_that_do_not_fit_are_invalid_output() {
 fn a_policy_error_is_reported_and_falls_back() {
     let e = engine(1000);
     let metrics = Arc::new(Metrics::default());
-    let scorer = WasmScorer(bound(&e, hostile_dir(), "hostile-scorer", "error", false, &metrics));
+    let scorer = WasmScorer::new(bound(&e, hostile_dir(), "hostile-scorer", "error", false, &metrics));
     let types = types();
     assert_eq!(scorer.rank(&input(&types)), price_order());
     let f = scorer.0.last_failure().unwrap();
@@ -159,10 +159,36 @@ fn a_working_policy_decides_and_shadow_mode_only_counts() {
     assert_eq!(kind, None);
     assert_ne!(ranking, price_order(), "enforced: the policy's order");
     let metrics = Arc::new(Metrics::default());
-    let shadow = WasmScorer(bound(&e, hostile_dir(), "hostile-scorer", "reverse", true, &metrics));
+    let shadow = WasmScorer::new(bound(&e, hostile_dir(), "hostile-scorer", "reverse", true, &metrics));
     let types = types();
     assert_eq!(shadow.rank(&input(&types)), price_order(), "shadow: the default decides");
     assert_eq!(metrics.disagreements("hostile-scorer", "scoring"), 1);
+}
+
+/// A call is a function of its input, so an identical question at the same decision time
+/// is answered from the first answer; another time, or another question, calls again. A
+/// failure is never kept.
+#[test]
+fn the_same_question_at_the_same_time_is_answered_once() {
+    let e = engine(1000);
+    let metrics = Arc::new(Metrics::default());
+    let scorer = WasmScorer::new(bound(&e, hostile_dir(), "hostile-scorer", "reverse", false, &metrics));
+    let types = types();
+    let first = scorer.rank(&input(&types));
+    assert_eq!(scorer.rank(&input(&types)), first);
+    assert_eq!(metrics.calls("hostile-scorer", "scoring"), 1, "asked twice, called once");
+    let mut bigger = input(&types);
+    bigger.pod_count = 2;
+    scorer.rank(&bigger);
+    let mut later = input(&types);
+    later.now += 1;
+    assert_eq!(scorer.rank(&later), first);
+    assert_eq!(metrics.calls("hostile-scorer", "scoring"), 3, "another question, another time: called");
+
+    let failing = WasmScorer::new(bound(&e, hostile_dir(), "hostile-scorer", "error", false, &metrics));
+    failing.rank(&input(&types));
+    failing.rank(&input(&types));
+    assert_eq!(metrics.calls("hostile-scorer", "scoring"), 5, "a failure is asked again");
 }
 
 fn plans() -> Vec<PlanView> {
@@ -269,7 +295,7 @@ fn all_three(mode: &str) -> (WasmScorer, WasmConsolidator, WasmBudgetRule) {
     let e = engine(SLEEP_DEADLINE_MS);
     let metrics = Arc::new(Metrics::default());
     (
-        WasmScorer(bound(&e, hostile_dir(), "hostile-scorer", mode, false, &metrics)),
+        WasmScorer::new(bound(&e, hostile_dir(), "hostile-scorer", mode, false, &metrics)),
         WasmConsolidator(bound(&e, hostile_dir(), "hostile-consolidator", mode, false, &metrics)),
         WasmBudgetRule(bound(&e, hostile_dir(), "hostile-budget", mode, false, &metrics)),
     )
@@ -543,7 +569,7 @@ fn files_and_environment_are_not_there() {
     let metrics = Arc::new(Metrics::default());
     let types = types();
     for (mode, says) in [("read-file", "read-file:"), ("env", "env: empty")] {
-        let scorer = WasmScorer(bound(&e, hostile_dir(), "hostile-scorer", mode, false, &metrics));
+        let scorer = WasmScorer::new(bound(&e, hostile_dir(), "hostile-scorer", mode, false, &metrics));
         scorer.rank(&input(&types));
         let f = scorer.0.last_failure().expect("the guest reports it");
         assert_eq!(f.kind, FailureKind::PolicyError, "{mode}");
@@ -611,7 +637,7 @@ fn an_8_mib_reason_or_error_is_truncated() {
         &reason[reason.len() - 40..]
     );
 
-    let scorer = WasmScorer(bound(&e, hostile_dir(), "hostile-scorer", "long-error", false, &metrics));
+    let scorer = WasmScorer::new(bound(&e, hostile_dir(), "hostile-scorer", "long-error", false, &metrics));
     let types = types();
     scorer.rank(&input(&types));
     let f = scorer.0.last_failure().unwrap();
@@ -629,7 +655,7 @@ fn an_8_mib_reason_or_error_is_truncated() {
 fn a_policy_that_keeps_failing_is_skipped_for_a_while_then_tried_again() {
     let e = engine(20);
     let metrics = Arc::new(Metrics::default());
-    let scorer = WasmScorer(bound(&e, hostile_dir(), "hostile-scorer", "loop", false, &metrics));
+    let scorer = WasmScorer::new(bound(&e, hostile_dir(), "hostile-scorer", "loop", false, &metrics));
     let types = types();
     let mut at = input(&types);
     let start = Instant::now();
