@@ -51,8 +51,8 @@ fn consolidate_after_never_keeps_empty_nodes() {
     assert!(decide(&s).plan.is_none());
 }
 
-#[test]
-fn multi_node_consolidation_replaces_three_underused_nodes_with_one_cheaper() {
+/// Three xlarge nodes with a 1-CPU pod each, a budget letting all of them go.
+fn three_underused_nodes() -> ClusterSnapshot {
     let mut s = cluster(T0 + 60 * MIN);
     s.nodepools[0].disruption.budgets = vec![Budget { nodes: BudgetNodes::Percent(100), reasons: None, window: None }];
     for i in 0..3 {
@@ -60,6 +60,12 @@ fn multi_node_consolidation_replaces_three_underused_nodes_with_one_cheaper() {
         s.nodes.push(managed(&n, "general", "gp.xlarge", "zone-a", T0));
         s.pods.push(bound(&format!("p{i}"), &n, 1000, 1));
     }
+    s
+}
+
+#[test]
+fn multi_node_consolidation_replaces_three_underused_nodes_with_one_cheaper() {
+    let s = three_underused_nodes();
     let d = decide(&s);
     let plan = d.plan.expect("a plan");
     assert_eq!(plan.method, Method::MultiNodeConsolidation);
@@ -101,13 +107,7 @@ impl PolicySet for Reversing {
 /// same options.
 #[test]
 fn the_scorer_ranks_a_plans_replacement() {
-    let mut s = cluster(T0 + 60 * MIN);
-    s.nodepools[0].disruption.budgets = vec![Budget { nodes: BudgetNodes::Percent(100), reasons: None, window: None }];
-    for i in 0..3 {
-        let n = format!("n{i}");
-        s.nodes.push(managed(&n, "general", "gp.xlarge", "zone-a", T0));
-        s.pods.push(bound(&format!("p{i}"), &n, 1000, 1));
-    }
+    let s = three_underused_nodes();
     let by_price = disrupt(&s, &DefaultPolicies).plan.expect("a plan");
     let reversing = Reversing::default();
     let d = disrupt(&s, &reversing);
@@ -736,13 +736,7 @@ fn validation_re_simulates_and_re_checks_the_budget() {
     assert!(why.contains("budget"), "{why}");
 
     // A replace: its planned types must still be among what a fresh simulation allows.
-    let mut s = cluster(T0 + 60 * MIN);
-    s.nodepools[0].disruption.budgets = vec![Budget { nodes: BudgetNodes::Percent(100), reasons: None, window: None }];
-    for i in 0..3 {
-        let n = format!("n{i}");
-        s.nodes.push(managed(&n, "general", "gp.xlarge", "zone-a", T0));
-        s.pods.push(bound(&format!("p{i}"), &n, 1000, 1));
-    }
+    let s = three_underused_nodes();
     let plan = decide(&s).plan.expect("a replace");
     assert_eq!(plan.replacements.len(), 1);
     let cands: Vec<(String, String)> = (0..3).map(|i| (format!("n{i}-claim"), format!("n{i}"))).collect();
