@@ -104,6 +104,10 @@ struct TurnedAway {
     /// The pod (snapshot index) whose ask is remembered, and its requirements, untolerated
     /// NodePool taints and PreferNoSchedule relaxation.
     asked: Option<(usize, Requirements, Vec<Option<String>>, bool)>,
+    /// Existing nodes are tried in a fixed order, so those that turned it away are the
+    /// ones before this position.
+    existing_from: usize,
+    /// New NodeClaims that turned it away (tried in an order that changes).
     bins: Vec<bool>,
     listed: Vec<usize>,
 }
@@ -129,6 +133,7 @@ impl TurnedAway {
                 self.bins[b] = false;
             }
             self.listed.clear();
+            self.existing_from = 0;
             self.asked =
                 plain.then(|| (ps.idx, ps.reqs.clone(), ps.pool_taint.clone(), ps.relax.tolerate_prefer_no_schedule));
         }
@@ -632,17 +637,14 @@ impl<'a> Scheduler<'a> {
             self.spread_mins[g] = self.topo.spread_min(g, ps.filter_reqs.get(self.topo.key(g)));
         }
         let remember = self.turned_away.begin(self.snap, ps);
-        for i in 0..self.existing.len() {
+        for i in self.turned_away.existing_from..self.existing.len() {
             let b = self.existing[i];
-            if self.turned_away.has(b) {
-                continue;
-            }
             match self.check(b, ps) {
                 Some(j) => {
                     self.commit(b, ps, j);
                     return Ok(());
                 }
-                None if remember => self.turned_away.add(b),
+                None if remember => self.turned_away.existing_from = i + 1,
                 None => {}
             }
         }
