@@ -689,7 +689,7 @@ fn a_node_is_not_deleted_if_its_pods_would_land_on_an_uninitialized_node() {
     assert!(cand.consolidatable && cand.blocked.is_none());
     let out = tenon_core::scheduler::Simulator::new(&snap).remove(&[n1], &tenon_core::scorer::PriceScorer);
     let p2 = snap.pods.iter().position(|p| p.name == "p2").expect("p2");
-    assert_eq!(out.moved_to.get(&p2).map(String::as_str), Some("node-0"));
+    assert_eq!(out.moved_to.get(&p2).map(|&n| snap.nodes[n].name.as_str()), Some("node-0"));
 }
 
 /// Karpenter's case karpenter:pkg/controllers/disruption/consolidation_test.go:3050, ported once the ignore below is fixed.

@@ -160,8 +160,8 @@ struct Round<'a> {
     policies: &'a dyn PolicySet,
     sim: Simulator<'a>,
     evaluated: usize,
-    /// Nodes not Initialized yet (in-flight NodeClaims included), by name.
-    uninitialized: BTreeSet<&'a str>,
+    /// Nodes not Initialized yet (in-flight NodeClaims included), by snapshot index.
+    uninitialized: Vec<bool>,
     /// Totals of the Balanced NodePools, by index (empty when there are none).
     balanced: BTreeMap<usize, balanced::Totals>,
     /// Why single candidates could not be consolidated (Karpenter reports only those).
@@ -521,12 +521,8 @@ impl<'a> Round<'a> {
     /// What every decision over `snap` shares: the simulator, the uninitialized nodes and
     /// the Balanced NodePools' totals, built once.
     fn new(snap: &'a ClusterSnapshot, policies: &'a dyn PolicySet) -> Self {
-        let uninitialized = snap
-            .nodes
-            .iter()
-            .filter(|n| n.in_flight || n.claim.as_ref().is_some_and(|c| !c.initialized))
-            .map(|n| n.name.as_str())
-            .collect();
+        let uninitialized =
+            snap.nodes.iter().map(|n| n.in_flight || n.claim.as_ref().is_some_and(|c| !c.initialized)).collect();
         let balanced = balanced::totals(snap);
         Round {
             snap,
@@ -553,14 +549,15 @@ impl<'a> Round<'a> {
     /// Existing nodes that pending pods, or pods of nodes being disrupted, would be placed on
     /// (the ranking of new NodeClaims plays no part).
     fn nominated(&self) -> BTreeSet<String> {
-        self.sim.remove(&[], &PriceScorer).moved_to.into_values().collect()
+        let moved_to = self.sim.remove(&[], &PriceScorer).moved_to;
+        moved_to.into_values().map(|n| self.snap.nodes[n].name.clone()).collect()
     }
 
     /// Karpenter's rule: a plan may not count on a node that is not Initialized yet (its
     /// pods would wait there, or it may never come up). Pods of nodes already being
     /// disrupted may (they go there whatever this plan decides).
     fn relies_on_uninitialized(&self, out: &SimOutcome, pods: &[usize]) -> bool {
-        pods.iter().any(|p| out.moved_to.get(p).is_some_and(|n| self.uninitialized.contains(n.as_str())))
+        pods.iter().any(|p| out.moved_to.get(p).is_some_and(|&n| self.uninitialized[n]))
     }
 
     /// Whether removing `cands` is a valid consolidation: every pod of theirs lands, at most

@@ -87,7 +87,8 @@ pub(crate) struct Scheduler<'a> {
     /// New NodeClaims by (pod count, creation order): Karpenter tries the emptiest first.
     order: BTreeSet<(usize, usize)>,
     topo: Topology,
-    pub(crate) nominations: Vec<(String, usize)>,
+    /// (snapshot node index, pod index) for each pod placed on an existing node.
+    pub(crate) nominations: Vec<(usize, usize)>,
     /// Spread minimum per group for the pod being placed (computed once per attempt).
     spread_mins: Vec<i32>,
     /// Snapshot node index → its bin, for nodes that are places (schedulable).
@@ -614,7 +615,7 @@ impl<'a> Scheduler<'a> {
         bin.pods.push(pod_idx);
         bin.ports.extend(pod.host_ports.iter().cloned());
         if let Place::Node(n) = bin.place {
-            self.nominations.push((self.snap.nodes[n].name.clone(), pod_idx));
+            self.nominations.push((n, pod_idx));
         }
         let snap = self.snap;
         let bin = &self.bins[b];

@@ -42,7 +42,7 @@ pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> Provisioning
         ProvisioningPlan { pending_zones, incompatible_nodepools: s.incompatible_nodepools(), ..Default::default() };
     let unschedulable = run_queue(&mut s, &mut pods, snapshot);
     for (node, pod) in s.nominations.drain(..) {
-        plan.nominations.push(Nomination { pod, node });
+        plan.nominations.push(Nomination { pod, node: snapshot.nodes[node].name.clone() });
     }
     plan.nominations.sort_by_key(|n| n.pod);
     let (nodeclaims, cut, _) = s.finish(scorer);

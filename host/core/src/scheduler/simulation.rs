@@ -20,8 +20,8 @@ pub struct SimOutcome {
     pub nodeclaims: Vec<NewNodeClaim>,
     /// Pods that could not be placed anywhere.
     pub unschedulable: Vec<Unschedulable>,
-    /// Pods placed on remaining nodes: pod index → node name.
-    pub moved_to: BTreeMap<usize, String>,
+    /// Pods placed on remaining nodes: pod index → snapshot node index.
+    pub moved_to: BTreeMap<usize, usize>,
     /// Some new NodeClaim had more options than a NodeClaim may carry, so the scorer's
     /// order decided which it kept.
     pub cut_types: bool,
