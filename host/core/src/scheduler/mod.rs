@@ -20,6 +20,7 @@ use crate::scorer::Scorer;
 use bins::Scheduler;
 pub(crate) use bins::min_values_problem;
 use pods::PodState;
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 /// Karpenter truncates a NodeClaim's instance type options to this many.
@@ -31,7 +32,7 @@ fn is_pending(p: &Pod) -> bool {
 
 /// Plans capacity for every pending pod of `snapshot`.
 pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> ProvisioningPlan {
-    let (mut s, mut pods) = Scheduler::new(snapshot, &is_pending);
+    let (mut s, pods) = Scheduler::new(snapshot, &is_pending);
     // Judged before anything is placed: where each pod could go, not where it went.
     let mut pending_zones: Vec<PendingZone> = pods
         .iter()
@@ -40,6 +41,7 @@ pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> Provisioning
     pending_zones.sort_by_key(|z| z.pod);
     let mut plan =
         ProvisioningPlan { pending_zones, incompatible_nodepools: s.incompatible_nodepools(), ..Default::default() };
+    let mut pods: Vec<Cow<PodState>> = pods.into_iter().map(Cow::Owned).collect();
     let unschedulable = run_queue(&mut s, &mut pods, snapshot);
     for (node, pod) in s.nominations.drain(..) {
         plan.nominations.push(Nomination { pod, node: snapshot.nodes[node].name.clone() });
@@ -54,8 +56,10 @@ pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> Provisioning
 }
 
 /// Places `pods` in Karpenter's order, relaxing preferences and retrying while others make
-/// progress. Returns the pods that could not be placed, with why.
-fn run_queue(s: &mut Scheduler<'_>, pods: &mut [PodState], snapshot: &ClusterSnapshot) -> Vec<Unschedulable> {
+/// progress. Returns the pods that could not be placed, with why. A pod's state is copied
+/// only if a preference of it is relaxed: consolidation's simulations share the pending
+/// pods' states.
+fn run_queue(s: &mut Scheduler<'_>, pods: &mut [Cow<PodState>], snapshot: &ClusterSnapshot) -> Vec<Unschedulable> {
     let mut order: Vec<usize> = (0..pods.len()).collect();
     order.sort_by(|&a, &b| {
         let (pa, pb) = (&snapshot.pods[pods[a].idx], &snapshot.pods[pods[b].idx]);
@@ -71,6 +75,7 @@ fn run_queue(s: &mut Scheduler<'_>, pods: &mut [PodState], snapshot: &ClusterSna
     let mut queue: VecDeque<(usize, Option<usize>)> = order.into_iter().map(|p| (p, None)).collect();
     let mut placed = 0usize;
     let mut failed = Vec::new();
+    let mut last_reason = vec![String::new(); pods.len()];
     while let Some((p, failed_at)) = queue.pop_front() {
         if failed_at == Some(placed) {
             // Nothing was placed since this pod last failed: nothing can change for it.
@@ -84,8 +89,8 @@ fn run_queue(s: &mut Scheduler<'_>, pods: &mut [PodState], snapshot: &ClusterSna
                     break;
                 }
                 Err(reason) => {
-                    pods[p].last_reason = reason;
-                    if !s.relax(&mut pods[p]) {
+                    last_reason[p] = reason;
+                    if !s.relax(pods[p].to_mut()) {
                         queue.push_back((p, Some(placed)));
                         break;
                     }
@@ -93,8 +98,10 @@ fn run_queue(s: &mut Scheduler<'_>, pods: &mut [PodState], snapshot: &ClusterSna
             }
         }
     }
-    let mut out: Vec<Unschedulable> =
-        failed.into_iter().map(|p| Unschedulable { pod: pods[p].idx, reason: pods[p].last_reason.clone() }).collect();
+    let mut out: Vec<Unschedulable> = failed
+        .into_iter()
+        .map(|p| Unschedulable { pod: pods[p].idx, reason: std::mem::take(&mut last_reason[p]) })
+        .collect();
     out.sort_by_key(|u| u.pod);
     out
 }

@@ -43,7 +43,6 @@ pub(crate) struct PodState {
     inverse: Vec<usize>,
     /// Per NodePool (scheduler order): a template taint the pod does not tolerate.
     pub(crate) pool_taint: Vec<Option<String>>,
-    pub(crate) last_reason: String,
 }
 
 fn sorted_by_weight<T: Clone>(items: &[(i32, T)]) -> Vec<T> {
@@ -83,7 +82,6 @@ impl PodState {
             preferred_anti,
             inverse: Vec::new(),
             pool_taint: Vec::new(),
-            last_reason: String::new(),
         }
     }
 

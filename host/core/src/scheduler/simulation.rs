@@ -11,6 +11,7 @@ use super::run_queue;
 use crate::model::{ClusterSnapshot, Pod};
 use crate::plan::{NewNodeClaim, Unschedulable};
 use crate::scorer::Scorer;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// What happens to the pods of removed nodes.
@@ -91,7 +92,7 @@ impl<'a> Simulator<'a> {
     /// NodeClaims.
     pub fn remove(&self, nodes: &[usize], scorer: &dyn Scorer) -> SimOutcome {
         let mut s = self.base.clone();
-        let mut moving: Vec<PodState> = Vec::new();
+        let mut moving: Vec<Cow<PodState>> = Vec::new();
         for &n in nodes {
             let node = &self.snap.nodes[n];
             s.take_out(n);
@@ -99,11 +100,11 @@ impl<'a> Simulator<'a> {
                 let state = self.states.get(&p);
                 s.forget(p, n, state.map_or(&[][..], |st| st.owned_inverse.as_slice()));
                 if let Some(st) = state {
-                    moving.push(st.clone());
+                    moving.push(Cow::Borrowed(st));
                 }
             }
         }
-        moving.extend(self.pending.iter().filter_map(|p| self.states.get(p).cloned()));
+        moving.extend(self.pending.iter().filter_map(|p| self.states.get(p).map(Cow::Borrowed)));
         let mut unschedulable = run_queue(&mut s, &mut moving, self.snap);
         let moved_to = s.nominations.drain(..).map(|(node, pod)| (pod, node)).collect();
         let (nodeclaims, cut, cut_types) = s.finish(scorer);
