@@ -8,7 +8,7 @@ use tenon_core::disruption::budgets::{BudgetContext, BudgetRule, KarpenterBudget
 use tenon_core::disruption::candidates::pdb_problem;
 use tenon_core::disruption::{DefaultPolicies, Method, disrupt};
 use tenon_core::model::{Budget, BudgetNodes, ClusterSnapshot, DisruptionReason, PodDisruptionBudget};
-use tenon_core::scheduler::Simulator;
+use tenon_core::scheduler::{Needs, Simulator};
 use tenon_core::scorer::PriceScorer;
 use tenon_core::selector::LabelSelector;
 
@@ -138,5 +138,50 @@ proptest! {
         let s = build(&nodes, budgets, 1);
         let key = |s: &ClusterSnapshot| disrupt(s, &DefaultPolicies).plan.map(|p| (p.method, p.candidates, p.replacements.iter().map(|r| r.instance_type_names(s).join(",")).collect::<Vec<_>>()));
         prop_assert_eq!(key(&s), key(&s.clone()));
+    }
+
+    /// A simulation that skips what its question does not need answers that question as a
+    /// complete one does: stopped at a refusal only when the complete one refuses too, and
+    /// counting the NodeClaims it leaves unbuilt.
+    #[test]
+    fn shortcut_simulations_answer_as_complete_ones(
+        nodes in prop::collection::vec(node_spec(), 1..7),
+        uninitialized in prop::collection::vec(prop::bool::weighted(0.4), 7),
+        pending in prop::collection::vec(prop::sample::select(vec![100i64, 500, 1000, 2000, 4000]), 0..12),
+    ) {
+        let mut s = build(&nodes, vec![], 1);
+        for (n, &u) in s.nodes.iter_mut().zip(&uninitialized) {
+            n.claim.as_mut().unwrap().initialized = !u;
+        }
+        for (i, &cpu) in pending.iter().enumerate() {
+            s.pods.push(pod(&format!("pending-{i}"), cpu, 0));
+        }
+        let marked: Vec<bool> = s.nodes.iter().map(|n| !n.claim.as_ref().unwrap().initialized).collect();
+        let sim = Simulator::new(&s);
+        for n in 0..s.nodes.len() {
+            let full = sim.remove(&[n], &PriceScorer);
+            let watched: Vec<usize> = (0..s.pods.len()).filter(|&p| s.pods[p].node_name.as_deref() == Some(s.nodes[n].name.as_str())).collect();
+            for claims_up_to in [None, Some(0), Some(1)] {
+                let needs = Needs { refused_if_on: Some((&watched, &marked)), claims_up_to };
+                let short = sim.ask(&[n], &PriceScorer, &needs);
+                if short.complete {
+                    prop_assert_eq!(&short.unschedulable, &full.unschedulable);
+                    prop_assert_eq!(&short.moved_to, &full.moved_to);
+                    prop_assert_eq!(short.claims_needed, full.nodeclaims.len());
+                    if claims_up_to.is_none_or(|m| full.nodeclaims.len() <= m) {
+                        prop_assert_eq!(&short.nodeclaims, &full.nodeclaims);
+                    } else {
+                        prop_assert!(short.nodeclaims.is_empty());
+                    }
+                } else {
+                    prop_assert!(!watched.is_empty());
+                    for p in &watched {
+                        prop_assert_eq!(short.moved_to.get(p), full.moved_to.get(p));
+                    }
+                    prop_assert!(watched.iter().any(|p| full.moved_to.get(p).is_some_and(|&m| marked[m])));
+                    prop_assert!(full.unschedulable.iter().all(|u| !watched.contains(&u.pod)));
+                }
+            }
+        }
     }
 }

@@ -14,7 +14,7 @@ use crate::model::{ClusterSnapshot, DisruptionReason};
 use crate::plan::NewNodeClaim;
 use crate::requirements::{Requirement, Requirements};
 use crate::scheduler::min_values_problem;
-use crate::scheduler::{SimOutcome, Simulator, rank_options};
+use crate::scheduler::{Needs, SimOutcome, Simulator, rank_options};
 use crate::scorer::{PriceScorer, Scorer};
 use budgets::{Allowance, BudgetContext, BudgetRule, KarpenterBudgets};
 use candidates::{Blocked, Candidate, pdb_problem};
@@ -361,7 +361,7 @@ pub fn revalidate(
     let pods: Vec<usize> =
         cands.iter().filter(|c| candidates.contains(&c.node)).flat_map(|c| c.pods.iter().copied()).collect();
     // The options as a set: their ranking plays no part.
-    let (out, _) = round.simulate(candidates);
+    let (out, _) = round.simulate(candidates, &pods, Some(1));
     if out.unschedulable.iter().any(|u| pods.contains(&u.pod)) {
         return Some("their pods no longer all fit".into());
     }
@@ -369,6 +369,9 @@ pub fn revalidate(
         return Some("their pods would wait on a node not Initialized yet".into());
     }
     let changed = || Some("a fresh simulation needs other capacity than was decided".to_string());
+    if out.claims_needed > 1 {
+        return changed();
+    }
     match (out.nodeclaims.as_slice(), replacement_types) {
         ([], []) => None,
         ([new], [planned]) => {
@@ -540,10 +543,15 @@ impl<'a> Round<'a> {
     /// NodePools' scorer yet. They are in price order unless the option cut made the scorer's
     /// order matter to the simulation itself: most simulations are thrown away, and a scoring
     /// policy is called only for the replacement of a plan (`rank_options`).
-    fn simulate(&mut self, nodes: &[usize]) -> (SimOutcome, bool) {
+    ///
+    /// Every caller refuses a plan whose `pods` (the candidates') would wait on a node not
+    /// Initialized yet, once they all land, so the simulation stops there; new NodeClaims
+    /// are built only up to `claims_up_to`.
+    fn simulate(&mut self, nodes: &[usize], pods: &[usize], claims_up_to: Option<usize>) -> (SimOutcome, bool) {
         self.evaluated += nodes.len();
-        let out = self.sim.remove(nodes, &PriceScorer);
-        if out.cut_types { (self.sim.remove(nodes, self.policies.scorer()), true) } else { (out, false) }
+        let needs = Needs { refused_if_on: Some((pods, &self.uninitialized)), claims_up_to };
+        let out = self.sim.ask(nodes, &PriceScorer, &needs);
+        if out.cut_types { (self.sim.ask(nodes, self.policies.scorer(), &needs), true) } else { (out, false) }
     }
 
     /// Existing nodes that pending pods, or pods of nodes being disrupted, would be placed on
@@ -575,7 +583,7 @@ impl<'a> Round<'a> {
         if pdb_problem(&pods, self.snap).is_some() {
             return None;
         }
-        let (out, ranked) = self.simulate(&nodes);
+        let (out, ranked) = self.simulate(&nodes, &pods, Some(1));
         let stranded: Vec<String> = out
             .unschedulable
             .iter()
@@ -594,11 +602,11 @@ impl<'a> Round<'a> {
         }
         // Every new NodeClaim counts, pending pods' included (Karpenter's `NewNodeClaims`):
         // a consolidation must not take the room a pending pod was about to get.
-        let mut needed: Vec<NewNodeClaim> = out.nodeclaims;
-        if needed.len() > 1 {
-            unconsolidatable(self, format!("Can't remove without creating {} candidates", needed.len()));
+        if out.claims_needed > 1 {
+            unconsolidatable(self, format!("Can't remove without creating {} candidates", out.claims_needed));
             return None;
         }
+        let mut needed: Vec<NewNodeClaim> = out.nodeclaims;
         let price: f64 = cands.iter().map(|c| c.price).sum();
         let snap = self.snap;
         let names: Vec<String> = nodes.iter().map(|&n| snap.nodes[n].name.clone()).collect();
@@ -806,7 +814,7 @@ impl<'a> Round<'a> {
             });
         }
         for c in chosen {
-            let (out, ranked) = self.simulate(&[c.node]);
+            let (out, ranked) = self.simulate(&[c.node], &c.pods, None);
             if out.unschedulable.iter().any(|u| c.pods.contains(&u.pod)) || self.relies_on_uninitialized(&out, &c.pods)
             {
                 continue;

@@ -802,6 +802,20 @@ impl<'a> Scheduler<'a> {
         "no instance type satisfies every constraint at once".into()
     }
 
+    /// How many NodeClaims `finish` would create, and whether that count is exact without
+    /// it: a NodeClaim is dropped there only when the cut of its options breaks a minValues
+    /// requirement, so with none the count is the claims that hold a pod.
+    pub(crate) fn claims_without_finish(&self) -> Option<usize> {
+        let mut count = 0;
+        for bin in self.bins.iter().filter(|b| matches!(b.place, Place::Claim(_)) && !b.pods.is_empty()) {
+            if has_min_values(&bin.reqs) {
+                return None;
+            }
+            count += 1;
+        }
+        Some(count)
+    }
+
     /// The NodeClaims to create, each with its options ranked by `scorer` and cut to the
     /// snapshot's limit; a NodeClaim whose minValues the cut breaks is not created and its
     /// pods are unschedulable (Karpenter's `TruncateInstanceTypes`). Also whether the cut

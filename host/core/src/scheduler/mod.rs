@@ -12,7 +12,7 @@ pub mod simulation;
 mod topology;
 mod zones;
 
-pub use simulation::{SimOutcome, Simulator, rank_options, reschedulable};
+pub use simulation::{Needs, SimOutcome, Simulator, rank_options, reschedulable};
 
 use crate::model::{ClusterSnapshot, Pod};
 use crate::plan::{Nomination, PendingZone, ProvisioningPlan, Unschedulable};
@@ -21,7 +21,7 @@ use bins::Scheduler;
 pub(crate) use bins::min_values_problem;
 use pods::PodState;
 use std::borrow::Cow;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// Karpenter truncates a NodeClaim's instance type options to this many.
 pub const MAX_INSTANCE_TYPES: usize = 600;
@@ -42,7 +42,7 @@ pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> Provisioning
     let mut plan =
         ProvisioningPlan { pending_zones, incompatible_nodepools: s.incompatible_nodepools(), ..Default::default() };
     let mut pods: Vec<Cow<PodState>> = pods.into_iter().map(Cow::Owned).collect();
-    let unschedulable = run_queue(&mut s, &mut pods, snapshot);
+    let unschedulable = run_queue(&mut s, &mut pods, snapshot, &mut |_, _| false);
     for (node, pod) in s.nominations.drain(..) {
         plan.nominations.push(Nomination { pod, node: snapshot.nodes[node].name.clone() });
     }
@@ -58,8 +58,14 @@ pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> Provisioning
 /// Places `pods` in Karpenter's order, relaxing preferences and retrying while others make
 /// progress. Returns the pods that could not be placed, with why. A pod's state is copied
 /// only if a preference of it is relaxed: consolidation's simulations share the pending
-/// pods' states.
-fn run_queue(s: &mut Scheduler<'_>, pods: &mut [Cow<PodState>], snapshot: &ClusterSnapshot) -> Vec<Unschedulable> {
+/// pods' states. `settled` hears of each placement (the scheduler, the pod's snapshot
+/// index); when it answers true the rest of the queue is left unplaced.
+fn run_queue(
+    s: &mut Scheduler<'_>,
+    pods: &mut [Cow<PodState>],
+    snapshot: &ClusterSnapshot,
+    settled: &mut dyn FnMut(&Scheduler<'_>, usize) -> bool,
+) -> Vec<Unschedulable> {
     let mut order: Vec<usize> = (0..pods.len()).collect();
     order.sort_by(|&a, &b| {
         let (pa, pb) = (&snapshot.pods[pods[a].idx], &snapshot.pods[pods[b].idx]);
@@ -75,7 +81,7 @@ fn run_queue(s: &mut Scheduler<'_>, pods: &mut [Cow<PodState>], snapshot: &Clust
     let mut queue: VecDeque<(usize, Option<usize>)> = order.into_iter().map(|p| (p, None)).collect();
     let mut placed = 0usize;
     let mut failed = Vec::new();
-    let mut last_reason = vec![String::new(); pods.len()];
+    let mut last_reason: BTreeMap<usize, String> = BTreeMap::new();
     while let Some((p, failed_at)) = queue.pop_front() {
         if failed_at == Some(placed) {
             // Nothing was placed since this pod last failed: nothing can change for it.
@@ -86,10 +92,13 @@ fn run_queue(s: &mut Scheduler<'_>, pods: &mut [Cow<PodState>], snapshot: &Clust
             match s.try_place(&pods[p]) {
                 Ok(()) => {
                     placed += 1;
+                    if settled(s, pods[p].idx) {
+                        queue.clear();
+                    }
                     break;
                 }
                 Err(reason) => {
-                    last_reason[p] = reason;
+                    last_reason.insert(p, reason);
                     if !s.relax(pods[p].to_mut()) {
                         queue.push_back((p, Some(placed)));
                         break;
@@ -100,7 +109,7 @@ fn run_queue(s: &mut Scheduler<'_>, pods: &mut [Cow<PodState>], snapshot: &Clust
     }
     let mut out: Vec<Unschedulable> = failed
         .into_iter()
-        .map(|p| Unschedulable { pod: pods[p].idx, reason: std::mem::take(&mut last_reason[p]) })
+        .map(|p| Unschedulable { pod: pods[p].idx, reason: last_reason.remove(&p).unwrap_or_default() })
         .collect();
     out.sort_by_key(|u| u.pod);
     out

@@ -26,6 +26,25 @@ pub struct SimOutcome {
     /// Some new NodeClaim had more options than a NodeClaim may carry, so the scorer's
     /// order decided which it kept.
     pub cut_types: bool,
+    /// How many new NodeClaims the pods need: `nodeclaims.len()`, unless `Needs::claims_up_to`
+    /// left them unbuilt.
+    pub claims_needed: usize,
+    /// False when the simulation stopped at `Needs::refused_if_on`: other pods than the
+    /// watched ones may be neither placed nor unschedulable, and no NodeClaim is built.
+    pub complete: bool,
+}
+
+/// What a question needs to know beyond where the removed nodes' pods go; a simulation
+/// skips what is not needed. The default needs everything.
+#[derive(Clone, Copy, Default)]
+pub struct Needs<'q> {
+    /// `(pods, nodes)`: the question is answered once all of `pods` are placed and one of them
+    /// is on a node `nodes` marks (by snapshot index). A placed pod stays where it is, so
+    /// the pods still queued cannot change that answer (consolidation's "relies on a node
+    /// not Initialized yet", while thousands of pods are pending).
+    pub refused_if_on: Option<(&'q [usize], &'q [bool])>,
+    /// New NodeClaims' options are worked out only when at most this many are needed.
+    pub claims_up_to: Option<usize>,
 }
 
 /// Ranks `nc`, simulated with [`PriceScorer`](crate::scorer::PriceScorer) and no options
@@ -91,6 +110,11 @@ impl<'a> Simulator<'a> {
     /// pending pod and every pod of a node being disrupted, on what remains plus new
     /// NodeClaims.
     pub fn remove(&self, nodes: &[usize], scorer: &dyn Scorer) -> SimOutcome {
+        self.ask(nodes, scorer, &Needs::default())
+    }
+
+    /// [`remove`](Self::remove), simulating only what `needs` asks for.
+    pub fn ask(&self, nodes: &[usize], scorer: &dyn Scorer, needs: &Needs) -> SimOutcome {
         let mut s = self.base.clone();
         let mut moving: Vec<Cow<PodState>> = Vec::new();
         for &n in nodes {
@@ -105,10 +129,44 @@ impl<'a> Simulator<'a> {
             }
         }
         moving.extend(self.pending.iter().filter_map(|p| self.states.get(p).map(Cow::Borrowed)));
-        let mut unschedulable = run_queue(&mut s, &mut moving, self.snap);
+        // Watched pods not placed yet; none are watched unless every one is queued.
+        let (watched, marked) = needs.refused_if_on.unwrap_or_default();
+        let mut watched = watched.to_vec();
+        watched.sort_unstable();
+        watched.dedup();
+        let queued = moving.iter().filter(|ps| watched.binary_search(&ps.idx).is_ok()).count();
+        if queued < watched.len() {
+            watched.clear();
+        }
+        let mut unplaced = watched.len();
+        let mut relied = false;
+        let mut settled = |s: &Scheduler, pod: usize| {
+            if unplaced > 0 && watched.binary_search(&pod).is_ok() {
+                unplaced -= 1;
+                relied |= s.nominations.last().is_some_and(|&(n, p)| p == pod && marked[n]);
+            }
+            unplaced == 0 && relied
+        };
+        let mut unschedulable = run_queue(&mut s, &mut moving, self.snap, &mut settled);
+        let complete = !(unplaced == 0 && relied);
         let moved_to = s.nominations.drain(..).map(|(node, pod)| (pod, node)).collect();
+        let unbuilt = match (complete, needs.claims_up_to) {
+            (false, _) => Some(0),
+            (true, Some(most)) => s.claims_without_finish().filter(|&n| n > most),
+            (true, None) => None,
+        };
+        if let Some(claims_needed) = unbuilt {
+            return SimOutcome {
+                nodeclaims: vec![],
+                unschedulable,
+                moved_to,
+                cut_types: false,
+                claims_needed,
+                complete,
+            };
+        }
         let (nodeclaims, cut, cut_types) = s.finish(scorer);
         unschedulable.extend(cut);
-        SimOutcome { nodeclaims, unschedulable, moved_to, cut_types }
+        SimOutcome { claims_needed: nodeclaims.len(), nodeclaims, unschedulable, moved_to, cut_types, complete }
     }
 }
