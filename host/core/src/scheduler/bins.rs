@@ -422,7 +422,7 @@ impl<'a> Scheduler<'a> {
     pub(crate) fn forget(&mut self, p: usize, n: usize, owned_inverse: &[usize]) {
         let node = &self.snap.nodes[n];
         let reqs = match self.node_bin[n] {
-            Some(b) => (*self.bins[b].reqs).clone(),
+            Some(b) => Rc::clone(&self.bins[b].reqs),
             // As the pod was recorded (add_existing_nodes): hostname included.
             None => {
                 let mut reqs = node.requirements.clone();
@@ -430,7 +430,7 @@ impl<'a> Scheduler<'a> {
                     let hostname = node.labels.get(LABEL_HOSTNAME).cloned().unwrap_or_else(|| node.name.clone());
                     reqs.add(Requirement::in_values(LABEL_HOSTNAME, [hostname]));
                 }
-                reqs
+                Rc::new(reqs)
             }
         };
         let at = Placement { reqs: &reqs, taints: &node.taints, bin: self.node_bin[n] };
