@@ -21,6 +21,7 @@ use bins::Scheduler;
 pub(crate) use bins::min_values_problem;
 use pods::PodState;
 use std::borrow::Cow;
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, VecDeque};
 
 /// Karpenter truncates a NodeClaim's instance type options to this many.
@@ -42,7 +43,8 @@ pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> Provisioning
     let mut plan =
         ProvisioningPlan { pending_zones, incompatible_nodepools: s.incompatible_nodepools(), ..Default::default() };
     let mut pods: Vec<Cow<PodState>> = pods.into_iter().map(Cow::Owned).collect();
-    let unschedulable = run_queue(&mut s, &mut pods, snapshot, &mut |_, _| false);
+    pods.sort_by(|a, b| queue_order(snapshot, a.idx, b.idx));
+    let unschedulable = run_queue(&mut s, &mut pods, &mut |_, _| false);
     for (node, pod) in s.nominations.drain(..) {
         plan.nominations.push(Nomination { pod, node: snapshot.nodes[node].name.clone() });
     }
@@ -55,7 +57,21 @@ pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> Provisioning
     plan
 }
 
-/// Places `pods` in Karpenter's order, relaxing preferences and retrying while others make
+/// Karpenter's queue order of pods (snapshot indices): descending CPU, then descending
+/// memory, then oldest first; uid, namespace and name break the remaining ties.
+pub(crate) fn queue_order(snapshot: &ClusterSnapshot, a: usize, b: usize) -> Ordering {
+    let (pa, pb) = (&snapshot.pods[a], &snapshot.pods[b]);
+    pb.requests
+        .cpu
+        .cmp(&pa.requests.cpu)
+        .then(pb.requests.memory.cmp(&pa.requests.memory))
+        .then(pa.created.cmp(&pb.created))
+        .then(pa.uid.cmp(&pb.uid))
+        .then(pa.namespace.cmp(&pb.namespace))
+        .then(pa.name.cmp(&pb.name))
+}
+
+/// Places `pods`, given in `queue_order`, relaxing preferences and retrying while others make
 /// progress. Returns the pods that could not be placed, with why. A pod's state is copied
 /// only if a preference of it is relaxed: consolidation's simulations share the pending
 /// pods' states. `settled` hears of each placement (the scheduler, the pod's snapshot
@@ -63,22 +79,9 @@ pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> Provisioning
 fn run_queue(
     s: &mut Scheduler<'_>,
     pods: &mut [Cow<PodState>],
-    snapshot: &ClusterSnapshot,
     settled: &mut dyn FnMut(&Scheduler<'_>, usize) -> bool,
 ) -> Vec<Unschedulable> {
-    let mut order: Vec<usize> = (0..pods.len()).collect();
-    order.sort_by(|&a, &b| {
-        let (pa, pb) = (&snapshot.pods[pods[a].idx], &snapshot.pods[pods[b].idx]);
-        pb.requests
-            .cpu
-            .cmp(&pa.requests.cpu)
-            .then(pb.requests.memory.cmp(&pa.requests.memory))
-            .then(pa.created.cmp(&pb.created))
-            .then(pa.uid.cmp(&pb.uid))
-            .then(pa.namespace.cmp(&pb.namespace))
-            .then(pa.name.cmp(&pb.name))
-    });
-    let mut queue: VecDeque<(usize, Option<usize>)> = order.into_iter().map(|p| (p, None)).collect();
+    let mut queue: VecDeque<(usize, Option<usize>)> = (0..pods.len()).map(|p| (p, None)).collect();
     let mut placed = 0usize;
     let mut failed = Vec::new();
     let mut last_reason: BTreeMap<usize, String> = BTreeMap::new();

@@ -7,11 +7,12 @@
 
 use super::bins::{RankedOptions, Scheduler};
 use super::pods::PodState;
-use super::run_queue;
+use super::{queue_order, run_queue};
 use crate::model::{ClusterSnapshot, Pod};
 use crate::plan::{NewNodeClaim, Unschedulable};
 use crate::scorer::Scorer;
 use std::borrow::Cow;
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 /// What happens to the pods of removed nodes.
@@ -60,10 +61,14 @@ pub fn rank_options(nc: &mut NewNodeClaim, snap: &ClusterSnapshot, scorer: &dyn 
 pub struct Simulator<'a> {
     snap: &'a ClusterSnapshot,
     base: Scheduler<'a>,
-    /// Placement state per snapshot pod index (for pods that can move).
-    states: BTreeMap<usize, PodState>,
+    /// Placement state of each pod that can move, in snapshot order.
+    states: Vec<PodState>,
+    /// Snapshot pod index → its position in `states`.
+    state_of: Vec<Option<usize>>,
     /// Pods bound to each node (snapshot node name → pod indices).
     on_node: BTreeMap<&'a str, Vec<usize>>,
+    /// Pending pods and pods of nodes being disrupted (positions in `states`), in
+    /// `queue_order`: every question places them, so they are ordered once.
     pending: Vec<usize>,
 }
 
@@ -96,14 +101,19 @@ impl<'a> Simulator<'a> {
                 None => {}
             }
         }
-        let states: BTreeMap<usize, PodState> = states.into_iter().map(|s| (s.idx, s)).collect();
+        let mut state_of = vec![None; snap.pods.len()];
+        for (i, st) in states.iter().enumerate() {
+            state_of[st.idx] = Some(i);
+        }
         // They leave their node: no longer counted there.
         for &p in &pending {
             if let Some(&n) = snap.pods[p].node_name.as_deref().and_then(|n| leaving.get(n)) {
-                base.forget(p, n, states.get(&p).map_or(&[][..], |st| st.owned_inverse.as_slice()));
+                base.forget(p, n, state_of[p].map_or(&[][..], |i| states[i].owned_inverse.as_slice()));
             }
         }
-        Simulator { snap, base, states, on_node, pending }
+        let mut pending: Vec<usize> = pending.into_iter().filter_map(|p| state_of[p]).collect();
+        pending.sort_by(|&a, &b| queue_order(snap, states[a].idx, states[b].idx));
+        Simulator { snap, base, states, state_of, on_node, pending }
     }
 
     /// Takes `nodes` (snapshot node indices) out and places their reschedulable pods, every
@@ -116,19 +126,28 @@ impl<'a> Simulator<'a> {
     /// [`remove`](Self::remove), simulating only what `needs` asks for.
     pub fn ask(&self, nodes: &[usize], scorer: &dyn Scorer, needs: &Needs) -> SimOutcome {
         let mut s = self.base.clone();
-        let mut moving: Vec<Cow<PodState>> = Vec::new();
+        let mut removed: Vec<&PodState> = Vec::new();
         for &n in nodes {
             let node = &self.snap.nodes[n];
             s.take_out(n);
             for &p in self.on_node.get(node.name.as_str()).into_iter().flatten() {
-                let state = self.states.get(&p);
+                let state = self.state_of[p].map(|i| &self.states[i]);
                 s.forget(p, n, state.map_or(&[][..], |st| st.owned_inverse.as_slice()));
-                if let Some(st) = state {
-                    moving.push(Cow::Borrowed(st));
-                }
+                removed.extend(state);
             }
         }
-        moving.extend(self.pending.iter().filter_map(|p| self.states.get(p).map(Cow::Borrowed)));
+        removed.sort_by(|a, b| queue_order(self.snap, a.idx, b.idx));
+        // Merged into the ordered pending pods; on a tie the removed node's pod goes first,
+        // as a stable sort of the two, removed first, would have it.
+        let mut moving: Vec<Cow<PodState>> = Vec::with_capacity(removed.len() + self.pending.len());
+        let mut pending = self.pending.iter().map(|&i| &self.states[i]).peekable();
+        for st in removed {
+            while let Some(p) = pending.next_if(|p| queue_order(self.snap, p.idx, st.idx) == Ordering::Less) {
+                moving.push(Cow::Borrowed(p));
+            }
+            moving.push(Cow::Borrowed(st));
+        }
+        moving.extend(pending.map(Cow::Borrowed));
         // Watched pods not placed yet; none are watched unless every one is queued.
         let (watched, marked) = needs.refused_if_on.unwrap_or_default();
         let mut watched = watched.to_vec();
@@ -147,7 +166,7 @@ impl<'a> Simulator<'a> {
             }
             unplaced == 0 && relied
         };
-        let mut unschedulable = run_queue(&mut s, &mut moving, self.snap, &mut settled);
+        let mut unschedulable = run_queue(&mut s, &mut moving, &mut settled);
         let complete = !(unplaced == 0 && relied);
         let moved_to = s.nominations.drain(..).map(|(node, pod)| (pod, node)).collect();
         let unbuilt = match (complete, needs.claims_up_to) {
