@@ -330,7 +330,9 @@ impl Requirements {
     }
 
     pub fn get(&self, key: &str) -> Option<&Requirement> {
-        self.find(key).ok().map(|i| &self.0[i])
+        // A scan beats the binary search at these sizes (tens of keys): most keys differ in
+        // length, so few are compared byte by byte, and well-known keys share long prefixes.
+        self.0.iter().find(|r| r.key == key)
     }
 
     pub fn has(&self, key: &str) -> bool {
