@@ -27,6 +27,12 @@ pub(crate) struct Pool<'a> {
     overhead: Resources,
     /// Catalog indices compatible with the NodePool and able to hold its DaemonSets.
     types: Rc<Vec<u32>>,
+    /// Largest and smallest allocatable of `types`: a new NodeClaim's while the limits
+    /// leave every type (worked out once, not per NodeClaim).
+    types_max: Resources,
+    types_min: Resources,
+    /// Largest capacity of `types`: limits that leave this much leave every type.
+    types_capacity: Resources,
     /// Limits left: limit minus existing, in-flight and newly planned capacity.
     remaining: BTreeMap<String, i64>,
     /// (price, type, zone index, capacity type index) for every available offering of
@@ -720,8 +726,11 @@ impl<'a> Scheduler<'a> {
         let hostname = format!("hostname-placeholder-{:04}", self.bins.len());
         let mut reqs = pl.tpl.requirements.clone();
         reqs.add(Requirement::in_values(LABEL_HOSTNAME, [hostname.clone()]));
-        let cap_max = max_allocatable(&types, &pl.tpl.instance_types);
-        let cap_min = min_allocatable(&types, &pl.tpl.instance_types);
+        let (cap_max, cap_min) = if types.len() == pl.types.len() {
+            (pl.types_max.clone(), pl.types_min.clone())
+        } else {
+            (max_allocatable(&types, &pl.tpl.instance_types), min_allocatable(&types, &pl.tpl.instance_types))
+        };
         let b = self.bins.len();
         self.bins.push(Bin {
             place: Place::Claim(pool),
@@ -999,11 +1008,20 @@ impl<'a> Pool<'a> {
                 .then(a.2.cmp(&b.2))
                 .then(a.3.cmp(&b.3))
         });
+        let (types_max, types_min) =
+            (max_allocatable(&types, &tpl.instance_types), min_allocatable(&types, &tpl.instance_types));
+        let mut types_capacity = Resources::default();
+        for &t in &types {
+            types_capacity.max_with(&tpl.instance_types[t as usize].capacity);
+        }
         Pool {
             snap_idx: i,
             tpl,
             overhead,
             types: Rc::new(types),
+            types_max,
+            types_min,
+            types_capacity,
             remaining,
             price_order: Rc::new(price_order),
             zones: Rc::new(zones),
@@ -1033,17 +1051,13 @@ impl<'a> Pool<'a> {
 
     /// Types whose capacity fits what the limits leave (and a node slot, if `nodes` is limited).
     fn within_limits(&self) -> Vec<u32> {
-        if self.remaining.is_empty() {
+        let fits = |cap: &Resources| {
+            self.remaining.iter().all(|(res, left)| if res == NODES { *left >= 1 } else { cap.get(res) <= *left })
+        };
+        if fits(&self.types_capacity) {
             return self.types.to_vec();
         }
-        self.types
-            .iter()
-            .copied()
-            .filter(|&t| {
-                let cap = &self.tpl.instance_types[t as usize].capacity;
-                self.remaining.iter().all(|(res, left)| if res == NODES { *left >= 1 } else { cap.get(res) <= *left })
-            })
-            .collect()
+        self.types.iter().copied().filter(|&t| fits(&self.tpl.instance_types[t as usize].capacity)).collect()
     }
 
     fn limit_message(&self) -> String {
