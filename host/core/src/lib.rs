@@ -21,6 +21,7 @@ pub mod scheduler;
 pub mod scorer;
 pub mod selector;
 pub mod taints;
+pub mod work;
 pub mod workload;
 
 pub use model::ClusterSnapshot;

@@ -6,6 +6,7 @@ use crate::world::{DisruptionRecord, Event, NodeClaimRecord, PolicyFailures, Sam
 use serde::Serialize;
 use tenon_core::disruption::PolicySet;
 use tenon_core::scorer::Scorer;
+use tenon_core::work::{self, Work};
 
 /// What a run produced.
 #[derive(Clone, Debug, Serialize)]
@@ -35,6 +36,8 @@ pub struct Report {
     pub final_cost_per_hour: f64,
     /// Spot prices come from a discount model, not data.
     pub spot_prices_are_modelled: bool,
+    /// What the decision core did over the run: deterministic, so a test can bound it.
+    pub work: Work,
 }
 
 impl Report {
@@ -121,6 +124,7 @@ pub fn run(
     policies: &dyn PolicySet,
     mut on_tick: impl FnMut(&World<'_>),
 ) -> Result<Report, SimError> {
+    let started = work::total();
     let mut w = World::new(scenario, policies)?;
     let mut steps = scenario.timeline.iter().peekable();
     let mut expect: Vec<&Expectation> = scenario.expect.iter().collect();
@@ -174,5 +178,6 @@ pub fn run(
         pending_max_seconds: pending.last().copied(),
         final_cost_per_hour: w.cost_per_hour(),
         spot_prices_are_modelled: w.spot_prices_are_modelled(),
+        work: work::total().since(started),
     })
 }

@@ -171,6 +171,7 @@ struct Round<'a> {
 
 /// Decides this round's disruptions.
 pub fn disrupt(snap: &ClusterSnapshot, policies: &dyn PolicySet) -> DisruptionDecision {
+    crate::work::count(|w| w.disruption_rounds += 1);
     let (all, blocked) = candidates::candidates(snap);
     let mut decision = decide(snap, policies, &all, blocked);
     decision.candidates = all;
@@ -431,6 +432,7 @@ fn allowances(snap: &ClusterSnapshot, policies: &dyn PolicySet) -> Allowances {
             };
             let rule = policies.budget_rule(&tpl.name);
             let own = KarpenterBudgets.allowed(&ctx);
+            crate::work::count(|w| w.budget_calls += 1);
             let allowance = budgets::tightened(rule.allowed(&ctx), own, rule.name());
             let none_at_all = KarpenterBudgets.allowed(&BudgetContext { disrupting: 0, ..ctx }).allowed == 0
                 || (disrupting == 0 && allowance.allowed == 0);
@@ -862,6 +864,7 @@ impl<'a> Round<'a> {
             let consolidator = self.policies.consolidator(pool);
             let mine: Vec<usize> = (0..plans.len()).filter(|&i| involved[i].contains(&pool)).collect();
             let shown: Vec<PlanView> = mine.iter().map(|&i| views[i].clone()).collect();
+            crate::work::count(|w| w.consolidator_calls += 1);
             let review = consolidator.review(&shown);
             for (j, &i) in mine.iter().enumerate() {
                 if let Some(Verdict::Reject(why)) = review.verdicts.get(j) {

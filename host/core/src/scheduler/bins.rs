@@ -914,6 +914,7 @@ impl RankedOptions {
                 })
                 .collect(),
         };
+        crate::work::count(|w| w.scorer_calls += 1);
         let ranking = normalise_ranking(&scorer.rank(&input), input.candidates.len());
         let mut seen = vec![false; cat.len()];
         let mut types: Vec<u32> = Vec::new();

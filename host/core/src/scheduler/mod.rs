@@ -33,6 +33,7 @@ fn is_pending(p: &Pod) -> bool {
 
 /// Plans capacity for every pending pod of `snapshot`.
 pub fn schedule(snapshot: &ClusterSnapshot, scorer: &dyn Scorer) -> ProvisioningPlan {
+    crate::work::count(|w| w.scheduling_passes += 1);
     let (mut s, pods) = Scheduler::new(snapshot, &is_pending);
     // Judged before anything is placed: where each pod could go, not where it went.
     let mut pending_zones: Vec<PendingZone> = pods
@@ -92,7 +93,12 @@ fn run_queue(
             continue;
         }
         loop {
-            match s.try_place(&pods[p]) {
+            let tried = s.try_place(&pods[p]);
+            crate::work::count(|w| {
+                w.placements_tried += 1;
+                w.pods_placed += u64::from(tried.is_ok());
+            });
+            match tried {
                 Ok(()) => {
                     placed += 1;
                     if settled(s, pods[p].idx) {

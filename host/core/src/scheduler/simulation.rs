@@ -125,6 +125,7 @@ impl<'a> Simulator<'a> {
 
     /// [`remove`](Self::remove), simulating only what `needs` asks for.
     pub fn ask(&self, nodes: &[usize], scorer: &dyn Scorer, needs: &Needs) -> SimOutcome {
+        crate::work::count(|w| w.removal_simulations += 1);
         let mut s = self.base.clone();
         let mut removed: Vec<&PodState> = Vec::new();
         for &n in nodes {
