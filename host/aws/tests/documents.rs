@@ -2,7 +2,7 @@
 //! Price List API, CreateFleet's capacity errors, the EKS/Bottlerocket SSM alias layout; and
 //! the pure parts: EventBridge interruption messages, drift.
 
-mod support;
+use crate::support;
 
 use aws_sdk_ec2::types::{
     CreateFleetError, FleetLaunchTemplateOverrides, InstanceType, LaunchTemplateAndOverridesResponse,

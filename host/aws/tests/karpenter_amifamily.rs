@@ -4,7 +4,7 @@
 //! `/aws/service`; what moto can hold (images, tags, custom SSM parameters) runs against it.
 //! Each test names the cases it accounts for (tests/conformance/karpenter.tsv).
 
-mod support;
+use crate::support;
 
 use support::Moto;
 use support::lab::*;

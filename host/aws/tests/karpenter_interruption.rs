@@ -6,7 +6,7 @@
 //! A message is deleted from the queue once handled, so "deleted N messages" is "N acked,
 //! and the queue is empty".
 
-mod support;
+use crate::support;
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use std::time::Instant;

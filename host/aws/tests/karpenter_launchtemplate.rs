@@ -6,7 +6,7 @@
 //! lab's NodeClass). Where a case counts templates (Karpenter makes one per AMI and max-pods
 //! value), the test checks the field in every template the launch made.
 
-mod support;
+use crate::support;
 
 use aws_sdk_ec2::types::{
     CapacityReservationPreference, LaunchTemplateInstanceMetadataTagsState, ResourceType, ResponseLaunchTemplateData,

@@ -1,6 +1,6 @@
 //! `tenon check` and `tenon crds` as a user runs them: real binary, real files.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

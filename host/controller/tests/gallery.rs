@@ -2,7 +2,7 @@
 //! `tenon policy test`, stays small, and its comparison scenario runs on both sides with its
 //! expectations held and the effect the gallery claims.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use support::{repo, tenon};

@@ -1,7 +1,7 @@
 //! `tenon policy …` as a policy author runs it: real components, real fixtures, a scaffolded
 //! crate built and tested from scratch.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -3,7 +3,7 @@
 #![cfg(feature = "oci")]
 
 #[allow(dead_code)] // each test binary uses part of the support module
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -1,7 +1,7 @@
 //! `tenon simulate` as a user runs it: every example scenario holds its expectations, a
 //! broken expectation fails the run, and runs are deterministic.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

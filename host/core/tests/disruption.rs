@@ -1,6 +1,6 @@
 //! Disruption decisions: the seed's scale-to-zero, each method, budgets, blockers, drain order.
 
-mod support;
+use crate::support;
 
 use support::*;
 use tenon_core::disruption::budgets::{BudgetContext, BudgetRule, KarpenterBudgets};

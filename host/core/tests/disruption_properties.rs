@@ -1,6 +1,6 @@
 //! Invariants of disruption decisions over random clusters and sequences of rounds.
 
-mod support;
+use crate::support;
 
 use proptest::prelude::*;
 use support::*;

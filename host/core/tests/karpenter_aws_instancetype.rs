@@ -7,7 +7,7 @@
 //! where a case checks one component, the test fixes the others at their defaults and
 //! checks the sum, or compares two catalogs that differ only in that component.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

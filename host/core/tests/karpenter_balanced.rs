@@ -1,7 +1,7 @@
 //! Karpenter's `Balanced` consolidation policy (`pkg/controllers/disruption/balanced_test.go`):
 //! the move score and how a NodePool's `consolidationPolicy` is read.
 
-mod support;
+use crate::support;
 
 use support::karpenter::{Cluster, default_types};
 use tenon_core::disruption::balanced::{K, Score, Totals, score_move};

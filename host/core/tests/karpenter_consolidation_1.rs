@@ -12,7 +12,7 @@
 //! 64-CPU/128-GiB on-demand types its unstable sort puts last; these cases take the linux/amd64
 //! one in test-zone-1 (and likewise for spot).
 
-mod support;
+use crate::support;
 
 use support::GIB;
 use support::karpenter::{Cluster, NOW, assorted, fake};

@@ -14,7 +14,7 @@
 //! by hand, is in Tenon the fact it records: consolidateAfter has passed since the NodeClaim's
 //! last pod event (as in karpenter_emptiness.rs).
 
-mod support;
+use crate::support;
 
 use k8s_openapi::jiff::Timestamp;
 use std::collections::BTreeMap;

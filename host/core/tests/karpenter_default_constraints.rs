@@ -3,7 +3,7 @@
 //! back from the constraints Tenon schedules the pod with. Each test names the cases it
 //! accounts for (tests/conformance/karpenter.tsv).
 
-mod support;
+use crate::support;
 
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};

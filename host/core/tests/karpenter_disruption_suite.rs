@@ -4,7 +4,7 @@
 //! (`orchestration::command`) and its NodePool template hash. What the controller shell does
 //! around them (taints, API writes, Events) is said in comments.
 
-mod support;
+use crate::support;
 
 use support::karpenter::{Cluster, default_types};
 use support::*;

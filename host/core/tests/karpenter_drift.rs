@@ -18,7 +18,7 @@
 //! NodeClaims are given one (Karpenter's NodeClaim disruption controller also judges NodeClaims
 //! that are only Launched).
 
-mod support;
+use crate::support;
 
 use k8s_openapi::api::core::v1 as core;
 use std::collections::BTreeMap;

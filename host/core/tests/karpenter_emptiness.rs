@@ -9,7 +9,7 @@
 //! sets the condition True is a NodeClaim whose `consolidateAfter` has passed; one without
 //! it, or with it False, is a NodeClaim whose last pod event is more recent.
 
-mod support;
+use crate::support;
 
 use k8s_openapi::api::core::v1 as core;
 use support::karpenter::{Cluster, NOW, assorted, fake};

@@ -4,7 +4,7 @@
 //! catalog is `fake.InstanceTypesAssorted()`, shuffled as Karpenter's suite shuffles it, and the
 //! NodePool allows spot and on-demand on both architectures.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use support::GIB;

@@ -4,7 +4,7 @@
 //! several provisioning rounds launch each round's NodeClaims as the fake provider would (the
 //! cheapest option) and bind the pods before the next round.
 
-mod support;
+use crate::support;
 
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;

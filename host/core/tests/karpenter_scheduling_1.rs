@@ -5,7 +5,7 @@
 //! Karpenter's suite repeats its "Custom Constraints" contexts; a test here ports every copy
 //! of a case at once.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use support::GIB;

@@ -8,7 +8,7 @@
 //! becomes a registered but uninitialized Node (and its NodeClaim) with the labels and
 //! allocatable of the type the fake provider would pick.
 
-mod support;
+use crate::support;
 
 use k8s_openapi::api::core::v1 as core;
 use std::collections::{BTreeMap, BTreeSet};

@@ -9,7 +9,7 @@
 //! suite's NodePool here is Karpenter's `test.NodePool()` over its fake catalog, which
 //! launches in `test-zone-1` to `test-zone-3`.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use support::karpenter::*;

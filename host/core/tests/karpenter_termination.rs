@@ -4,7 +4,7 @@
 //! read through `convert::snapshot`, as the controller reads them. Each test names the cases
 //! it accounts for (tests/conformance/karpenter.tsv).
 
-mod support;
+use crate::support;
 
 use support::karpenter::*;
 use tenon_core::disruption::drain::{DrainAction, DrainPlan, PdbAllowance, drain_order, drain_order_with};

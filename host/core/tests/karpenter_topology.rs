@@ -4,7 +4,7 @@
 //! several rounds launch each round's NodeClaims as Nodes (the fake cloud provider's labels)
 //! and bind their pods before deciding again, as Karpenter's `ExpectProvisioned` does.
 
-mod support;
+use crate::support;
 
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;

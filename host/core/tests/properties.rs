@@ -1,6 +1,6 @@
 //! Invariants of the scheduling simulation over random clusters.
 
-mod support;
+use crate::support;
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
 //! One test per scheduling feature, on small scenarios a reader can check by hand.
 
-mod support;
+use crate::support;
 
 use support::*;
 use tenon_core::model::{DaemonSet, HostPort};

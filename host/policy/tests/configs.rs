@@ -2,7 +2,7 @@
 //! (`amd-first` scoring, `business-hours` disruption) each read theirs, and a bad
 //! configuration spoils only the hook it is for.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use support::*;

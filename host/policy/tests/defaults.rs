@@ -1,7 +1,7 @@
 //! The default bundle decides exactly as the native defaults do, on generated inputs, and
 //! the decision core runs through a Wasm policy end to end.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use support::*;

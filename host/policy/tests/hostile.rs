@@ -3,7 +3,7 @@
 //! after what now holds (sleeping guests, shadow mode, loosened budgets, wrong slots,
 //! planted cache entries, unbounded strings, endless failures, panic messages).
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

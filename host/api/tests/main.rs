@@ -1,0 +1,6 @@
+//! The integration tests of this crate, as one test binary: linking the crate and its
+//! dependencies once, not once per file. Each module is the file of the same name.
+
+mod api;
+mod karpenter_ec2nodeclass_hash;
+mod karpenter_kubelet;

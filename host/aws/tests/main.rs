@@ -1,0 +1,10 @@
+//! The integration tests of this crate, as one test binary: linking the crate and its
+//! dependencies once, not once per file. Each module is the file of the same name.
+
+mod documents;
+mod iam;
+mod karpenter_amifamily;
+mod karpenter_interruption;
+mod karpenter_launchtemplate;
+mod moto;
+mod support;

@@ -1,0 +1,11 @@
+//! The integration tests of this crate, as one test binary: linking the crate and its
+//! dependencies once, not once per file. Each module is the file of the same name.
+
+mod bench;
+mod check;
+mod controller_settings;
+mod gallery;
+mod policy;
+mod policy_oci;
+mod simulate;
+mod support;

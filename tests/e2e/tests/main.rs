@@ -1,0 +1,22 @@
+//! The integration tests of this crate, as one test binary: linking the crate and its
+//! dependencies once, not once per file. Each module is the file of the same name.
+
+mod api_faults;
+mod bad_input;
+mod chart;
+mod differential;
+mod disruption;
+mod expiration;
+mod hostile_control_plane;
+mod image;
+mod interruption_gc;
+mod karpenter_manifests;
+mod metrics;
+mod nodeclaim_lifecycle;
+mod policy_journey;
+mod policy_sandbox;
+mod policy_update;
+mod scale_benchmark;
+mod seed_experiments;
+mod termination;
+mod volume_topology;
