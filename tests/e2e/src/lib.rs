@@ -121,16 +121,16 @@ pub fn tenon_bin() -> PathBuf {
         .unwrap_or_else(|| dir.join("tenon"));
     assert!(
         bin.exists(),
-        "{} is missing: run the suites with `cargo test --workspace` (which builds it), or build it first with `cargo test --workspace --no-run`",
+        "{} is missing: run the suites with `cargo nextest run --workspace` (which builds it), or build it first with `cargo nextest run --workspace --no-run`",
         bin.display()
     );
-    // `cargo test --test NAME` rebuilds only that test, not the binary it runs: a stale
+    // `cargo nextest run -p tenon-e2e` rebuilds only this crate, not the binary it runs: a stale
     // binary would test old code.
     let built = std::fs::metadata(&bin).and_then(|m| m.modified()).ok();
     if let (Some(built), Some((newest, path))) = (built, newest_source(&repo().join("host"))) {
         assert!(
             newest <= built,
-            "{} is older than {}: rebuild it with `cargo test --workspace --no-run` (cargo test --test NAME does not)",
+            "{} is older than {}: rebuild it with `cargo nextest run --workspace --no-run` (-p tenon-e2e does not)",
             bin.display(),
             path.display()
         );
@@ -468,6 +468,53 @@ impl Cluster {
     pub async fn metric(&self, name: &str) -> Option<f64> {
         let body = tokio::task::block_in_place(|| http_get(&format!("127.0.0.1:{}", self.metrics_port), "/metrics"))?;
         body.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+    }
+
+    /// The sum of every series of `name` whose labels include each of `labels` (`key="value"`).
+    pub async fn metric_sum(&self, name: &str, labels: &[&str]) -> f64 {
+        let Some(body) = self.metrics_text() else { return 0.0 };
+        body.lines()
+            .filter_map(|l| l.strip_prefix(name))
+            .filter_map(|l| match l.strip_prefix('{') {
+                Some(rest) => rest.split_once("} "),
+                None => l.strip_prefix(' ').map(|v| ("", v)),
+            })
+            .filter(|(have, _)| labels.iter().all(|want| have.split(',').any(|kv| kv == *want)))
+            .filter_map(|(_, v)| v.trim().parse::<f64>().ok())
+            .sum()
+    }
+
+    /// How many times the controller's `controller` reconciler has finished (with any result).
+    pub async fn reconciles(&self, controller: &str) -> f64 {
+        let labelled = format!("controller=\"{controller}\"");
+        self.metric_sum("controller_runtime_reconcile_total", &[&labelled]).await
+    }
+
+    /// How many disruption rounds the controller has decided.
+    pub async fn disruption_rounds(&self) -> f64 {
+        self.metric_sum("karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count", &[]).await
+    }
+
+    /// Waits until the controller has decided `n` more disruption rounds.
+    pub async fn rounds_decided(&self, n: u32) {
+        let from = self.disruption_rounds().await;
+        let what = format!("{n} more disruption rounds");
+        eventually(Duration::from_secs(120), &what, || async {
+            (self.disruption_rounds().await >= from + f64::from(n)).then_some(())
+        })
+        .await;
+    }
+
+    /// Waits until `controller` has reconciled `n` more times: a check that something did
+    /// *not* happen stands on the controller having looked, not on a guess of how long that
+    /// takes (a loaded machine makes a fixed sleep too short).
+    pub async fn reconciled(&self, controller: &str, n: u32) {
+        let from = self.reconciles(controller).await;
+        let what = format!("{n} more {controller} reconciles");
+        eventually(Duration::from_secs(120), &what, || async {
+            (self.reconciles(controller).await >= from + f64::from(n)).then_some(())
+        })
+        .await;
     }
 }
 

@@ -40,8 +40,8 @@ async fn api_faults_neither_lose_nor_duplicate_nodeclaims() {
     all_bound(&c, INFLATE_NS, 8, Duration::from_secs(120)).await;
     stop.store(true, Ordering::SeqCst);
     let _ = cutter.await;
-    // Several more batch windows with the watches healthy: nothing more happens.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Several more passes with the watches healthy: nothing more happens.
+    c.reconciled("provisioner", 8).await;
     c.assert_controller_running();
     assert_eq!(c.emu.faults_pending(), 0, "every injected fault was hit");
     let claims = c.nodeclaims().await;

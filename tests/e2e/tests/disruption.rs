@@ -327,7 +327,7 @@ async fn a_rejecting_consolidation_policy_and_a_trapping_budget_policy_stop_disr
     })
     .await;
     assert!(event.message.unwrap_or_default().contains("not today"), "the policy's reason is in the Event");
-    tokio::time::sleep(Duration::from_secs(12)).await;
+    c.rounds_decided(2).await;
     assert_eq!(disrupting(&c).await, 0, "a rejected plan disrupts nothing");
 
     // A budget policy that traps: zero disruptions (fail closed) and PolicyHealthy=False.
@@ -348,7 +348,7 @@ async fn a_rejecting_consolidation_policy_and_a_trapping_budget_policy_stop_disr
     })
     .await;
     assert!(message.contains("trapping-budget"), "{message}");
-    tokio::time::sleep(Duration::from_secs(12)).await;
+    c.rounds_decided(2).await;
     assert_eq!(disrupting(&c).await, 0, "a trapping budget allows nothing");
     assert_eq!(c.nodeclaims().await.len(), 1);
 
@@ -385,7 +385,7 @@ async fn pdbs_and_do_not_disrupt_pods_block_consolidation_until_lifted() {
     })
     .await;
     eprintln!("blocked: {:?}", blocked.message);
-    tokio::time::sleep(Duration::from_secs(12)).await;
+    c.rounds_decided(2).await;
     assert_eq!(disrupting(&c).await, 0, "the PDB holds");
     assert_eq!(c.nodeclaims().await.len(), 1);
 
@@ -418,7 +418,7 @@ async fn pdbs_and_do_not_disrupt_pods_block_consolidation_until_lifted() {
     assert!(message.starts_with("The karpenter.sh/do-not-disrupt grace period will elapse at "), "{message:?}");
     let invalid = event(other.clone(), "InvalidDoNotDisruptAnnotation").await;
     assert_eq!(invalid.type_.as_deref(), Some("Warning"), "the meaningless value is called out");
-    tokio::time::sleep(Duration::from_secs(12)).await;
+    c.rounds_decided(2).await;
     assert_eq!(disrupting(&c).await, 0, "do-not-disrupt holds");
     assert_eq!(c.nodeclaims().await.len(), 1);
 
@@ -449,7 +449,7 @@ async fn a_budget_window_with_zero_nodes_blocks_disruption_only_inside_it() {
     all_bound(&c, INFLATE_NS, 8, Duration::from_secs(90)).await;
     scale_inflate(&c, 0);
     all_bound(&c, INFLATE_NS, 0, Duration::from_secs(30)).await;
-    tokio::time::sleep(Duration::from_secs(25)).await;
+    c.rounds_decided(2).await;
     assert_eq!(disrupting(&c).await, 0, "inside the window nothing is disrupted");
     assert_eq!(c.nodeclaims().await.len(), 1);
     // A window twelve hours away: now is outside it.

@@ -26,9 +26,16 @@ async fn each_nodeclaim_expires_from_its_own_expire_after_even_while_a_drain_is_
     let first_name = first.metadata.name.clone().unwrap();
     assert_eq!(first.spec.expire_after, "720h");
 
-    // Lowering the NodePool's expireAfter moves no existing NodeClaim's date.
+    // Lowering the NodePool's expireAfter moves no existing NodeClaim's date: once the first
+    // NodeClaim is older than the new 40 s and expiration has looked again, it is still there.
     patch_nodepool(&c, "lab-general", r#"{"spec":{"template":{"spec":{"expireAfter":"40s"}}}}"#, false);
-    tokio::time::sleep(Duration::from_secs(45)).await;
+    let created = first.metadata.creation_timestamp.as_ref().expect("a creation time").0;
+    eventually(Duration::from_secs(60), "the first NodeClaim older than 40 s", || async {
+        let age = k8s_openapi::jiff::Timestamp::now().duration_since(created);
+        (age.as_secs() > 41).then_some(())
+    })
+    .await;
+    c.reconciled("nodeclaim.expiration", 4).await;
     let still = c.nodeclaims().await;
     let kept = still.iter().find(|nc| nc.metadata.name.as_deref() == Some(first_name.as_str()));
     assert!(

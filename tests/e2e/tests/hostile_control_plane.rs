@@ -100,8 +100,8 @@ async fn a_create_stored_then_answered_504_makes_one_nodeclaim() {
     scale_inflate(&c, 2);
     all_bound(&c, INFLATE_NS, 2, Duration::from_secs(120)).await;
     assert_eq!(c.emu.faults_pending(), 0, "the 504 was hit");
-    // Several more batch windows: nothing more happens.
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    // Several more passes: nothing more happens.
+    c.reconciled("provisioner", 16).await;
     let claims = c.nodeclaims().await;
     assert_eq!(claims.len(), 1, "one NodeClaim for two 1-CPU pods: {claims:#?}");
     assert_eq!(c.instances().await.len(), 1, "one instance");
@@ -122,17 +122,15 @@ async fn a_stalled_nodeclaim_watch_neither_duplicates_nodeclaims_nor_breaks_the_
     c.emu.silence_watches("nodeclaims", Duration::from_secs(60));
     let silenced = Instant::now();
     scale_inflate(&c, 12);
-    tokio::time::sleep(Duration::from_secs(45)).await;
-    let during = c.nodeclaims().await.len();
     all_bound(&c, INFLATE_NS, 12, Duration::from_secs(150)).await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    c.reconciled("provisioner", 10).await;
     let claims = c.nodeclaims().await;
     let cpu: i64 = claims
         .iter()
         .filter_map(|nc| nc.metadata.labels.as_ref()?.get("karpenter.k8s.aws/instance-cpu")?.parse::<i64>().ok())
         .sum();
     // Without the stall: twelve pods, three per 4-vCPU node.
-    assert_eq!(claims.len(), 4, "four NodeClaims as without the stall ({during} 45 s into it)");
+    assert_eq!(claims.len(), 4, "four NodeClaims as without the stall");
     assert!(cpu <= 20, "the NodePool's 20-CPU limit holds: {cpu} CPUs");
     eprintln!(
         "e2e timing (hostile): 12 pods bound {:.1}s after a 60 s NodeClaim watch stall began",
@@ -227,7 +225,13 @@ async fn a_leader_that_cannot_renew_stops_before_a_skewed_follower_takes_over() 
     })
     .await;
     nodeclass_ready(&c, "lab-general").await;
-    tokio::time::sleep(Duration::from_secs(20)).await;
+    // A follower that judged the Lease by its own skewed clock would take it on its first
+    // look; it looks every 2 s (the retry period).
+    let looked = c.emu.call_count(&replica_token(1), "leases", "get");
+    eventually(Duration::from_secs(60), "replica 1 to look at the Lease five more times", || async {
+        (c.emu.call_count(&replica_token(1), "leases", "get") >= looked + 5).then_some(())
+    })
+    .await;
     assert!(!c.replica_log(1).contains("acquired leadership"), "the skewed follower took a fresh Lease");
     c.assert_controller_running();
 
@@ -298,11 +302,11 @@ async fn an_ec2nodeclass_aws_refuses_is_not_ready_says_why_and_backs_off() {
         events.iter().any(|e| e.reason.as_deref() == Some("ResolutionFailed")).then_some(())
     })
     .await;
-    // Tried again with a backoff (1, 2, 4, 8 s…), not on every pass (twice a second).
+    // Tried again with a backoff (1, 2, 4, 8 s…), not on every look (twice a second).
     let first = Instant::now();
-    tokio::time::sleep(Duration::from_secs(20)).await;
+    c.reconciled("nodeclass", 20).await;
     let tries = c.controller_log().matches("could not resolve EC2NodeClass").count();
-    assert!(tries <= 8, "{tries} resolutions in {:.0} s", first.elapsed().as_secs_f64());
+    assert!(tries <= 8, "{tries} resolutions in 20 looks over {:.0} s", first.elapsed().as_secs_f64());
     c.moto.refuse(&[]);
     nodeclass_ready(&c, "lab-general").await;
     c.assert_controller_running();

@@ -39,7 +39,13 @@ async fn deleting_the_nodepool_drains_then_terminates_then_releases_its_nodeclai
             .then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Every drain has asked and been refused, and the controller has looked again since.
+    eventually(Duration::from_secs(30), "an eviction refused on every node", || async {
+        let refused = c.metric("karpenter_pods_eviction_requests_total{code=\"429\"}").await.unwrap_or(0.0);
+        (refused >= owned.len() as f64).then_some(())
+    })
+    .await;
+    c.reconciled("node.termination", 4).await;
     let nodes: Vec<Node> = Api::<Node>::all(c.client.clone()).list(&ListParams::default()).await.unwrap().items;
     let live: BTreeSet<String> = c.instances().await.into_iter().map(|i| i.provider_id).collect();
     let pods = c.pods(INFLATE_NS).await;
@@ -101,7 +107,7 @@ async fn deleting_the_nodepool_drains_then_terminates_then_releases_its_nodeclai
         released.values().max().unwrap().duration_since(deleted).as_secs_f64()
     );
     // The pods the Deployment recreates have no NodePool now: nothing new is launched.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    c.reconciled("provisioner", 8).await;
     assert!(c.nodeclaims().await.is_empty());
     assert!(c.instances().await.is_empty());
 
@@ -243,8 +249,14 @@ async fn sigterm_mid_launch_and_mid_drain_hands_over_within_seconds_and_leaks_no
     follows(&c, 0, 1).await;
     scale_inflate(&c, 0);
     let name = claims[0].metadata.name.clone().unwrap();
+    let node = claims[0].status.as_ref().and_then(|s| s.node_name.clone()).expect("a registered node");
     c.kubectl(&["delete", "nodeclaim", &name, "--wait=false"]);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    eventually(Duration::from_secs(30), "the node tainted for its drain", || async {
+        let n = Api::<Node>::all(c.client.clone()).get(&node).await.ok()?;
+        let taints = n.spec?.taints.unwrap_or_default();
+        taints.iter().any(|t| t.key == "karpenter.sh/disrupted").then_some(())
+    })
+    .await;
     tokio::task::block_in_place(|| c.terminate_replica(1)).expect("replica 1 was running");
     let termed = Instant::now();
     leads(&c, 0, 2).await;

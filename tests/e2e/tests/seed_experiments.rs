@@ -108,8 +108,8 @@ async fn lab_general_negative_impossible_arch_stays_pending_with_the_reason() {
         "{message}"
     );
     assert_eq!(event.type_.as_deref(), Some("Warning"));
-    // Several more batch windows: still nothing.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Several more passes: still nothing.
+    c.reconciled("provisioner", 8).await;
     c.assert_controller_running();
     assert!(c.nodeclaims().await.is_empty(), "no NodeClaim for an impossible pod");
     assert!(c.instances().await.is_empty(), "no instance for an impossible pod");

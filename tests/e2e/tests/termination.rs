@@ -66,8 +66,19 @@ async fn an_instance_outlives_its_pods_grace_and_its_attached_volumes() {
     };
     let waited = pods_gone.duration_since(start);
     assert!(waited >= Duration::from_secs(15), "the pods were gone after {waited:?}: their 20 s grace was cut");
-    // Drained, but a volume is still attached: the instance stays.
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    // Drained, but a volume is still attached: the controller says it waits for it, looks
+    // again, and the instance stays.
+    eventually(Duration::from_secs(30), "VolumesDetached=Unknown (AwaitingVolumeDetachment)", || async {
+        let claims = c.nodeclaims().await;
+        let nc = claims.iter().find(|nc| nc.metadata.name.as_deref() == Some(name.as_str()))?;
+        let conds = &nc.status.as_ref()?.conditions;
+        conds
+            .iter()
+            .any(|k| k.type_ == "VolumesDetached" && k.status == "Unknown" && k.reason == "AwaitingVolumeDetachment")
+            .then_some(())
+    })
+    .await;
+    c.reconciled("node.termination", 8).await;
     assert!(running(&c, &id).await, "the instance was terminated with a volume still attached");
     c.kubectl(&["delete", "volumeattachment", "va-1"]);
     eventually(Duration::from_secs(30), "the instance terminated once the volume detached", || async {

@@ -139,7 +139,7 @@ async fn a_pod_follows_its_volume_to_its_zone_and_consolidation_keeps_it_there()
             && message.contains("PersistentVolumeClaim karpenter-lab/missing not found"),
         "{message}"
     );
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    c.reconciled("provisioner", 8).await;
     assert_eq!(c.nodeclaims().await.len(), before, "nothing launched for the orphan pod");
 
     // With its volume in us-east-1a, the pod gets a node there, though b is cheaper and the
@@ -169,8 +169,9 @@ async fn a_pod_follows_its_volume_to_its_zone_and_consolidation_keeps_it_there()
 
     // Two under-used nodes, consolidating after 2 s: whatever consolidation does, the pod
     // stays in us-east-1a (its volume cannot follow it to b).
-    let watch = Instant::now();
-    while watch.elapsed() < Duration::from_secs(30) {
+    let (rounds, watch) = (c.disruption_rounds().await, Instant::now());
+    while c.disruption_rounds().await < rounds + 3.0 {
+        assert!(watch.elapsed() < Duration::from_secs(120), "three disruption rounds in two minutes");
         if let Some(z) = zone_of(&c, "vol").await {
             assert_eq!(z, "us-east-1a", "consolidation moved the pod away from its volume");
         }

@@ -162,9 +162,21 @@ impl Emulator {
             .audit
             .lock()
             .map(|a| {
-                a.iter().filter(|(t, ..)| t == token).map(|(_, g, r, v)| (g.clone(), r.clone(), v.clone())).collect()
+                a.keys().filter(|(t, ..)| t == token).map(|(_, g, r, v)| (g.clone(), r.clone(), v.clone())).collect()
             })
             .unwrap_or_default()
+    }
+
+    /// How many `verb` requests on `resource` (`pods/eviction` for a subresource) the client
+    /// with bearer token `token` has made.
+    pub fn call_count(&self, token: &str, resource: &str, verb: &str) -> u64 {
+        self.shared
+            .audit
+            .lock()
+            .map(|a| {
+                a.iter().filter(|((t, _, r, v), _)| t == token && r == resource && v == verb).map(|(_, n)| n).sum()
+            })
+            .unwrap_or(0)
     }
 
     /// A handle that cuts watches (and compacts) from another task or thread.

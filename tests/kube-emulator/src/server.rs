@@ -40,9 +40,9 @@ pub struct Shared {
     pub store: Mutex<Store>,
     pub changed: broadcast::Sender<u64>,
     pub faults: Mutex<Vec<Fault>>,
-    /// Resource requests made with a bearer token: (token, API group, resource, verb) — what
-    /// RBAC would have to allow that identity.
-    pub audit: Mutex<std::collections::BTreeSet<(String, String, String, String)>>,
+    /// Resource requests made with a bearer token, counted by (token, API group, resource,
+    /// verb): what RBAC would have to allow that identity, and how often it asked.
+    pub audit: Mutex<BTreeMap<(String, String, String, String), u64>>,
     pub latency: Mutex<Duration>,
     /// Extra latency for requests with a bearer token (one client slower than the others).
     pub client_latency: Mutex<BTreeMap<String, Duration>>,
@@ -260,7 +260,7 @@ pub async fn handle(
     if let Some(token) = &token
         && let Ok(mut audit) = s.audit.lock()
     {
-        audit.insert((token.clone(), target.t.group.clone(), resource.clone(), v.to_string()));
+        *audit.entry((token.clone(), target.t.group.clone(), resource.clone(), v.to_string())).or_default() += 1;
     }
     let fault = take_fault(&s, v, &resource, token.as_deref());
     if let Some(f) = &fault

@@ -176,14 +176,16 @@ fn get_watch_streams_changes() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(800));
+    let lines = read_lines(w.stdout.take().unwrap());
+    // The header and the list first: the watch is open.
+    let mut seen = take_lines(&lines, 3);
     k.ok(&["label", "ec2nc", "lab-general", "x=y"]);
     k.ok(&["delete", "ec2nc", "default"]);
-    std::thread::sleep(Duration::from_millis(800));
+    seen.extend(take_lines(&lines, 2));
     let _ = w.kill();
-    let out = w.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let names: Vec<&str> = text.lines().skip(1).filter_map(|l| l.split_whitespace().next()).collect();
+    let _ = w.wait();
+    let text = seen.join("\n");
+    let names: Vec<&str> = seen.iter().skip(1).filter_map(|l| l.split_whitespace().next()).collect();
     // The list (default, lab-general), then lab-general's label, then default's deletion.
     assert_eq!(names, ["default", "lab-general", "lab-general", "default"], "{text}");
 }
@@ -237,19 +239,28 @@ spec:
         "0 1"
     );
     let started = Instant::now();
-    let drain = k
+    let mut drain = k
         .cmd(&["drain", "node-a", "--ignore-daemonsets", "--timeout=60s"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(7));
+    let said_to = std::sync::mpsc::channel();
+    read_lines_to(drain.stdout.take().unwrap(), said_to.0.clone());
+    read_lines_to(drain.stderr.take().unwrap(), said_to.0);
+    let lines = said_to.1;
+    // Until kubectl says the PDB refused an eviction.
+    let mut said = Vec::new();
+    while !said.iter().any(|l: &String| l.contains("Cannot evict pod")) {
+        said.extend(take_lines(&lines, 1));
+    }
     assert_eq!(k.ok(&["get", "pod", "web-1", "-o", "name"]).trim(), "pod/web-1", "the PDB holds the pod");
     assert_eq!(k.ok(&["get", "node", "node-a", "-o", "jsonpath={.spec.unschedulable}"]), "true", "cordoned first");
     k.ok(&["patch", "pdb", "web", "--type", "merge", "-p", r#"{"spec":{"minAvailable":0}}"#]);
-    let out = drain.wait_with_output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{text}");
+    let status = drain.wait().unwrap();
+    said.extend(lines.iter());
+    let text = said.join("\n");
+    assert!(status.success(), "{text}");
     assert!(
         text.contains("error when evicting pods/\"web-1\" -n \"default\" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget."),
         "{text}"
@@ -376,4 +387,30 @@ fn an_ec2nodeclass_with_every_karpenter_field_round_trips() {
         serde_json::from_str(&k.ok(&["get", "ec2nodeclass", "every-field", "-o", "json"])).unwrap();
     assert_eq!(stored["status"]["capacityReservations"][0], reservation);
     assert_eq!(stored["spec"], sent["spec"]);
+}
+
+/// The lines `from` writes, as they come (read on a thread of their own).
+fn read_lines(from: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    read_lines_to(from, tx);
+    rx
+}
+
+/// Sends each line `from` writes to `to`, until it closes.
+fn read_lines_to(from: impl std::io::Read + Send + 'static, to: std::sync::mpsc::Sender<String>) {
+    use std::io::BufRead;
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(from).lines().map_while(Result::ok) {
+            if to.send(line).is_err() {
+                break;
+            }
+        }
+    });
+}
+
+/// The next `n` lines, waiting up to 30 s for each.
+fn take_lines(lines: &std::sync::mpsc::Receiver<String>, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| lines.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|e| panic!("line {i} of {n}: {e}")))
+        .collect()
 }
