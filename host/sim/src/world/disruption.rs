@@ -9,7 +9,7 @@ use super::cloud::Planned;
 use super::objects::{DisruptionRecord, Phase};
 use std::collections::BTreeSet;
 use tenon_api::wellknown as wk;
-use tenon_core::disruption::drain::{DrainAction, drain_order};
+use tenon_core::disruption::drain::{DrainAction, PdbAllowance, drain_order_with};
 use tenon_core::disruption::{Method, disrupt};
 use tenon_core::orchestration::budget_events;
 use tenon_core::orchestration::command::{Command, Notice, On, Replacement, Step, held, hold, validate};
@@ -228,13 +228,16 @@ impl World<'_> {
         let mut done = Vec::new();
         let mut blocked = Vec::new();
         let mut wake = i64::MAX;
+        // The Eviction API counts a PDB across nodes: one pass spends each budget once over
+        // every node it drains, as the controller does.
+        let mut allowance = PdbAllowance::default();
         for (i, n) in self.nodes.iter().enumerate().filter(|(_, n)| n.draining.is_some()) {
             if n.reclaim_at.is_some_and(|t| self.now >= t) {
                 done.push(n.name.clone());
                 continue;
             }
             let deadline = n.draining.and_then(|(_, d)| d);
-            let plan = drain_order(&snap, &n.name, deadline);
+            let plan = drain_order_with(&snap, &n.name, deadline, &mut allowance);
             for p in plan.steps.iter().map(|(p, _)| *p).chain(plan.later.iter().copied()) {
                 let pod = &snap.pods[p];
                 if let Some(d) = deadline {
