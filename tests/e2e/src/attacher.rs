@@ -18,14 +18,14 @@ fn name(pv: &str, node: &str) -> String {
     format!("csi-{pv}-{node}").replace(['.', '_'], "-").to_lowercase()
 }
 
-pub async fn run(client: Client) {
+pub async fn run(client: Client, mut pace: super::Pace) {
     let pods: Api<Pod> = Api::all(client.clone());
     let claims: Api<PersistentVolumeClaim> = Api::all(client.clone());
     let vas: Api<VolumeAttachment> = Api::all(client.clone());
     let mut unused_since: BTreeMap<String, Instant> = BTreeMap::new();
-    let mut pace = super::Pace::default();
     loop {
-        pace.next().await;
+        // A volume left unused detaches after a delay: rounds go on while one waits.
+        pace.next(!unused_since.is_empty()).await;
         let lp = ListParams::default();
         let (Ok(pods), Ok(claims), Ok(existing)) = (pods.list(&lp).await, claims.list(&lp).await, vas.list(&lp).await)
         else {

@@ -11,12 +11,11 @@ use serde_json::json;
 /// The label the stand-in finds a Deployment's pods by.
 pub const OWNER_LABEL: &str = "e2e.tenon.dev/deployment";
 
-pub async fn run(client: Client) {
+pub async fn run(client: Client, mut pace: super::Pace) {
     let deployments: Api<Deployment> = Api::all(client.clone());
     let mut counter: u64 = 0;
-    let mut pace = super::Pace::default();
     loop {
-        pace.next().await;
+        pace.next(false).await;
         let Ok(list) = deployments.list(&ListParams::default()).await else { continue };
         for d in list.items {
             let (Some(ns), Some(name)) = (d.metadata.namespace.clone(), d.metadata.name.clone()) else { continue };

@@ -37,16 +37,22 @@ pub fn node_name(instance_id: &str) -> String {
     format!("{instance_id}.ec2.internal")
 }
 
-pub async fn run(client: Client, aws: Arc<AwsProvider>, catalog: Arc<BTreeMap<String, InstanceType>>) {
+pub async fn run(
+    client: Client,
+    aws: Arc<AwsProvider>,
+    catalog: Arc<BTreeMap<String, InstanceType>>,
+    mut pace: super::Pace,
+) {
     let nodes: Api<Node> = Api::all(client.clone());
     let pods: Api<Pod> = Api::all(client.clone());
     let mut ready: BTreeSet<String> = BTreeSet::new();
     let mut seen: BTreeMap<String, Instant> = BTreeMap::new();
     let mut joined: BTreeSet<String> = BTreeSet::new();
     let mut not_ready: BTreeMap<String, Instant> = BTreeMap::new();
-    let mut pace = super::Pace::default();
     loop {
-        pace.next().await;
+        // EC2 changes through the controller, which writes to the cluster after each launch;
+        // an instance seen but not joined, or a node not Ready yet, waits on time.
+        pace.next(seen.len() > joined.len() || !not_ready.is_empty()).await;
         let Ok(instances) = aws.list().await else { continue };
         let now = Instant::now();
         for i in instances.iter().filter(|i| i.state == InstanceState::Running) {

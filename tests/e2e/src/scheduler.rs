@@ -12,12 +12,11 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use tenon_core::resources::Resources;
 
-pub async fn run(client: Client) {
+pub async fn run(client: Client, mut pace: super::Pace) {
     let pods_api: Api<Pod> = Api::all(client.clone());
     let nodes_api: Api<Node> = Api::all(client.clone());
-    let mut pace = super::Pace::default();
     loop {
-        pace.next().await;
+        pace.next(false).await;
         let (Ok(pods), Ok(nodes)) =
             (pods_api.list(&ListParams::default()).await, nodes_api.list(&ListParams::default()).await)
         else {

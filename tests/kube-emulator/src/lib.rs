@@ -179,6 +179,11 @@ impl Emulator {
             .unwrap_or(0)
     }
 
+    /// A handle that reads the resource version from another task or thread.
+    pub fn versions(&self) -> Versions {
+        Versions { shared: self.shared.clone() }
+    }
+
     /// A handle that cuts watches (and compacts) from another task or thread.
     pub fn cutter(&self) -> WatchCutter {
         WatchCutter { shared: self.shared.clone() }
@@ -215,6 +220,19 @@ impl WatchCutter {
             s.compact();
         }
         self.shared.watch_epoch.send_modify(|e| *e += 1);
+    }
+}
+
+/// Reads the store's resource version from another task: a poller that sees it unchanged
+/// knows no object changed since it last looked.
+#[derive(Clone)]
+pub struct Versions {
+    shared: Arc<Shared>,
+}
+
+impl Versions {
+    pub fn current(&self) -> u64 {
+        self.shared.store.lock().map(|s| s.rv).unwrap_or(0)
     }
 }
 
