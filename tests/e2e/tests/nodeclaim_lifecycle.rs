@@ -39,12 +39,15 @@ async fn deleting_the_nodepool_drains_then_terminates_then_releases_its_nodeclai
             .then_some(())
     })
     .await;
-    // Every drain has asked and been refused, and the controller has looked again since.
-    eventually(Duration::from_secs(30), "an eviction refused on every node", || async {
-        let refused = c.metric("karpenter_pods_eviction_requests_total{code=\"429\"}").await.unwrap_or(0.0);
-        (refused >= owned.len() as f64).then_some(())
-    })
-    .await;
+    // Every drain is held (FailedDraining names the PDB), and the controller has looked again
+    // since.
+    for (node, _) in owned.values() {
+        eventually(Duration::from_secs(30), "FailedDraining on every node", || async {
+            let events = c.events_for(node).await;
+            events.iter().any(|e| e.reason.as_deref() == Some("FailedDraining")).then_some(())
+        })
+        .await;
+    }
     c.reconciled("node.termination", 4).await;
     let nodes: Vec<Node> = Api::<Node>::all(c.client.clone()).list(&ListParams::default()).await.unwrap().items;
     let live: BTreeSet<String> = c.instances().await.into_iter().map(|i| i.provider_id).collect();
