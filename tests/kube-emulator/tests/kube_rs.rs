@@ -107,6 +107,9 @@ async fn watcher_and_reflector_see_each_change_once_across_drops_and_410() {
     // plain change.)
     emu.fail_next("watch", "configmaps", 500, 1_000);
     emu.cut_watches();
+    // The cut is seen once the watcher asks again (and is refused): e must not reach the
+    // old stream, still open a moment after the cut.
+    eventually("the re-watch after the cut", || emu.faults_pending() < 1_000).await;
     api.create(&PostParams::default(), &cm("e", "1")).await.unwrap();
     emu.compact();
     emu.clear_faults();
