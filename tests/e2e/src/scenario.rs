@@ -159,3 +159,25 @@ spec:
         ),
     );
 }
+
+/// lab-general narrowed to 4-vCPU types: three 1-CPU inflate pods per node.
+pub fn four_vcpu_nodes(c: &Cluster) {
+    patch_nodepool(
+        c,
+        "lab-general",
+        r#"[{"op":"add","path":"/spec/template/spec/requirements/-","value":{"key":"karpenter.k8s.aws/instance-cpu","operator":"In","values":["4"]}}]"#,
+        true,
+    );
+}
+
+/// Whether a `Nominated` Event names a NodeClaim for a pod of Deployment `app`.
+pub async fn nominated(c: &Cluster, app: &str) -> bool {
+    let pods = c.pods(INFLATE_NS).await;
+    for p in pods.iter().filter(|p| p.metadata.name.as_deref().is_some_and(|n| n.starts_with(&format!("{app}-")))) {
+        let events = c.events_for(p.metadata.name.as_deref().unwrap_or_default()).await;
+        if events.iter().any(|e| e.reason.as_deref() == Some("Nominated")) {
+            return true;
+        }
+    }
+    false
+}

@@ -6,32 +6,11 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use std::time::{Duration, Instant, SystemTime};
 use tenon_e2e::scenario::{
-    INFLATE_NS, all_bound, apply_lab_general, inflate_grace, nodeclass_ready, patch_nodepool, scale_inflate,
+    INFLATE_NS, all_bound, apply_lab_general, four_vcpu_nodes, inflate_grace, nodeclass_ready, nominated,
+    patch_nodepool, scale_inflate,
 };
 use tenon_e2e::{CONTROLLER_TOKEN, Cluster, eventually, replica_token};
 use tenon_kube_emulator::Fault;
-
-/// lab-general narrowed to 4-vCPU types: three 1-CPU inflate pods per node.
-fn four_vcpu_nodes(c: &Cluster) {
-    patch_nodepool(
-        c,
-        "lab-general",
-        r#"[{"op":"add","path":"/spec/template/spec/requirements/-","value":{"key":"karpenter.k8s.aws/instance-cpu","operator":"In","values":["4"]}}]"#,
-        true,
-    );
-}
-
-/// Whether a `Nominated` Event names a NodeClaim for a pod of Deployment `app`.
-async fn nominated(c: &Cluster, app: &str) -> bool {
-    let pods = c.pods(INFLATE_NS).await;
-    for p in pods.iter().filter(|p| p.metadata.name.as_deref().is_some_and(|n| n.starts_with(&format!("{app}-")))) {
-        let events = c.events_for(p.metadata.name.as_deref().unwrap_or_default()).await;
-        if events.iter().any(|e| e.reason.as_deref() == Some("Nominated")) {
-            return true;
-        }
-    }
-    false
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_drains_held_by_one_pdb_stop_no_provisioning() {

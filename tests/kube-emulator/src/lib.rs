@@ -106,6 +106,18 @@ impl Emulator {
         });
     }
 
+    /// The next `count` requests matching `verb` and `resource` (as [`Emulator::fail_next`])
+    /// wait `delay`, then are answered as usual.
+    pub fn delay_next(&self, verb: &str, resource: &str, delay: Duration, count: usize) {
+        self.inject(Fault {
+            verb: verb.into(),
+            resource: resource.into(),
+            remaining: count,
+            delay,
+            ..Fault::default()
+        });
+    }
+
     /// Adds a fault (see [`Fault`]: per client, after storing, 429 without `Retry-After`).
     pub fn inject(&self, fault: Fault) {
         if let Ok(mut f) = self.shared.faults.lock() {

@@ -24,6 +24,7 @@ pub struct Fault {
     pub verb: String,
     /// A plural (`pods`), `plural/subresource` (`pods/eviction`), or `*`.
     pub resource: String,
+    /// The answer's status; 0 answers the request as usual (after `delay`).
     pub status: u16,
     pub remaining: usize,
     /// Only requests with this bearer token (one replica of several); any when `None`.
@@ -34,6 +35,9 @@ pub struct Fault {
     /// A 429 without `Retry-After` (API Priority and Fairness sends one; a PDB's refusal
     /// does not).
     pub no_retry_after: bool,
+    /// The request waits this long before it is failed or answered (a slow webhook, an
+    /// overloaded API server).
+    pub delay: Duration,
 }
 
 pub struct Shared {
@@ -262,7 +266,13 @@ pub async fn handle(
     {
         *audit.entry((token.clone(), target.t.group.clone(), resource.clone(), v.to_string())).or_default() += 1;
     }
-    let fault = take_fault(&s, v, &resource, token.as_deref());
+    let mut fault = take_fault(&s, v, &resource, token.as_deref());
+    if let Some(f) = &fault
+        && !f.delay.is_zero()
+    {
+        tokio::time::sleep(f.delay).await;
+    }
+    fault = fault.filter(|f| f.status != 0);
     if let Some(f) = &fault
         && !f.after_storing
     {

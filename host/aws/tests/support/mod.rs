@@ -119,128 +119,30 @@ pub fn interruption_messages() -> Vec<(String, InterruptionKind, Vec<&'static st
     ]
 }
 
-/// A fault injector in front of moto: the first `failures` requests get an error (EC2's
-/// throttling error, HTTP 503 `RequestLimitExceeded`, unless [`fault_matching`] names
-/// another); the rest are forwarded to moto unchanged.
-pub struct Throttle {
-    pub url: String,
-    pub seen: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    /// The most matching requests that were waiting for moto's answer at one time.
-    pub peak_in_flight: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-}
+/// The fault proxy (tenon-fault-proxy) in front of this test's moto.
+pub use tenon_fault_proxy::Throttle;
 
 pub async fn throttle(moto: &Moto, failures: usize) -> Throttle {
-    throttle_matching(moto, failures, "").await
+    tenon_fault_proxy::throttle(&moto.url, failures).await
 }
 
-/// As [`throttle`], counting (and throttling) only the requests whose headers or body contain
-/// `needle` (an operation's name, e.g. `AmazonSSM.GetParameter`); the others pass through.
 pub async fn throttle_matching(moto: &Moto, failures: usize, needle: &str) -> Throttle {
-    let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error></Errors><RequestID>throttled</RequestID></Response>";
-    let resp = format!(
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    fault_matching(moto, failures, needle, resp).await
+    tenon_fault_proxy::throttle_matching(&moto.url, failures, needle).await
 }
 
-/// As [`throttle_matching`], answering the matching requests with `response` (a whole HTTP
-/// response) instead of the throttling error.
 pub async fn fault_matching(moto: &Moto, failures: usize, needle: &str, response: String) -> Throttle {
-    fault_when(moto, needle, response, std::sync::Arc::new(move |n| n < failures), std::time::Duration::ZERO).await
+    tenon_fault_proxy::fault_matching(&moto.url, failures, needle, response).await
 }
 
-/// A proxy in front of moto that holds each request matching `needle` for `delay` before
-/// forwarding it, as a loaded EC2 answers slowly; it fails none.
 pub async fn slow_matching(moto: &Moto, needle: &str, delay: std::time::Duration) -> Throttle {
-    fault_when(moto, needle, String::new(), std::sync::Arc::new(|_| false), delay).await
+    tenon_fault_proxy::slow_matching(&moto.url, needle, delay).await
 }
 
-/// As [`fault_matching`], failing the matching requests while `failing` is set.
 pub async fn fault_while(
     moto: &Moto,
     needle: &str,
     response: String,
     failing: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Throttle {
-    let fails = std::sync::Arc::new(move |_| failing.load(std::sync::atomic::Ordering::SeqCst));
-    fault_when(moto, needle, response, fails, std::time::Duration::ZERO).await
-}
-
-/// Which matching requests fail, by their index among the matching ones.
-type Fails = std::sync::Arc<dyn Fn(usize) -> bool + Send + Sync>;
-
-async fn fault_when(moto: &Moto, needle: &str, response: String, fails: Fails, delay: std::time::Duration) -> Throttle {
-    let needle = needle.to_string();
-    let response = std::sync::Arc::new(response);
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let upstream = moto.url.trim_start_matches("http://").to_string();
-    let seen = Arc::new(AtomicUsize::new(0));
-    let count = seen.clone();
-    let in_flight = Arc::new(AtomicUsize::new(0));
-    let peak_in_flight = Arc::new(AtomicUsize::new(0));
-    let peak = peak_in_flight.clone();
-    tokio::spawn(async move {
-        while let Ok((mut client, _)) = listener.accept().await {
-            let upstream = upstream.clone();
-            let count = count.clone();
-            let (in_flight, peak) = (in_flight.clone(), peak.clone());
-            let needle = needle.clone();
-            let response = response.clone();
-            let fails = fails.clone();
-            tokio::spawn(async move {
-                // Read one request: headers, then Content-Length bytes of body.
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 8192];
-                let header_end = loop {
-                    let r = client.read(&mut chunk).await.unwrap_or(0);
-                    if r == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..r]);
-                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        break i + 4;
-                    }
-                };
-                let head = String::from_utf8_lossy(&buf[..header_end]).to_string();
-                let len: usize = head
-                    .lines()
-                    .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("content-length")))
-                    .and_then(|(_, v)| v.trim().parse().ok())
-                    .unwrap_or(0);
-                while buf.len() < header_end + len {
-                    let r = client.read(&mut chunk).await.unwrap_or(0);
-                    if r == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..r]);
-                }
-                let matches = String::from_utf8_lossy(&buf).contains(&needle);
-                if matches && fails(count.fetch_add(1, Ordering::SeqCst)) {
-                    let _ = client.write_all(response.as_bytes()).await;
-                    return;
-                }
-                if matches {
-                    peak.fetch_max(in_flight.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
-                    tokio::time::sleep(delay).await;
-                }
-                // Forward with Connection: close so the upstream response ends at EOF.
-                let head = head.replacen("\r\n", "\r\nConnection: close\r\n", 1);
-                let Ok(mut up) = tokio::net::TcpStream::connect(&upstream).await else { return };
-                let _ = up.write_all(head.as_bytes()).await;
-                let _ = up.write_all(&buf[header_end..]).await;
-                let mut resp = Vec::new();
-                let _ = up.read_to_end(&mut resp).await;
-                if matches {
-                    in_flight.fetch_sub(1, Ordering::SeqCst);
-                }
-                let _ = client.write_all(&resp).await;
-            });
-        }
-    });
-    Throttle { url, seen, peak_in_flight }
+    tenon_fault_proxy::fault_while(&moto.url, needle, response, failing).await
 }
