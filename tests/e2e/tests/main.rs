@@ -16,6 +16,7 @@ mod nodeclaim_lifecycle;
 mod policy_journey;
 mod policy_sandbox;
 mod policy_update;
+mod reconcilers;
 mod scale_benchmark;
 mod seed_experiments;
 mod termination;
