@@ -31,6 +31,18 @@ pub struct Work {
 }
 
 impl Work {
+    /// Nothing done yet.
+    pub const ZERO: Work = Work {
+        scheduling_passes: 0,
+        disruption_rounds: 0,
+        removal_simulations: 0,
+        placements_tried: 0,
+        pods_placed: 0,
+        scorer_calls: 0,
+        consolidator_calls: 0,
+        budget_calls: 0,
+    };
+
     /// The work done since `earlier` (a value `total` returned before).
     pub fn since(self, earlier: Work) -> Work {
         Work {
@@ -61,16 +73,7 @@ impl Work {
 }
 
 thread_local! {
-    static WORK: Cell<Work> = const { Cell::new(Work {
-        scheduling_passes: 0,
-        disruption_rounds: 0,
-        removal_simulations: 0,
-        placements_tried: 0,
-        pods_placed: 0,
-        scorer_calls: 0,
-        consolidator_calls: 0,
-        budget_calls: 0,
-    }) };
+    static WORK: Cell<Work> = const { Cell::new(Work::ZERO) };
 }
 
 /// Everything this thread's core has done so far.

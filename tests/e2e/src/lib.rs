@@ -520,24 +520,25 @@ impl Cluster {
 
     /// Waits until the controller has decided `n` more disruption rounds.
     pub async fn rounds_decided(&self, n: u32) {
-        let from = self.disruption_rounds().await;
-        let what = format!("{n} more disruption rounds");
-        eventually(Duration::from_secs(120), &what, || async {
-            (self.disruption_rounds().await >= from + f64::from(n)).then_some(())
-        })
-        .await;
+        self.grown_by(&format!("{n} more disruption rounds"), n, || self.disruption_rounds()).await;
     }
 
     /// Waits until `controller` has reconciled `n` more times: a check that something did
     /// *not* happen stands on the controller having looked, not on a guess of how long that
     /// takes (a loaded machine makes a fixed sleep too short).
     pub async fn reconciled(&self, controller: &str, n: u32) {
-        let from = self.reconciles(controller).await;
-        let what = format!("{n} more {controller} reconciles");
-        eventually(Duration::from_secs(120), &what, || async {
-            (self.reconciles(controller).await >= from + f64::from(n)).then_some(())
-        })
-        .await;
+        self.grown_by(&format!("{n} more {controller} reconciles"), n, || self.reconciles(controller)).await;
+    }
+
+    /// Waits (two minutes at most) until the counter `read` reads has grown by `n`.
+    async fn grown_by<F, Fut>(&self, what: &str, n: u32, read: F)
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = f64>,
+    {
+        let from = read().await;
+        eventually(Duration::from_secs(120), what, || async { (read().await >= from + f64::from(n)).then_some(()) })
+            .await;
     }
 }
 
