@@ -1,3 +1,4 @@
+//! (Long: every `tenon policy` subcommand is here, one function each, with their tests.)
 //! `tenon policy …`: test, inspect, benchmark and scaffold WebAssembly policies.
 
 use anyhow::{Context, bail};

@@ -351,9 +351,9 @@ fn wall_now() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// The control loop's completed passes, from `/metrics`.
+/// The reconciles completed (every reconciler's), from `/metrics`.
 async fn passes(c: &Cluster) -> f64 {
-    c.metric("tenon_controller_pass_duration_seconds_count").await.unwrap_or(0.0)
+    c.metric_sum("controller_runtime_reconcile_total", &[]).await
 }
 
 /// A `/proc/PID/status` field in KiB (`VmRSS:`, `VmHWM:`).

@@ -3,34 +3,53 @@
 //! short of a requested resource gets a `FailedConsistencyCheck` Warning on the NodeClaim
 //! and `ConsistentStateFound=False`, a consistent one `ConsistentStateFound=True`.
 
-use super::{Controller, conditions, involved_nodeclaim, node_of};
+use super::context::Context;
+use super::error::{Error, Failures};
+use super::runner::Reconciler;
+use super::{conditions, involved_nodeclaim, node_of};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tenon_api::NodeClaim;
 use tenon_api::wellknown::condition;
-use tenon_core::convert::ClusterObjects;
 use tenon_core::orchestration::consistency::{SCAN_EVERY_MS, node_shape_issues};
 
-impl Controller {
-    pub(super) async fn consistency(&mut self, objects: &ClusterObjects) {
+pub struct Consistency {
+    ctx: Arc<Context>,
+    /// When each NodeClaim (by UID) was last checked.
+    scanned: BTreeMap<String, Instant>,
+}
+
+impl Consistency {
+    pub fn new(ctx: Arc<Context>) -> Consistency {
+        Consistency { ctx, scanned: BTreeMap::new() }
+    }
+}
+
+impl Reconciler for Consistency {
+    const NAME: &'static str = "nodeclaim.consistency";
+
+    async fn reconcile(&mut self) -> Result<(), Error> {
+        let objects = self.ctx.objects();
         let now = Instant::now();
         let every = Duration::from_millis(SCAN_EVERY_MS as u64);
         let live: std::collections::BTreeSet<&str> =
             objects.nodeclaims.iter().filter_map(|nc| nc.metadata.uid.as_deref()).collect();
-        self.consistency_scanned.retain(|uid, _| live.contains(uid.as_str()));
+        self.scanned.retain(|uid, _| live.contains(uid.as_str()));
+        let mut failures = Failures::default();
         for nc in &objects.nodeclaims {
             let Some(uid) = nc.metadata.uid.clone() else { continue };
             if nc.metadata.deletion_timestamp.is_some() || !conditions::has_condition(nc, condition::INITIALIZED) {
                 continue;
             }
-            if self.consistency_scanned.get(&uid).is_some_and(|t| now.duration_since(*t) < every) {
+            if self.scanned.get(&uid).is_some_and(|t| now.duration_since(*t) < every) {
                 continue;
             }
             let Some(node) = node_of(nc, &objects.nodes) else { continue };
-            self.consistency_scanned.insert(uid, now);
+            self.scanned.insert(uid, now);
             let Some(status) = nc.status.as_ref() else { continue };
             let expected: BTreeMap<&str, &str> =
                 status.capacity.iter().map(|(k, q)| (k.as_str(), q.0.as_str())).collect();
@@ -41,32 +60,35 @@ impl Controller {
             let issues = node_shape_issues(requests, &expected, &found);
             for issue in &issues {
                 tracing::info!(nodeclaim = ?nc.metadata.name, %issue, "failed consistency check");
-                self.recorder
-                    .publish(&self.client, &involved_nodeclaim(nc), "Warning", "FailedConsistencyCheck", issue)
+                self.ctx
+                    .recorder
+                    .publish(&self.ctx.client, &involved_nodeclaim(nc), "Warning", "FailedConsistencyCheck", issue)
                     .await;
             }
-            self.write_consistency(nc, issues.is_empty()).await;
+            failures.keep(write_consistency(&self.ctx, nc, issues.is_empty()).await);
         }
+        failures.finish()
     }
+}
 
-    /// `ConsistentStateFound`: False with Karpenter's reason when issues were found, True
-    /// otherwise (written only when it changes).
-    async fn write_consistency(&self, nc: &NodeClaim, consistent: bool) {
-        let status = if consistent { "True" } else { "False" };
-        if conditions::condition_is(nc, condition::CONSISTENT_STATE_FOUND, status) {
-            return;
-        }
-        let conds = if consistent {
-            conditions::with_condition(nc, condition::CONSISTENT_STATE_FOUND, true, "ConsistentStateFound", "")
-        } else {
-            let (reason, message) = ("ConsistencyCheckFailed", "Consistency Check Failed");
-            conditions::with_condition(nc, condition::CONSISTENT_STATE_FOUND, false, reason, message)
-        };
-        let name = nc.metadata.name.clone().unwrap_or_default();
-        let patch = json!({"status": {"conditions": conds}});
-        let api: Api<NodeClaim> = Api::all(self.client.clone());
-        if let Err(e) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            tracing::warn!(nodeclaim = %name, error = %e, "could not write ConsistentStateFound");
-        }
+/// `ConsistentStateFound`: False with Karpenter's reason when issues were found, True
+/// otherwise (written only when it changes).
+async fn write_consistency(ctx: &Context, nc: &NodeClaim, consistent: bool) -> Result<(), Error> {
+    let status = if consistent { "True" } else { "False" };
+    if conditions::condition_is(nc, condition::CONSISTENT_STATE_FOUND, status) {
+        return Ok(());
     }
+    let conds = if consistent {
+        conditions::with_condition(nc, condition::CONSISTENT_STATE_FOUND, true, "ConsistentStateFound", "")
+    } else {
+        let (reason, message) = ("ConsistencyCheckFailed", "Consistency Check Failed");
+        conditions::with_condition(nc, condition::CONSISTENT_STATE_FOUND, false, reason, message)
+    };
+    let name = nc.metadata.name.clone().unwrap_or_default();
+    let patch = json!({"status": {"conditions": conds}});
+    let api: Api<NodeClaim> = Api::all(ctx.client.clone());
+    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(|_| ())
+        .map_err(|e| Error::kube(format!("writing ConsistentStateFound of NodeClaim {name}"), e))
 }

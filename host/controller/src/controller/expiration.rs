@@ -3,11 +3,15 @@
 //! (`karpenter_nodeclaims_disrupted_total`, reason `expired`), outside disruption rounds and
 //! budgets; termination drains it (`tenon_core::orchestration::expiration` decides).
 
-use super::{Controller, involved_nodeclaim, lifecycle, unix_now};
+use super::context::Context;
+use super::error::{Error, Failures};
+use super::runner::Reconciler;
+use super::{involved_nodeclaim, lifecycle, unix_now};
 use kube::Api;
 use kube::api::DeleteParams;
+use std::sync::Arc;
 use tenon_api::NodeClaim;
-use tenon_core::convert::{ClusterObjects, nodeclaim_expire_after};
+use tenon_core::convert::nodeclaim_expire_after;
 use tenon_core::orchestration::expiration::{self, Lifetime};
 
 /// What expiration reads of a NodeClaim.
@@ -21,10 +25,19 @@ pub fn lifetime(nc: &NodeClaim) -> Lifetime<'_> {
     }
 }
 
-impl Controller {
-    pub(super) async fn expiration(&self, objects: &ClusterObjects) {
+/// Karpenter's `nodeclaim.expiration` controller.
+pub struct Expiration {
+    pub ctx: Arc<Context>,
+}
+
+impl Reconciler for Expiration {
+    const NAME: &'static str = "nodeclaim.expiration";
+
+    async fn reconcile(&mut self) -> Result<(), Error> {
+        let objects = self.ctx.objects();
+        let mut failures = Failures::default();
         let lifetimes: Vec<Lifetime> = objects.nodeclaims.iter().map(lifetime).collect();
-        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let api: Api<NodeClaim> = Api::all(self.ctx.client.clone());
         for name in expiration::due(&lifetimes, unix_now()) {
             let Some(nc) = objects.nodeclaims.iter().find(|nc| nc.metadata.name.as_deref() == Some(name)) else {
                 continue;
@@ -33,13 +46,17 @@ impl Controller {
             match api.delete(name, &DeleteParams::default()).await {
                 Ok(_) => {
                     tracing::info!(nodeclaim = %name, %reason, "expired: NodeClaim deleted");
-                    self.recorder.publish(&self.client, &involved_nodeclaim(nc), "Normal", "Expired", &reason).await;
-                    self.metrics.nodeclaim_disrupted(nc, "expired", "");
+                    self.ctx
+                        .recorder
+                        .publish(&self.ctx.client, &involved_nodeclaim(nc), "Normal", "Expired", &reason)
+                        .await;
+                    self.ctx.metrics.nodeclaim_disrupted(nc, "expired", "");
                 }
                 Err(kube::Error::Api(e)) if e.code == 404 => {}
-                Err(e) => tracing::warn!(nodeclaim = %name, error = %e, "could not delete an expired NodeClaim"),
+                Err(e) => failures.push(Error::kube(format!("deleting expired NodeClaim {name}"), e)),
             }
         }
+        failures.finish()
     }
 }
 

@@ -4,13 +4,17 @@
 //! Node; a registered NodeClaim whose instance is gone (and whose Node is not Ready) is
 //! deleted.
 
+use super::context::Context;
+use super::error::{Error, Failures};
 use super::metrics::catalog::GARBAGE_COLLECTED_INSTANCES;
+use super::runner::Reconciler;
 use super::termination::instance_id;
-use super::{Controller, conditions, involved_nodeclaim, lifecycle, unix_now};
+use super::{conditions, involved_nodeclaim, lifecycle, unix_now};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::DeleteParams;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tenon_api::NodeClaim;
 use tenon_api::wellknown::condition;
@@ -42,42 +46,49 @@ pub fn leaked<'a>(instances: &'a [Instance], claims: &[&NodeClaim], now: i64) ->
         .collect()
 }
 
-/// One DescribeInstances serves garbage collection and the drift check of the same pass.
-const INSTANCES_FRESH_FOR: Duration = Duration::from_secs(2);
+/// Karpenter's `nodeclaim.garbagecollection` controller, and the provider's garbage
+/// collection of launch templates and instance profiles.
+pub struct Garbage {
+    ctx: Arc<Context>,
+    last_gc: Option<Instant>,
+    last_orphans: Option<Instant>,
+}
 
-impl Controller {
-    /// The cluster's live instances, listed at most once per [`INSTANCES_FRESH_FOR`].
-    pub(super) async fn live_instances(&mut self) -> Result<std::sync::Arc<Vec<Instance>>, CloudError> {
-        if let Some((at, list)) = &self.instances
-            && at.elapsed() < INSTANCES_FRESH_FOR
-        {
-            return Ok(list.clone());
-        }
-        let list = std::sync::Arc::new(self.provider.list().await?);
-        self.instances = Some((Instant::now(), list.clone()));
-        Ok(list)
+impl Garbage {
+    pub fn new(ctx: Arc<Context>) -> Garbage {
+        Garbage { ctx, last_gc: None, last_orphans: None }
     }
+}
 
-    pub(super) async fn garbage(&mut self, objects: &ClusterObjects) {
+impl Reconciler for Garbage {
+    const NAME: &'static str = "nodeclaim.garbagecollection";
+
+    async fn reconcile(&mut self) -> Result<(), Error> {
         if self.last_gc.is_some_and(|t| t.elapsed() < GC_EVERY) {
-            return;
+            return Ok(());
         }
         self.last_gc = Some(Instant::now());
-        let instances = match self.live_instances().await {
+        let objects = self.ctx.objects();
+        let mut failures = Failures::default();
+        self.garbage(&objects, &mut failures).await;
+        failures.finish()
+    }
+}
+
+impl Garbage {
+    async fn garbage(&mut self, objects: &ClusterObjects, failures: &mut Failures) {
+        let instances = match self.ctx.live_instances().await {
             Ok(i) => i,
-            Err(e) => {
-                tracing::warn!(error = %e, "garbage collection: could not list instances");
-                return;
-            }
+            Err(e) => return failures.push(Error::cloud("garbage collection: listing instances", e)),
         };
         // Instances first, NodeClaims after (Karpenter's order): a NodeClaim created while the
         // list ran is seen. The store is current; a leak it suggests is confirmed by a list
         // from the API server before anything is terminated.
-        let current = self.stores.nodeclaims.state();
+        let current = self.ctx.stores.nodeclaims.state();
         let claims: Vec<&NodeClaim> = current.iter().map(|c| c.as_ref()).collect();
         let mut leaks = leaked(&instances, &claims, unix_now());
         if !leaks.is_empty() {
-            match Api::<NodeClaim>::all(self.client.clone()).list(&Default::default()).await {
+            match Api::<NodeClaim>::all(self.ctx.client.clone()).list(&Default::default()).await {
                 Ok(fresh) => {
                     let fresh: Vec<&NodeClaim> = fresh.items.iter().collect();
                     let still: BTreeSet<&str> =
@@ -85,7 +96,7 @@ impl Controller {
                     leaks.retain(|i| still.contains(i.id.as_str()));
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "garbage collection: could not list NodeClaims; no instance terminated");
+                    failures.push(Error::kube("garbage collection: listing NodeClaims (no instance terminated)", e));
                     leaks.clear();
                 }
             }
@@ -93,11 +104,11 @@ impl Controller {
         let claims: Vec<&NodeClaim> = objects.nodeclaims.iter().collect();
         if !leaks.is_empty() {
             let ids: Vec<String> = leaks.iter().map(|i| i.id.clone()).collect();
-            match self.provider.delete(&ids).await {
+            match self.ctx.provider.delete(&ids).await {
                 Ok(()) => {
                     tracing::warn!(instances = ?ids, "garbage collection: terminated instances no NodeClaim accounts for");
-                    self.metrics.add(GARBAGE_COLLECTED_INSTANCES, &[], ids.len() as u64);
-                    let nodes: Api<Node> = Api::all(self.client.clone());
+                    self.ctx.metrics.add(GARBAGE_COLLECTED_INSTANCES, &[], ids.len() as u64);
+                    let nodes: Api<Node> = Api::all(self.ctx.client.clone());
                     for n in &objects.nodes {
                         let pid = n.spec.as_ref().and_then(|s| s.provider_id.as_deref());
                         if leaks.iter().any(|i| Some(i.provider_id.as_str()) == pid) {
@@ -106,33 +117,34 @@ impl Controller {
                         }
                     }
                 }
-                Err(e) => tracing::warn!(error = %e, "garbage collection: could not terminate leaked instances"),
+                Err(e) => failures.push(Error::cloud(format!("garbage collection: terminating leaked {ids:?}"), e)),
             }
         }
         if self.last_orphans.is_none_or(|t| t.elapsed() >= ORPHANS_EVERY) {
             self.last_orphans = Some(Instant::now());
             let classes: BTreeSet<String> =
-                self.stores.nodeclasses.state().iter().filter_map(|n| n.metadata.name.clone()).collect();
-            match self.provider.collect_orphans(&classes).await {
+                self.ctx.stores.nodeclasses.state().iter().filter_map(|n| n.metadata.name.clone()).collect();
+            match self.ctx.provider.collect_orphans(&classes).await {
                 Ok(0) => {}
                 Ok(n) => tracing::warn!(
                     deleted = n,
                     "garbage collection: launch templates / instance profiles of EC2NodeClasses that no longer exist"
                 ),
-                Err(e) => {
-                    tracing::warn!(error = %e, "garbage collection: could not collect orphaned launch templates / instance profiles")
-                }
+                Err(e) => failures.push(Error::cloud(
+                    "garbage collection: collecting orphaned launch templates / instance profiles",
+                    e,
+                )),
             }
         }
         let live: BTreeSet<&str> = instances.iter().map(|i| i.provider_id.as_str()).collect();
-        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let api: Api<NodeClaim> = Api::all(self.ctx.client.clone());
         let nodes: Vec<&Node> = objects.nodes.iter().collect();
         for nc in gone_nodeclaims(&claims, &live, &nodes) {
             let Some(id) = nc.status.as_ref().and_then(|s| s.provider_id.as_deref()).and_then(instance_id) else {
                 continue;
             };
             // The list is eventually consistent: ask for this one before giving it up.
-            let gone = match self.provider.get(id).await {
+            let gone = match self.ctx.provider.get(id).await {
                 Ok(i) => !i.state.is_live(),
                 Err(CloudError::NotFound(_)) => true,
                 Err(_) => false,
@@ -142,15 +154,16 @@ impl Controller {
             }
             let name = nc.metadata.name.clone().unwrap_or_default();
             let message = format!("instance {id} no longer exists; deleting the NodeClaim");
-            self.recorder.publish(&self.client, &involved_nodeclaim(nc), "Warning", "InstanceGone", &message).await;
+            self.ctx
+                .recorder
+                .publish(&self.ctx.client, &involved_nodeclaim(nc), "Warning", "InstanceGone", &message)
+                .await;
             match api.delete(&name, &DeleteParams::default()).await {
                 Ok(_) => {
-                    self.metrics.nodeclaim_disrupted(nc, "garbage_collected", "");
+                    self.ctx.metrics.nodeclaim_disrupted(nc, "garbage_collected", "");
                     tracing::warn!(nodeclaim = %name, instance = %id, "garbage collection: instance gone; NodeClaim deleted")
                 }
-                Err(e) => {
-                    tracing::warn!(nodeclaim = %name, error = %e, "could not delete a NodeClaim whose instance is gone")
-                }
+                Err(e) => failures.push(Error::kube(format!("deleting NodeClaim {name}, whose instance is gone"), e)),
             }
         }
     }

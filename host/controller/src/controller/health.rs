@@ -6,34 +6,55 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A control-loop pass running longer than this makes `/healthz` fail (the kubelet then
-/// restarts the controller): something it waits on is stuck. A pass takes well under a
-/// second; the AWS calls it makes give up an attempt after 30 s.
+/// A reconcile running longer than this makes `/healthz` fail (the kubelet then restarts
+/// the controller): something it waits on is stuck. A reconcile takes well under a second;
+/// the AWS calls it makes give up an attempt after 30 s.
 pub const STUCK_AFTER: Duration = Duration::from_secs(60);
 
-/// When the control loop's current pass started, and when the last one completed.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Passes {
-    pub running_since: Option<Instant>,
-    pub last_completed: Option<Instant>,
+/// `/healthz`'s answer while a reconcile is stuck (the probe's body).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Stuck(pub String);
+
+/// When each reconciler's reconcile under way started, and when its last one completed.
+#[derive(Clone, Debug, Default)]
+pub struct Reconciles {
+    running: BTreeMap<&'static str, Instant>,
+    completed: BTreeMap<&'static str, Instant>,
 }
 
-impl Passes {
-    /// `/healthz`: failing while a pass has run longer than `stuck_after`. A replica that is
-    /// not leading runs no passes and stays healthy.
-    pub fn check(&self, now: Instant, stuck_after: Duration) -> Result<String, String> {
+impl Reconciles {
+    pub fn started(&mut self, controller: &'static str, at: Instant) {
+        self.running.insert(controller, at);
+    }
+
+    pub fn finished(&mut self, controller: &'static str, at: Instant) {
+        self.running.remove(controller);
+        self.completed.insert(controller, at);
+    }
+
+    /// `/healthz`: failing while a reconcile has run longer than `stuck_after`, naming it. A
+    /// replica that is not leading reconciles nothing and stays healthy.
+    pub fn check(&self, now: Instant, stuck_after: Duration) -> Result<String, Stuck> {
         let ago = |t: Instant| format!("{:.1}s ago", now.duration_since(t).as_secs_f64());
-        match self.running_since {
-            Some(t) if now.duration_since(t) > stuck_after => Err(format!(
-                "the control loop is stuck: its pass started {} and has not completed (last completed: {})",
-                ago(t),
-                self.last_completed.map_or("never".to_string(), ago)
-            )),
-            _ => Ok(format!("ok: last pass completed {}", self.last_completed.map_or("never".to_string(), ago))),
+        let stuck: Vec<String> = self
+            .running
+            .iter()
+            .filter(|(_, t)| now.duration_since(**t) > stuck_after)
+            .map(|(c, t)| {
+                let last = self.completed.get(c).map_or("never".to_string(), |t| ago(*t));
+                format!("{c} started {} and has not completed (last completed: {last})", ago(*t))
+            })
+            .collect();
+        if !stuck.is_empty() {
+            return Err(Stuck(format!("a reconciler is stuck: {}", stuck.join("; "))));
         }
+        let last = self.completed.values().max().map_or("never".to_string(), |t| ago(*t));
+        Ok(format!("ok: last reconcile completed {last}"))
     }
 }
 
@@ -52,7 +73,8 @@ pub async fn serve(
             "/healthz",
             get(|State((m, aws)): State<(Arc<Metrics>, Arc<tenon_aws::AwsProvider>)>| async move {
                 let now = Instant::now();
-                match m.passes().check(now, STUCK_AFTER).and_then(|ok| aws.clients.calls.check(now).map(|()| ok)) {
+                let checked = m.reconciles().check(now, STUCK_AFTER).map_err(|s| s.0);
+                match checked.and_then(|ok| aws.clients.calls.check(now).map(|()| ok)) {
                     Ok(text) => (StatusCode::OK, text),
                     Err(text) => (StatusCode::SERVICE_UNAVAILABLE, text),
                 }
@@ -95,16 +117,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn healthz_fails_only_while_a_pass_is_stuck() {
+    fn healthz_fails_only_while_a_reconcile_is_stuck_and_names_it() {
         let t0 = Instant::now();
         let stuck = Duration::from_secs(60);
         let later = |s: u64| t0 + Duration::from_secs(s);
-        assert!(Passes::default().check(later(1000), stuck).is_ok(), "a follower runs no passes");
-        let running = Passes { running_since: Some(t0), last_completed: None };
-        assert!(running.check(later(10), stuck).is_ok());
-        let err = running.check(later(61), stuck).unwrap_err();
-        assert!(err.contains("stuck") && err.contains("61.0s ago"), "{err}");
-        let done = Passes { running_since: None, last_completed: Some(later(200)) };
-        assert!(done.check(later(1000), stuck).unwrap().contains("800.0s ago"));
+        assert!(Reconciles::default().check(later(1000), stuck).is_ok(), "a follower reconciles nothing");
+        let mut r = Reconciles::default();
+        r.started("nodeclass", t0);
+        r.started("provisioner", t0);
+        r.finished("provisioner", later(1));
+        assert!(r.check(later(10), stuck).is_ok());
+        let err = r.check(later(61), stuck).unwrap_err().to_string();
+        assert!(err.contains("nodeclass started 61.0s ago") && !err.contains("provisioner"), "{err}");
+        r.finished("nodeclass", later(200));
+        assert!(r.check(later(1000), stuck).unwrap().contains("800.0s ago"));
     }
 }

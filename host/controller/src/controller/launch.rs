@@ -5,8 +5,10 @@
 //! again).
 
 use super::metrics::Metrics;
-use super::metrics::catalog::NODECLAIMS_LAUNCHED;
-use super::{Catalogs, Controller, conditions, involved_nodeclaim, lifecycle, unix_now_ms};
+use super::metrics::catalog::{NODECLAIMS_LAUNCHED, RECONCILE_ERROR_KINDS};
+use super::nodeclaims::Lifecycle;
+use super::runner::Reconciler;
+use super::{Catalogs, conditions, involved_nodeclaim, lifecycle, unix_now_ms};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::json;
@@ -22,18 +24,19 @@ use tenon_core::orchestration::launch::{AfterFailure, LaunchFailure, after_failu
 /// watch catches up with the deletion.
 const DELETE_SEEN_WITHIN: Duration = Duration::from_secs(30);
 
-impl Controller {
+impl Lifecycle {
     /// Starts the launch of `nc` unless one is under way.
     pub(super) fn launch(&self, nc: &NodeClaim, catalogs: &Catalogs) {
         let name = nc.metadata.name.clone().unwrap_or_default();
         {
-            let Ok(mut l) = self.launching.lock() else { return };
+            let Ok(mut l) = self.ctx.launching.lock() else { return };
             if !l.insert(name.clone()) {
                 return;
             }
         }
         let class_name = nc.spec.node_class_ref.as_ref().map(|r| r.name.clone()).unwrap_or_default();
         let nodeclass = self
+            .ctx
             .stores
             .nodeclasses
             .state()
@@ -41,14 +44,14 @@ impl Controller {
             .find(|c| c.metadata.name.as_deref() == Some(class_name.as_str()));
         let types = catalogs.get(&class_name).cloned().unwrap_or_default();
         let (client, provider, recorder, metrics, launching, nc) = (
-            self.client.clone(),
-            self.provider.clone(),
-            self.recorder.clone(),
-            self.metrics.clone(),
-            self.launching.clone(),
+            self.ctx.client.clone(),
+            self.ctx.provider.clone(),
+            self.ctx.recorder.clone(),
+            self.ctx.metrics.clone(),
+            self.ctx.launching.clone(),
             nc.clone(),
         );
-        let claims = self.stores.nodeclaims.clone();
+        let claims = self.ctx.stores.nodeclaims.clone();
         tokio::spawn(async move {
             // The request is built once a slot is free: a wave of a thousand NodeClaims
             // waits as names, not as a thousand sets of launch options.
@@ -60,6 +63,8 @@ impl Controller {
                 Err(e) => Err(LaunchFailure::unnamed(&e.to_string())),
             };
             if let Err(failure) = result {
+                // Karpenter's lifecycle reconcile fails with its launch; this one runs apart.
+                metrics.add(RECONCILE_ERROR_KINDS, &[("controller", Lifecycle::NAME), ("error", "launch")], 1);
                 let api = Api::<NodeClaim>::all(client.clone());
                 let obj = involved_nodeclaim(&nc);
                 match after_failure(failure, unix_now_ms()) {

@@ -1,3 +1,4 @@
+//! (Long: three fifths of it is the unit tests, Karpenter's lifecycle cases among them.)
 //! What a NodeClaim's life up to Ready needs, as pure functions: its launch options and
 //! request, the labels and status a launch writes, the registration patch (its Node joined:
 //! labels synced, `karpenter.sh/unregistered` removed, finalizer added), Initialized (Node

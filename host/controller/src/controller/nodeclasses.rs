@@ -7,11 +7,16 @@
 //! `Ready=False` with the fields named, with a Warning Event, and is not resolved. One
 //! being deleted is finalized once no NodeClaim uses it.
 
+use super::conditions;
+use super::context::Context;
+use super::error::{Error, Failures};
 use super::events::Involved;
-use super::{Controller, conditions};
+use super::runner::Reconciler;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tenon_api::EC2NodeClass;
 use tenon_api::validation::{Severity, validate_ec2nodeclass};
@@ -19,17 +24,38 @@ use tenon_api::wellknown::{self as wk, condition};
 
 pub const RESOLVE_EVERY: Duration = Duration::from_secs(300);
 
-/// A NodeClass' failed resolutions in a row: at which generation, how many, when to retry.
-pub type Failures = std::collections::BTreeMap<String, (Option<i64>, u32, Instant)>;
+/// Karpenter's `nodeclass` controllers (status, hash, termination) for EC2NodeClasses.
+pub struct NodeClasses {
+    ctx: Arc<Context>,
+    /// EC2NodeClass name → (generation, when) of its last resolution.
+    resolved: BTreeMap<String, (Option<i64>, Instant)>,
+    /// EC2NodeClass name → its failed resolutions in a row: at which generation, how many,
+    /// when to retry.
+    resolve_failures: BTreeMap<String, (Option<i64>, u32, Instant)>,
+}
 
-impl Controller {
-    /// EC2NodeClass status: resolved on a new generation and every 5 minutes.
-    pub(super) async fn nodeclasses(&mut self) {
-        let api: Api<EC2NodeClass> = Api::all(self.client.clone());
-        for nc in self.stores.nodeclasses.state() {
+impl Reconciler for NodeClasses {
+    const NAME: &'static str = "nodeclass";
+
+    async fn reconcile(&mut self) -> Result<(), Error> {
+        self.nodeclasses().await
+    }
+}
+
+impl NodeClasses {
+    pub fn new(ctx: Arc<Context>) -> NodeClasses {
+        NodeClasses { ctx, resolved: BTreeMap::new(), resolve_failures: BTreeMap::new() }
+    }
+
+    /// EC2NodeClass status: resolved on a new generation and every 5 minutes. Each NodeClass
+    /// is tried whatever happened to the others; the reconcile fails with the first failure.
+    async fn nodeclasses(&mut self) -> Result<(), Error> {
+        let api: Api<EC2NodeClass> = Api::all(self.ctx.client.clone());
+        let mut failures = Failures::default();
+        for nc in self.ctx.stores.nodeclasses.state() {
             let name = nc.metadata.name.clone().unwrap_or_default();
             if nc.metadata.deletion_timestamp.is_some() {
-                self.finalize_nodeclass(&nc).await;
+                failures.keep(self.finalize_nodeclass(&nc).await);
                 continue;
             }
             let fins = nc.metadata.finalizers.clone().unwrap_or_default();
@@ -38,7 +64,7 @@ impl Controller {
                 with.push(wk::FINALIZER_NODECLASS_TERMINATION.into());
                 let patch = json!({"metadata": {"finalizers": with}});
                 if let Err(e) = api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                    tracing::warn!(nodeclass = %name, error = %e, "could not add the EC2NodeClass finalizer");
+                    failures.push(Error::kube(format!("adding the finalizer of EC2NodeClass {name}"), e));
                 }
             }
             let gen_ = nc.metadata.generation;
@@ -47,38 +73,45 @@ impl Controller {
                 continue;
             }
             if let Some(message) = validation_errors(&nc) {
-                self.validation_failed(&nc, gen_, &message).await;
+                failures.keep(self.validation_failed(&nc, gen_, &message).await);
                 continue;
             }
             // A new generation is tried at once: it may be the fix.
             if self.resolve_failures.get(&name).is_some_and(|(g, _, next)| *g == gen_ && Instant::now() < *next) {
                 continue;
             }
-            match self.provider.resolve(&nc).await {
+            match self.ctx.provider.resolve(&nc).await {
                 Ok(r) => {
                     // The resolution sets ValidationSucceeded itself (an AMI family Tenon does
                     // not launch is False), replacing a ValidationFailed from before a fix.
                     let status = r.status(nc.status.as_ref(), gen_, &conditions::now_time());
                     let patch = json!({"status": status});
                     if let Err(e) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                        tracing::warn!(nodeclass = %name, error = %e, "could not write EC2NodeClass status");
+                        failures.push(Error::kube(format!("writing the status of EC2NodeClass {name}"), e));
                         continue;
                     }
                     for c in r.checks.iter().filter(|c| !c.ok) {
                         let obj = Involved::cluster_scoped("karpenter.k8s.aws/v1", "EC2NodeClass", &nc.metadata);
-                        self.recorder.publish(&self.client, &obj, "Warning", c.reason.as_str(), &c.message).await;
+                        self.ctx
+                            .recorder
+                            .publish(&self.ctx.client, &obj, "Warning", c.reason.as_str(), &c.message)
+                            .await;
                     }
                     self.resolve_failures.remove(&name);
                     self.resolved.insert(name, (gen_, Instant::now()));
                 }
-                Err(e) => self.resolution_failed(&nc, gen_, &e.to_string()).await,
+                Err(e) => {
+                    failures.keep(self.resolution_failed(&nc, gen_, &e.to_string()).await);
+                    failures.push(Error::cloud(format!("resolving EC2NodeClass {name}"), e));
+                }
             }
         }
+        failures.finish()
     }
 
     /// `ValidationSucceeded=False` and `Ready=False` naming the invalid fields, and a Warning
     /// Event, once per change (not every pass).
-    async fn validation_failed(&mut self, nc: &EC2NodeClass, gen_: Option<i64>, message: &str) {
+    async fn validation_failed(&mut self, nc: &EC2NodeClass, gen_: Option<i64>, message: &str) -> Result<(), Error> {
         let name = nc.metadata.name.clone().unwrap_or_default();
         self.resolved.remove(&name);
         let mut conds = nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
@@ -93,21 +126,21 @@ impl Controller {
         );
         conditions::set_condition(&mut conds, condition::READY, false, "ValidationFailed", message, gen_);
         if conds == before {
-            return;
+            return Ok(());
         }
-        let api: Api<EC2NodeClass> = Api::all(self.client.clone());
+        let api: Api<EC2NodeClass> = Api::all(self.ctx.client.clone());
         let patch = json!({"status": {"conditions": conds}});
-        if let Err(e) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            tracing::warn!(nodeclass = %name, error = %e, "could not write EC2NodeClass status");
-            return;
-        }
+        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| Error::kube(format!("writing the status of EC2NodeClass {name}"), e))?;
         let obj = Involved::cluster_scoped("karpenter.k8s.aws/v1", "EC2NodeClass", &nc.metadata);
-        self.recorder.publish(&self.client, &obj, "Warning", "ValidationFailed", message).await;
+        self.ctx.recorder.publish(&self.ctx.client, &obj, "Warning", "ValidationFailed", message).await;
         tracing::warn!(nodeclass = %name, %message, "EC2NodeClass failed validation");
+        Ok(())
     }
 
     /// AWS refused a resolution: `Ready=False` with the error, a Warning Event, and a backoff.
-    async fn resolution_failed(&mut self, nc: &EC2NodeClass, gen_: Option<i64>, error: &str) {
+    async fn resolution_failed(&mut self, nc: &EC2NodeClass, gen_: Option<i64>, error: &str) -> Result<(), Error> {
         let name = nc.metadata.name.clone().unwrap_or_default();
         let failures = match self.resolve_failures.get(&name) {
             Some((g, n, _)) if *g == gen_ => n + 1,
@@ -119,24 +152,26 @@ impl Controller {
         let message = format!("could not resolve against AWS: {error}");
         let mut conds = nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
         conditions::set_condition(&mut conds, condition::READY, false, "ResolutionFailed", &message, gen_);
-        let api: Api<EC2NodeClass> = Api::all(self.client.clone());
+        let api: Api<EC2NodeClass> = Api::all(self.ctx.client.clone());
         let patch = json!({"status": {"conditions": conds}});
-        if let Err(e) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            tracing::warn!(nodeclass = %name, error = %e, "could not write EC2NodeClass status");
-        }
         let obj = Involved::cluster_scoped("karpenter.k8s.aws/v1", "EC2NodeClass", &nc.metadata);
-        self.recorder.publish(&self.client, &obj, "Warning", "ResolutionFailed", &message).await;
+        self.ctx.recorder.publish(&self.ctx.client, &obj, "Warning", "ResolutionFailed", &message).await;
+        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(|_| ())
+            .map_err(|e| Error::kube(format!("writing the status of EC2NodeClass {name}"), e))
     }
 
     /// An EC2NodeClass being deleted: once no NodeClaim uses it, its managed instance
     /// profile and launch templates are deleted, then its finalizer released.
-    async fn finalize_nodeclass(&self, nc: &EC2NodeClass) {
+    async fn finalize_nodeclass(&self, nc: &EC2NodeClass) -> Result<(), Error> {
         let name = nc.metadata.name.clone().unwrap_or_default();
         let fins = nc.metadata.finalizers.clone().unwrap_or_default();
         if !fins.iter().any(|f| f == wk::FINALIZER_NODECLASS_TERMINATION) {
-            return;
+            return Ok(());
         }
         let users: Vec<String> = self
+            .ctx
             .stores
             .nodeclaims
             .state()
@@ -147,22 +182,24 @@ impl Controller {
         let obj = Involved::cluster_scoped("karpenter.k8s.aws/v1", "EC2NodeClass", &nc.metadata);
         if !users.is_empty() {
             let message = format!("waiting on NodeClaim termination for {}", users.join(", "));
-            self.recorder.publish(&self.client, &obj, "Normal", "WaitingOnNodeClaimTermination", &message).await;
-            return;
+            self.ctx
+                .recorder
+                .publish(&self.ctx.client, &obj, "Normal", "WaitingOnNodeClaimTermination", &message)
+                .await;
+            return Ok(());
         }
-        if let Err(e) = self.provider.finalize_nodeclass(nc).await {
-            tracing::warn!(nodeclass = %name, error = %e, "could not delete the EC2NodeClass' AWS resources; retrying");
-            return;
-        }
+        self.ctx
+            .provider
+            .finalize_nodeclass(nc)
+            .await
+            .map_err(|e| Error::cloud(format!("deleting the AWS resources of EC2NodeClass {name}"), e))?;
         let rest: Vec<&String> = fins.iter().filter(|f| *f != wk::FINALIZER_NODECLASS_TERMINATION).collect();
-        let api: Api<EC2NodeClass> = Api::all(self.client.clone());
-        match api.patch(&name, &PatchParams::default(), &Patch::Merge(&json!({"metadata": {"finalizers": rest}}))).await
-        {
-            Ok(_) => {
-                tracing::info!(nodeclass = %name, "EC2NodeClass finalized: instance profile and launch templates deleted")
-            }
-            Err(e) => tracing::warn!(nodeclass = %name, error = %e, "could not release the EC2NodeClass finalizer"),
-        }
+        let api: Api<EC2NodeClass> = Api::all(self.ctx.client.clone());
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(&json!({"metadata": {"finalizers": rest}})))
+            .await
+            .map_err(|e| Error::kube(format!("releasing the finalizer of EC2NodeClass {name}"), e))?;
+        tracing::info!(nodeclass = %name, "EC2NodeClass finalized: instance profile and launch templates deleted");
+        Ok(())
     }
 }
 

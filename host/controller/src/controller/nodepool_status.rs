@@ -2,18 +2,20 @@
 //! `ValidationSucceeded`, `NodeClassReady` and `Ready` — how a bad NodePool says what is wrong
 //! without stopping the others.
 
-use super::Controller;
 use super::conditions::set_condition;
+use super::context::Context;
+use super::error::{Error, Failures};
 use super::events::Involved;
+use super::runner::Reconciler;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
+use std::sync::Arc;
 use tenon_api::nodepool::NodePoolStatus;
 use tenon_api::validation::{Severity, validate_nodepool};
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_api::{EC2NodeClass, NodeClaim, NodePool};
-use tenon_core::convert::ClusterObjects;
 use tenon_core::orchestration::registration_health::Verdict;
 use tenon_core::resources::{Resources, format_amount};
 
@@ -153,12 +155,23 @@ fn set_unknown(conds: &mut Vec<tenon_api::common::Condition>, t: &str, generatio
     }
 }
 
-impl Controller {
+/// Karpenter's `nodepool` status controllers (counter, readiness, validation, registration
+/// health).
+pub struct NodePoolStatusReconciler {
+    pub ctx: Arc<Context>,
+}
+
+impl Reconciler for NodePoolStatusReconciler {
+    const NAME: &'static str = "nodepool.status";
+
     /// NodePool status: resources, nodes and conditions; a validation failure is also an
-    /// Event. Written only when it changes.
-    pub(super) async fn nodepools(&mut self, objects: &ClusterObjects) {
-        let api: Api<NodePool> = Api::all(self.client.clone());
-        let classes = self.stores.nodeclasses.state();
+    /// Event. Written only when it changes; each NodePool is written whatever happened to
+    /// the others.
+    async fn reconcile(&mut self) -> Result<(), Error> {
+        let objects = self.ctx.objects();
+        let api: Api<NodePool> = Api::all(self.ctx.client.clone());
+        let classes = self.ctx.stores.nodeclasses.state();
+        let mut failures = Failures::default();
         for np in &objects.nodepools {
             let name = np.metadata.name.clone().unwrap_or_default();
             let class = np
@@ -169,40 +182,47 @@ impl Controller {
                 .as_ref()
                 .and_then(|r| classes.iter().find(|c| c.metadata.name.as_deref() == Some(r.name.as_str())));
             let uid = np.metadata.uid.clone().unwrap_or_default();
-            if registration_stale(np, class.map(|c| &**c)) {
-                self.registration.reset(&uid);
-                self.registration_verdicts.remove(&uid);
-            } else {
-                self.registration.hydrate(&uid, registration_condition(np));
-            }
-            let observed = Observed {
-                policy: self.policies.unhealthy(&name),
-                registration: self.registration_verdicts.get(&uid).cloned(),
+            let policy = self.ctx.policies.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).unhealthy(&name);
+            let (status, failed) = {
+                let mut cluster = self.ctx.cluster();
+                if registration_stale(np, class.map(|c| &**c)) {
+                    cluster.registration.reset(&uid);
+                    cluster.registration_verdicts.remove(&uid);
+                } else {
+                    cluster.registration.hydrate(&uid, registration_condition(np));
+                }
+                let observed =
+                    Observed { policy: policy.clone(), registration: cluster.registration_verdicts.get(&uid).cloned() };
+                let status = status(np, &objects.nodeclaims, class.map(|c| &**c), &observed);
+                let failed = status
+                    .conditions
+                    .iter()
+                    .find(|c| c.type_ == condition::VALIDATION_SUCCEEDED && c.status == "False")
+                    .cloned();
+                if failed.is_some() {
+                    cluster.invalid.insert(name.clone());
+                } else {
+                    cluster.invalid.remove(&name);
+                }
+                (status, failed)
             };
-            let status = status(np, &objects.nodeclaims, class.map(|c| &**c), &observed);
-            let failed =
-                status.conditions.iter().find(|c| c.type_ == condition::VALIDATION_SUCCEEDED && c.status == "False");
-            if failed.is_some() {
-                self.invalid.insert(name.clone());
-            } else {
-                self.invalid.remove(&name);
-            }
             if np.status.as_ref() == Some(&status) {
                 continue;
             }
             let obj = Involved::cluster_scoped("karpenter.sh/v1", "NodePool", &np.metadata);
             if let Some(v) = failed {
-                self.recorder.publish(&self.client, &obj, "Warning", "ValidationFailed", &v.message).await;
+                self.ctx.recorder.publish(&self.ctx.client, &obj, "Warning", "ValidationFailed", &v.message).await;
             }
-            if let Some((reason, message)) = &observed.policy {
-                self.recorder.publish(&self.client, &obj, "Warning", reason, message).await;
+            if let Some((reason, message)) = &policy {
+                self.ctx.recorder.publish(&self.ctx.client, &obj, "Warning", reason, message).await;
             }
             if let Err(e) =
                 api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({"status": status}))).await
             {
-                tracing::warn!(nodepool = %name, error = %e, "could not write NodePool status");
+                failures.push(Error::kube(format!("writing the status of NodePool {name}"), e));
             }
         }
+        failures.finish()
     }
 }
 

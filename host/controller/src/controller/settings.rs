@@ -107,22 +107,28 @@ pub struct Settings {
     pub scheduler_config: SchedulerConfig,
 }
 
-fn scheduler_config(s: &str) -> Result<SchedulerConfig, String> {
-    SchedulerConfig::parse(s).map_err(|e| e.to_string())
+/// A setting's value that cannot be read; clap names the setting, this says what is wrong
+/// and how to write it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadValue(String);
+
+fn scheduler_config(s: &str) -> Result<SchedulerConfig, BadValue> {
+    SchedulerConfig::parse(s).map_err(|e| BadValue(e.to_string()))
 }
 
 /// A fraction in [0, 1).
-fn fraction(s: &str) -> Result<f64, String> {
+fn fraction(s: &str) -> Result<f64, BadValue> {
     match s.trim().parse::<f64>() {
         Ok(v) if (0.0..1.0).contains(&v) => Ok(v),
-        _ => Err(format!("{s:?}: write a fraction from 0 up to 1, e.g. 0.075")),
+        _ => Err(BadValue(format!("{s:?}: write a fraction from 0 up to 1, e.g. 0.075"))),
     }
 }
 
 /// `10s`, `1m30s`, `500ms`.
-pub fn duration(s: &str) -> Result<Duration, String> {
+pub fn duration(s: &str) -> Result<Duration, BadValue> {
     if let Some(ms) = s.strip_suffix("ms") {
-        return ms.parse::<u64>().map(Duration::from_millis).map_err(|e| format!("{s:?}: {e}"));
+        return ms.parse::<u64>().map(Duration::from_millis).map_err(|e| BadValue(format!("{s:?}: {e}")));
     }
-    tenon_api::duration::parse_duration(s).map_err(|e| format!("{s:?}: {e} (use e.g. 10s, 1m, 500ms)"))
+    tenon_api::duration::parse_duration(s).map_err(|e| BadValue(format!("{s:?}: {e} (use e.g. 10s, 1m, 500ms)")))
 }

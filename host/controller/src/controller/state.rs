@@ -1,5 +1,6 @@
 //! The controller's view of the cluster: one reflector per kind, kept by kube-rs watchers,
-//! and a change signal the loop waits on. Decisions read snapshots built from these stores.
+//! and a change count every reconciler wakes on. Decisions read snapshots built from these
+//! stores.
 
 use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet, StatefulSet};
@@ -18,7 +19,7 @@ use std::sync::Arc;
 use tenon_api::scheduler_config::SchedulerConfig;
 use tenon_api::{EC2NodeClass, NodeClaim, NodePool};
 use tenon_core::convert::ClusterObjects;
-use tokio::sync::Notify;
+use tokio::sync::watch;
 
 /// kubectl's copy of the last applied manifest.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -42,11 +43,11 @@ pub struct Stores {
     /// What selects pods, watched only when default spread constraints need it.
     pub selecting: Option<Selecting>,
     pub scheduler: SchedulerConfig,
-    /// Signalled on every change any reflector sees.
-    pub changed: Arc<Notify>,
+    /// The number of changes the reflectors have seen: every reconciler wakes on it.
+    pub changed: Arc<watch::Sender<u64>>,
 }
 
-fn watch<K>(client: &Client, changed: Arc<Notify>) -> Store<K>
+fn reflect<K>(client: &Client, changed: Arc<watch::Sender<u64>>) -> Store<K>
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Eq + Hash + Clone,
@@ -72,7 +73,8 @@ where
                 if let Err(e) = &ev {
                     tracing::warn!(kind = %K::kind(&()), error = %e, "watch failed; retrying with backoff");
                 }
-                changed.notify_one();
+                // After the event is in the store: a reconciler woken by it sees it.
+                changed.send_modify(|n| *n += 1);
                 async {}
             })
             .await;
@@ -91,26 +93,26 @@ pub struct Selecting {
 
 impl Stores {
     pub fn start(client: &Client, scheduler: &SchedulerConfig) -> Stores {
-        let changed = Arc::new(Notify::new());
+        let changed = Arc::new(watch::Sender::new(0));
         let selecting = (!scheduler.default_constraints().is_empty()).then(|| Selecting {
-            services: watch(client, changed.clone()),
-            replica_sets: watch(client, changed.clone()),
-            stateful_sets: watch(client, changed.clone()),
-            replication_controllers: watch(client, changed.clone()),
+            services: reflect(client, changed.clone()),
+            replica_sets: reflect(client, changed.clone()),
+            stateful_sets: reflect(client, changed.clone()),
+            replication_controllers: reflect(client, changed.clone()),
         });
         Stores {
-            pods: watch(client, changed.clone()),
-            nodes: watch(client, changed.clone()),
-            nodeclaims: watch(client, changed.clone()),
-            nodepools: watch(client, changed.clone()),
-            nodeclasses: watch(client, changed.clone()),
-            daemonsets: watch(client, changed.clone()),
-            pdbs: watch(client, changed.clone()),
-            namespaces: watch(client, changed.clone()),
-            claims: watch(client, changed.clone()),
-            volumes: watch(client, changed.clone()),
-            storage_classes: watch(client, changed.clone()),
-            volume_attachments: watch(client, changed.clone()),
+            pods: reflect(client, changed.clone()),
+            nodes: reflect(client, changed.clone()),
+            nodeclaims: reflect(client, changed.clone()),
+            nodepools: reflect(client, changed.clone()),
+            nodeclasses: reflect(client, changed.clone()),
+            daemonsets: reflect(client, changed.clone()),
+            pdbs: reflect(client, changed.clone()),
+            namespaces: reflect(client, changed.clone()),
+            claims: reflect(client, changed.clone()),
+            volumes: reflect(client, changed.clone()),
+            storage_classes: reflect(client, changed.clone()),
+            volume_attachments: reflect(client, changed.clone()),
             selecting,
             scheduler: scheduler.clone(),
             changed,
@@ -139,6 +141,16 @@ impl Stores {
             s.replication_controllers.wait_until_ready().await?;
         }
         Ok(())
+    }
+
+    /// How many changes the reflectors have seen so far.
+    pub fn version(&self) -> u64 {
+        *self.changed.borrow()
+    }
+
+    /// Wakes on each change the reflectors see.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     pub fn objects(&self) -> ClusterObjects {
@@ -202,7 +214,7 @@ mod tests {
             }))
             .unwrap();
             Api::<Pod>::namespaced(client.clone(), "default").create(&Default::default(), &pod).await.unwrap();
-            let pods = watch::<Pod>(&client, Arc::new(Notify::new()));
+            let pods = reflect::<Pod>(&client, Arc::new(watch::Sender::new(0)));
             tokio::time::timeout(std::time::Duration::from_secs(10), pods.wait_until_ready())
                 .await
                 .expect("the pod cache syncs")

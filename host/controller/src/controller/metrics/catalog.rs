@@ -98,9 +98,6 @@ pub const CLIENT_BUCKETS: &[f64] = &[
     2.2168378200531005,
 ];
 
-/// Each control-loop pass's duration.
-pub const PASS_BUCKETS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
-
 macro_rules! catalog {
     ($($id:ident: $kind:expr, $name:literal, $help:literal;)*) => {
         $(pub const $id: &Family = &Family { name: $name, help: $help, kind: $kind };)*
@@ -243,13 +240,13 @@ catalog! {
     CLIENT_GO_DURATION: Histogram(CLIENT_BUCKETS), "client_go_request_duration_seconds",
         "Seconds requests to the API server took to answer (rate-limit waits and read retries included), by verb, group, version, resource (kind) and subresource";
     RECONCILE_TIME: Histogram(RECONCILE_BUCKETS), "controller_runtime_reconcile_time_seconds",
-        "Seconds each step of a control-loop pass took, by controller (Karpenter's controller name for the step)";
+        "Seconds each reconcile took, by controller (Karpenter's controller name for the concern)";
     RECONCILE_TOTAL: Counter, "controller_runtime_reconcile_total",
-        "Steps of control-loop passes run, by controller and result (success, error)";
+        "Reconciles run, by controller and result (success, error)";
     RECONCILE_ERRORS: Counter, "controller_runtime_reconcile_errors_total",
-        "Steps of control-loop passes that failed, by controller";
-    PASS_DURATION: Histogram(PASS_BUCKETS), "tenon_controller_pass_duration_seconds",
-        "Seconds each control-loop pass took (its count is the number of passes)";
+        "Reconciles that failed, by controller";
+    RECONCILE_ERROR_KINDS: Counter, "tenon_controller_reconcile_errors_total",
+        "Reconciles that failed, by controller and error (kube, cloud, launch, invariant)";
     EVENTS_DROPPED: Counter, "tenon_events_dropped_total",
         "Kubernetes Events not written because the API was throttling or refusing them";
     GARBAGE_COLLECTED_INSTANCES: Counter, "tenon_garbage_collected_instances_total",

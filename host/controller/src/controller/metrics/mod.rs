@@ -1,16 +1,18 @@
+//! (Long: a third of it is the tests of the registry and its text format.)
 //! The controller's Prometheus series, kept in prometheus-client families (HELP and TYPE
 //! from [`catalog`]) and rendered in the Prometheus text format. Also the readiness flag and
-//! the pass clock `/readyz` and `/healthz` read.
+//! the reconcile clocks `/readyz` and `/healthz` read.
 
 pub mod catalog;
 pub mod cluster;
 pub mod offerings;
 pub mod pods;
+pub mod publish;
 pub mod status;
 pub mod summary;
 
-use super::health::Passes;
-use catalog::{CATALOG, Family, Kind, PASS_DURATION};
+use super::health::Reconciles;
+use catalog::{CATALOG, Family, Kind};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
@@ -87,7 +89,7 @@ pub struct Metrics {
     ready: AtomicBool,
     families: Arc<Families>,
     registry: Registry,
-    passes: Mutex<Passes>,
+    reconciles: Mutex<Reconciles>,
 }
 
 impl Default for Metrics {
@@ -107,7 +109,7 @@ impl Default for Metrics {
         let families = Arc::new(Families { by_name, swap: RwLock::new(()) });
         let mut registry = Registry::default();
         registry.register_collector(Box::new(families.clone()));
-        let metrics = Metrics { ready: AtomicBool::new(false), families, registry, passes: Mutex::default() };
+        let metrics = Metrics { ready: AtomicBool::new(false), families, registry, reconciles: Mutex::default() };
         metrics.set(catalog::BUILD_INFO, &build_info(), 1.0);
         metrics
     }
@@ -138,27 +140,35 @@ impl Metrics {
         self.ready.load(Ordering::SeqCst)
     }
 
-    pub fn pass_started(&self) {
-        if let Ok(mut p) = self.passes.lock() {
-            p.running_since = Some(Instant::now());
+    /// Starts a reconcile of `controller` (the runner calls it; `/healthz` reads it).
+    pub fn reconcile_started(&self, controller: &'static str) {
+        if let Ok(mut r) = self.reconciles.lock() {
+            r.started(controller, Instant::now());
         }
     }
 
-    /// Ends the pass, recording how long it took in `tenon_controller_pass_duration_seconds`
-    /// (its count is the number of passes: a benchmark divides CPU time by it).
-    pub fn pass_completed(&self) {
+    /// Ends a reconcile of `controller` begun at `started`, as controller-runtime counts
+    /// one: its time, its result, and what failed (`error`'s label).
+    pub fn reconcile_finished(&self, controller: &'static str, started: Instant, error: Option<&'static str>) {
         let now = Instant::now();
-        let started = self.passes.lock().ok().and_then(|mut p| {
-            p.last_completed = Some(now);
-            p.running_since.take()
-        });
-        if let Some(started) = started {
-            self.observe(PASS_DURATION, &[], now.duration_since(started).as_secs_f64());
+        if let Ok(mut r) = self.reconciles.lock() {
+            r.finished(controller, now);
+        }
+        let name = [("controller", controller)];
+        self.observe(catalog::RECONCILE_TIME, &name, now.duration_since(started).as_secs_f64());
+        let result = if error.is_some() { "error" } else { "success" };
+        self.add(catalog::RECONCILE_TOTAL, &[("controller", controller), ("result", result)], 1);
+        // Every series exists from the first reconcile, at zero, as controller-runtime has them.
+        let other = if error.is_some() { "success" } else { "error" };
+        self.add(catalog::RECONCILE_TOTAL, &[("controller", controller), ("result", other)], 0);
+        self.add(catalog::RECONCILE_ERRORS, &name, u64::from(error.is_some()));
+        if let Some(kind) = error {
+            self.add(catalog::RECONCILE_ERROR_KINDS, &[("controller", controller), ("error", kind)], 1);
         }
     }
 
-    pub fn passes(&self) -> Passes {
-        self.passes.lock().map(|p| *p).unwrap_or_default()
+    pub fn reconciles(&self) -> Reconciles {
+        self.reconciles.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
     fn store(&self, family: &'static Family) -> &Store {
@@ -302,58 +312,29 @@ pub fn snake_case(s: &str) -> String {
     out
 }
 
-/// Times the steps of a control-loop pass as controller-runtime times reconciles
-/// (`controller_runtime_reconcile_*`, one `controller` per step). A step handles its own
-/// failures (logged, retried next pass), so each one that returns counts as a success; the
-/// error series exist at zero as controller-runtime initialises them.
-pub struct Step {
-    metrics: Arc<Metrics>,
-    name: &'static str,
-    started: Instant,
-}
-
-impl Step {
-    pub fn start(metrics: Arc<Metrics>, name: &'static str) -> Step {
-        Step { metrics, name, started: Instant::now() }
-    }
-
-    /// Ends the current step and starts `name`.
-    pub fn next(&mut self, name: &'static str) {
-        self.record();
-        self.name = name;
-        self.started = Instant::now();
-    }
-
-    pub fn finish(self) {
-        self.record();
-    }
-
-    fn record(&self) {
-        let controller = [("controller", self.name)];
-        self.metrics.observe(catalog::RECONCILE_TIME, &controller, self.started.elapsed().as_secs_f64());
-        self.metrics.add(catalog::RECONCILE_TOTAL, &[("controller", self.name), ("result", "success")], 1);
-        self.metrics.add(catalog::RECONCILE_TOTAL, &[("controller", self.name), ("result", "error")], 0);
-        self.metrics.add(catalog::RECONCILE_ERRORS, &controller, 0);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::catalog::*;
     use super::*;
 
     #[test]
-    fn each_completed_pass_is_counted_with_its_duration() {
+    fn each_reconcile_is_counted_by_result_and_a_failure_by_its_kind() {
         let m = Metrics::default();
-        m.pass_completed();
-        assert!(!m.render().contains(PASS_DURATION.name), "a pass that never started is not one");
-        for _ in 0..3 {
-            m.pass_started();
-            m.pass_completed();
-        }
+        let started = Instant::now();
+        m.reconcile_started("nodepool.status");
+        m.reconcile_finished("nodepool.status", started, None);
+        m.reconcile_finished("nodepool.status", started, Some("kube"));
+        m.reconcile_finished("nodepool.status", started, Some("kube"));
         let text = m.render();
-        assert!(text.lines().any(|l| l == format!("{}_count 3", PASS_DURATION.name)), "{text}");
-        assert!(text.contains(&format!("# TYPE {} histogram", PASS_DURATION.name)), "{text}");
+        for line in [
+            "controller_runtime_reconcile_total{controller=\"nodepool.status\",result=\"success\"} 1",
+            "controller_runtime_reconcile_total{controller=\"nodepool.status\",result=\"error\"} 2",
+            "controller_runtime_reconcile_errors_total{controller=\"nodepool.status\"} 2",
+            "tenon_controller_reconcile_errors_total{controller=\"nodepool.status\",error=\"kube\"} 2",
+            "controller_runtime_reconcile_time_seconds_count{controller=\"nodepool.status\"} 3",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+        }
     }
 
     #[test]

@@ -1,20 +1,29 @@
+//! (Long: a third of it is Karpenter's provisioning cases, beside the reconciler they test.)
 //! The provisioner: pending pods feed `tenon_core::orchestration::batcher` (Karpenter's idle
 //! and max windows, and a retry every 10 s while a pod stays pending); a closed batch is
 //! decided over the cluster as provisioning sees it, and the plan becomes NodeClaim objects
 //! (`tenon_core::nodeclaim`, carrying the scorer's ranking), Nominated and FailedScheduling
 //! Events, and Karpenter's scheduler gauges.
 
-use super::events::Involved;
-use super::metrics::{Metrics, catalog as mc, labels};
-use super::{Catalogs, Controller, names, off_loop, snapshot};
+mod create;
+
+use crate::controller::context::Context;
+use crate::controller::error::{Error, Failures};
+use crate::controller::events::Involved;
+use crate::controller::metrics::{Metrics, catalog as mc, labels};
+use crate::controller::runner::Reconciler;
+use crate::controller::{Catalogs, names, off_loop, snapshot};
+use create::create_nodeclaims;
+pub use create::{create_nodeclaim, planned_nodeclaim};
 use kube::Api;
-use kube::api::PostParams;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tenon_api::NodeClaim;
 use tenon_api::wellknown as wk;
 use tenon_core::ProvisioningPlan;
 use tenon_core::convert::{ClusterObjects, is_reschedulable};
+use tenon_core::orchestration::batcher::Batcher;
 
 /// Publishes Karpenter's scheduler gauges of a provisioning decision: how many pods it found
 /// no place for, and how many pending pods each effective zone has. A zone no pending pod
@@ -79,48 +88,85 @@ pub fn with_displaced_pods(objects: &ClusterObjects) -> std::borrow::Cow<'_, Clu
     std::borrow::Cow::Owned(out)
 }
 
-impl Controller {
+/// Karpenter's `provisioning` controller: the batcher and the decision it closes.
+pub struct Provisioner {
+    ctx: Arc<Context>,
+    batcher: Batcher,
+    /// A closed batch whose decision had to wait (for NodeClaims the cache has not shown).
+    decision_due: bool,
+}
+
+impl Reconciler for Provisioner {
+    const NAME: &'static str = "provisioner";
+
+    async fn reconcile(&mut self) -> Result<(), Error> {
+        let objects = self.ctx.objects();
+        let mut failures = Failures::default();
+        self.orphans(&objects, &mut failures).await;
+        let pending_view = with_displaced_pods(&objects);
+        let closed = self.batch_closed(&pending_view);
+        let observed = self.cache_has_created(&objects).await;
+        let decide = (closed || self.decision_due) && observed;
+        self.decision_due = (closed || self.decision_due) && !decide;
+        if decide {
+            // A disruption round waits until this decision's NodeClaims are created.
+            self.ctx.cluster().provisioning = true;
+            let catalogs = self.ctx.catalogs().await;
+            self.provision(&pending_view, &catalogs, &mut failures).await;
+            self.ctx.cluster().provisioning = false;
+        }
+        failures.finish()
+    }
+}
+
+impl Provisioner {
+    pub fn new(ctx: Arc<Context>) -> Provisioner {
+        Provisioner { ctx, batcher: Batcher::default(), decision_due: false }
+    }
+
     /// True when every NodeClaim this process created (or may have) is in the cache, or
     /// known not to exist. One the cache has not shown for [`CONFIRM_AFTER`] is read from the
     /// API server: gone, it is forgotten; there, decisions keep waiting for the cache (a
     /// stalled watch), as Karpenter waits for its cluster state to sync, since deciding
     /// without it would provision its pods twice and overrun the NodePool's limits.
-    pub(super) async fn cache_has_created(&mut self, objects: &ClusterObjects) -> bool {
+    async fn cache_has_created(&mut self, objects: &ClusterObjects) -> bool {
         let seen: BTreeSet<&str> = objects.nodeclaims.iter().filter_map(|nc| nc.metadata.name.as_deref()).collect();
-        self.unobserved.retain(|name, _| !seen.contains(name.as_str()));
-        let overdue: Vec<String> =
-            self.unobserved.iter().filter(|(_, at)| at.elapsed() >= CONFIRM_AFTER).map(|(n, _)| n.clone()).collect();
-        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let overdue: Vec<String> = {
+            let mut cluster = self.ctx.cluster();
+            cluster.unobserved.retain(|name, _| !seen.contains(name.as_str()));
+            cluster.unobserved.iter().filter(|(_, at)| at.elapsed() >= CONFIRM_AFTER).map(|(n, _)| n.clone()).collect()
+        };
+        let api: Api<NodeClaim> = Api::all(self.ctx.client.clone());
         for name in overdue {
             match api.get_opt(&name).await {
                 Ok(None) => {
                     tracing::info!(nodeclaim = %name, "a NodeClaim the cache never showed does not exist; deciding without it");
-                    self.unobserved.remove(&name);
+                    self.ctx.cluster().unobserved.remove(&name);
                 }
                 Ok(Some(_)) => {
                     tracing::warn!(nodeclaim = %name, "the cache does not show a NodeClaim that exists (a stalled watch?); decisions wait for it");
-                    self.unobserved.insert(name, Instant::now());
+                    self.ctx.cluster().unobserved.insert(name, Instant::now());
                 }
                 Err(e) => {
                     tracing::warn!(nodeclaim = %name, error = %e, "could not read a NodeClaim the cache does not show; decisions wait for it");
-                    self.unobserved.insert(name, Instant::now());
+                    self.ctx.cluster().unobserved.insert(name, Instant::now());
                 }
             }
         }
-        self.unobserved.is_empty()
+        self.ctx.cluster().unobserved.is_empty()
     }
 
     /// NodeClaims whose NodePool is gone or being deleted are deleted (termination drains
     /// them and terminates their instances). Kubernetes' garbage collector does the same
     /// through the owner reference; doing it here does not depend on it.
-    pub(super) async fn orphans(&self, objects: &ClusterObjects) {
+    async fn orphans(&self, objects: &ClusterObjects, failures: &mut Failures) {
         let pools: BTreeSet<&str> = objects
             .nodepools
             .iter()
             .filter(|np| np.metadata.deletion_timestamp.is_none())
             .filter_map(|np| np.metadata.name.as_deref())
             .collect();
-        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let api: Api<NodeClaim> = Api::all(self.ctx.client.clone());
         for nc in objects.nodeclaims.iter().filter(|nc| nc.metadata.deletion_timestamp.is_none()) {
             let Some(pool) = nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)) else { continue };
             if pools.contains(pool.as_str()) {
@@ -132,29 +178,32 @@ impl Controller {
                     tracing::info!(nodeclaim = %name, nodepool = %pool, "NodePool deleted; deleting its NodeClaim")
                 }
                 Err(e) => {
-                    tracing::warn!(nodeclaim = %name, error = %e, "could not delete the NodeClaim of a deleted NodePool")
+                    failures.push(Error::kube(format!("deleting NodeClaim {name} of deleted NodePool {pool}"), e))
                 }
             }
         }
     }
 
     /// Feeds the batcher the pods waiting for capacity; true when a batch has closed.
-    pub(super) fn batch_closed(&mut self, objects: &ClusterObjects) -> bool {
+    fn batch_closed(&mut self, objects: &ClusterObjects) -> bool {
         let pending: BTreeSet<String> = objects
             .pods
             .iter()
             .filter(|p| tenon_core::convert::is_provisionable(p))
             .map(tenon_core::convert::pod_key)
             .collect();
-        self.pod_times.ack(pending.iter().map(String::as_str), super::unix_now_ms() as f64 / 1000.0);
-        let (idle, max) = (self.settings.batch_idle_duration, self.settings.batch_max_duration);
-        let now = self.now_ms();
+        self.ctx
+            .cluster()
+            .pod_times
+            .ack(pending.iter().map(String::as_str), crate::controller::unix_now_ms() as f64 / 1000.0);
+        let (idle, max) = (self.ctx.settings.batch_idle_duration, self.ctx.settings.batch_max_duration);
+        let now = self.ctx.now_ms();
         self.batcher.observe(now, &pending, idle.as_millis() as i64, max.as_millis() as i64)
     }
 
     /// A provisioning decision for the closed batch: NodeClaims for what fits nowhere,
     /// FailedScheduling events for what fits nowhere at all.
-    pub(super) async fn provision(&mut self, objects: &ClusterObjects, catalogs: &Catalogs) {
+    async fn provision(&mut self, objects: &ClusterObjects, catalogs: &Catalogs, failures: &mut Failures) {
         let started = Instant::now();
         let provisionable = objects.pods.iter().filter(|p| tenon_core::convert::is_provisionable(p)).count();
         tracing::info!(pods = provisionable, "found provisionable pod(s)");
@@ -171,21 +220,22 @@ impl Controller {
                 failed.push(tenon_core::convert::pod_key(p));
                 let obj = Involved::pod_object(p);
                 let message = format!("Failed to schedule pod, {}: {}", e.field, e.message);
-                self.recorder.publish(&self.client, &obj, "Warning", "FailedScheduling", &message).await;
+                self.ctx.recorder.publish(&self.ctx.client, &obj, "Warning", "FailedScheduling", &message).await;
             }
         }
-        self.metrics.set(mc::SCHEDULER_IGNORED_PODS, &[], f64::from(ignored_pods));
+        self.ctx.metrics.set(mc::SCHEDULER_IGNORED_PODS, &[], f64::from(ignored_pods));
         // A NodePool being deleted keeps its nodes until they are drained, but gets no more
         // (the core skips it); one failing validation gets nothing at all.
-        snap.nodepools.retain(|t| !self.invalid.contains(&t.name));
-        snap.ignore_preferences = self.settings.preference_policy == "Ignore";
-        let policies = self.policies.active.clone();
+        let invalid = self.ctx.cluster().invalid.clone();
+        snap.nodepools.retain(|t| !invalid.contains(&t.name));
+        snap.ignore_preferences = self.ctx.settings.preference_policy == "Ignore";
+        let policies = self.ctx.active_policies();
         // Karpenter's gauges of the simulation under way: its queue, and how long it has run.
         let id = names::uuid();
         let simulation_labels = |id: &str| labels(&[("controller", "provisioner"), ("scheduling_id", id)]);
         let waiting = snap.pods.iter().filter(|p| p.node_name.is_none()).count();
-        self.metrics.replace(mc::SCHEDULER_QUEUE_DEPTH, [(simulation_labels(&id), waiting as f64)]);
-        let (running, clock) = (self.metrics.clone(), simulation_labels(&id));
+        self.ctx.metrics.replace(mc::SCHEDULER_QUEUE_DEPTH, [(simulation_labels(&id), waiting as f64)]);
+        let (running, clock) = (self.ctx.metrics.clone(), simulation_labels(&id));
         let ticking = tokio::spawn(async move {
             let started = Instant::now();
             loop {
@@ -200,9 +250,12 @@ impl Controller {
         });
         let decided = decided.await;
         ticking.abort();
-        self.metrics.replace(mc::SCHEDULER_UNFINISHED_WORK, []);
-        self.metrics.replace(mc::SCHEDULER_QUEUE_DEPTH, [(simulation_labels(&id), 0.0)]);
-        let Some((snap, plan, simulation)) = decided else { return };
+        self.ctx.metrics.replace(mc::SCHEDULER_UNFINISHED_WORK, []);
+        self.ctx.metrics.replace(mc::SCHEDULER_QUEUE_DEPTH, [(simulation_labels(&id), 0.0)]);
+        let Some((snap, plan, simulation)) = decided else {
+            failures.push(Error::Invariant("the provisioning decision panicked".into()));
+            return;
+        };
         // Pods already bound (those of nodes being deleted) are not decisions about them.
         let key = |i: usize| Some(&snap.pods[i]).filter(|p| p.node_name.is_none()).map(tenon_core::model::Pod::key);
         let placed: Vec<String> = plan
@@ -213,14 +266,16 @@ impl Controller {
             .filter_map(key)
             .collect();
         failed.extend(plan.unschedulable.iter().filter_map(|u| key(u.pod)));
-        for seconds in self.pod_times.decided(&placed, &failed, super::unix_now_ms() as f64 / 1000.0) {
-            self.metrics.observe(mc::PODS_SCHEDULING_DECISION, &[], seconds);
+        let decided =
+            self.ctx.cluster().pod_times.decided(&placed, &failed, crate::controller::unix_now_ms() as f64 / 1000.0);
+        for seconds in decided {
+            self.ctx.metrics.observe(mc::PODS_SCHEDULING_DECISION, &[], seconds);
         }
-        self.metrics.add(mc::PROVISIONING_DECISIONS, &[], 1);
-        publish_decision(&self.metrics, &plan);
+        self.ctx.metrics.add(mc::PROVISIONING_DECISIONS, &[], 1);
+        publish_decision(&self.ctx.metrics, &plan);
         let provisioner = [("controller", "provisioner")];
-        self.metrics.observe(mc::SCHEDULER_SCHEDULING_DURATION, &provisioner, simulation.as_secs_f64());
-        self.metrics.set(mc::PROVISIONING_DECISION_SECONDS, &[], started.elapsed().as_secs_f64());
+        self.ctx.metrics.observe(mc::SCHEDULER_SCHEDULING_DURATION, &provisioner, simulation.as_secs_f64());
+        self.ctx.metrics.set(mc::PROVISIONING_DECISION_SECONDS, &[], started.elapsed().as_secs_f64());
         // Karpenter's line for a decision: when a batch closed and what it came to.
         if !plan.nodeclaims.is_empty() {
             let pods: usize = plan.nodeclaims.iter().map(|n| n.pods.len()).sum();
@@ -232,22 +287,22 @@ impl Controller {
             );
         }
         let (planned, ncs): (Vec<_>, Vec<_>) =
-            plan.nodeclaims.iter().filter_map(|p| Some((p, Self::planned_nodeclaim(p, &snap, objects)?))).unzip();
-        let names = self.create_nodeclaims(ncs, "provisioning").await;
+            plan.nodeclaims.iter().filter_map(|p| Some((p, planned_nodeclaim(p, &snap, objects)?))).unzip();
+        let names = create_nodeclaims(&self.ctx, ncs, "provisioning", failures).await;
         for (planned, name) in planned.into_iter().zip(names) {
             let Some(name) = name else { continue };
             // Karpenter's nomination Event: where each pod is expected to land.
             for &i in &planned.pods {
                 let obj = Involved::pod(&snap.pods[i]);
                 let message = format!("Pod should schedule on: nodeclaim/{name}");
-                self.recorder.publish(&self.client, &obj, "Normal", "Nominated", &message).await;
+                self.ctx.recorder.publish(&self.ctx.client, &obj, "Normal", "Nominated", &message).await;
             }
         }
         // Pods placed on capacity that exists or is on its way get the Event too.
         for n in &plan.nominations {
             let obj = Involved::pod(&snap.pods[n.pod]);
             let message = format!("Pod should schedule on: {}", nominated_to(&snap, &n.node));
-            self.recorder.publish(&self.client, &obj, "Normal", "Nominated", &message).await;
+            self.ctx.recorder.publish(&self.ctx.client, &obj, "Normal", "Nominated", &message).await;
         }
         for name in &plan.incompatible_nodepools {
             let Some(np) = objects.nodepools.iter().find(|np| np.metadata.name.as_deref() == Some(name.as_str()))
@@ -256,13 +311,14 @@ impl Controller {
             };
             let obj = Involved::cluster_scoped("karpenter.sh/v1", "NodePool", &np.metadata);
             let message = "NodePool requirements filtered out all compatible available instance types";
-            self.recorder.publish(&self.client, &obj, "Warning", "NoCompatibleInstanceTypes", message).await;
+            self.ctx.recorder.publish(&self.ctx.client, &obj, "Warning", "NoCompatibleInstanceTypes", message).await;
         }
         for u in &plan.unschedulable {
             let obj = Involved::pod(&snap.pods[u.pod]);
-            self.recorder
+            self.ctx
+                .recorder
                 .publish(
-                    &self.client,
+                    &self.ctx.client,
                     &obj,
                     "Warning",
                     "FailedScheduling",
@@ -271,91 +327,11 @@ impl Controller {
                 .await;
         }
     }
-
-    /// The NodeClaim object of a planned NodeClaim, planned over `snap`.
-    pub(super) fn planned_nodeclaim(
-        planned: &tenon_core::plan::NewNodeClaim,
-        snap: &tenon_core::ClusterSnapshot,
-        objects: &ClusterObjects,
-    ) -> Option<NodeClaim> {
-        let np =
-            objects.nodepools.iter().find(|np| np.metadata.name.as_deref() == Some(planned.nodepool_name.as_str()))?;
-        Some(tenon_core::nodeclaim::nodeclaim(planned, np, snap))
-    }
-
-    /// Creates `nc` (provisioning or a disruption's replacement); its name, or `None` when
-    /// the API refused it (logged). The name is chosen here rather than by `generateName`,
-    /// so a create whose answer was lost (a 504, a timeout) names the NodeClaim that may
-    /// exist: decisions wait until the cache shows it or a read says it does not.
-    pub(super) async fn create_nodeclaim(&mut self, nc: &NodeClaim, reason: &str) -> Option<String> {
-        self.create_nodeclaims(vec![nc.clone()], reason).await.pop().flatten()
-    }
-
-    /// Creates NodeClaims together (as Karpenter does a decision's: the client's rate limit
-    /// paces them, not one round trip after another); each one's name, or `None`, in order.
-    pub(super) async fn create_nodeclaims(&mut self, mut ncs: Vec<NodeClaim>, reason: &str) -> Vec<Option<String>> {
-        for nc in &mut ncs {
-            if nc.metadata.name.is_none()
-                && let Some(prefix) = nc.metadata.generate_name.take()
-            {
-                nc.metadata.name = Some(format!("{prefix}{}", names::suffix()));
-            }
-        }
-        let outcomes = create_all(&self.client, &ncs).await;
-        let mut names = Vec::with_capacity(ncs.len());
-        for (nc, outcome) in ncs.iter().zip(outcomes) {
-            names.push(self.created(nc, outcome, reason));
-        }
-        names
-    }
-
-    /// Books the outcome of creating `nc`: its name, or `None` when the API refused it (logged).
-    fn created(&mut self, nc: &NodeClaim, outcome: kube::Result<NodeClaim>, reason: &str) -> Option<String> {
-        let pool = nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)).cloned().unwrap_or_default();
-        let name = nc.metadata.name.clone().unwrap_or_default();
-        match outcome {
-            Ok(created) => {
-                let name = created.metadata.name.clone().unwrap_or_default();
-                self.unobserved.insert(name.clone(), Instant::now());
-                // Tenon never relaxes minValues (no BestEffort policy).
-                let labels = [("reason", reason), ("nodepool", &pool), ("min_values_relaxed", "false")];
-                self.metrics.add(mc::NODECLAIMS_CREATED, &labels, 1);
-                tracing::info!(nodeclaim = %name, nodepool = %pool, %reason, "created NodeClaim");
-                Some(name)
-            }
-            Err(e) if names::maybe_stored(&e) => {
-                tracing::warn!(nodeclaim = %name, nodepool = %pool, error = %e, "could not tell whether the NodeClaim was created; decisions wait until that is known");
-                self.unobserved.insert(name, Instant::now());
-                None
-            }
-            Err(e) => {
-                tracing::warn!(nodeclaim = %name, nodepool = %pool, error = %e, "could not create NodeClaim");
-                None
-            }
-        }
-    }
 }
 
 /// How long a NodeClaim this process created may be missing from the cache before the API
 /// server is asked whether it exists.
 const CONFIRM_AFTER: Duration = Duration::from_secs(5);
-
-/// NodeClaim creates in flight at once.
-const CREATES_IN_FLIGHT: usize = 32;
-
-/// Creates each of `ncs` (named already), [`CREATES_IN_FLIGHT`] at a time; the outcomes in
-/// the same order.
-async fn create_all(client: &kube::Client, ncs: &[NodeClaim]) -> Vec<kube::Result<NodeClaim>> {
-    use futures_util::StreamExt;
-    let api: Api<NodeClaim> = Api::all(client.clone());
-    futures_util::stream::iter(ncs.iter().map(|nc| {
-        let api = api.clone();
-        async move { api.create(&PostParams::default(), nc).await }
-    }))
-    .buffered(CREATES_IN_FLIGHT)
-    .collect()
-    .await
-}
 
 #[cfg(test)]
 mod tests {
@@ -485,42 +461,6 @@ mod tests {
         let (snap, errors) = tenon_core::convert::snapshot(&objects, &move |_| cat.clone(), 0);
         assert!(errors.is_empty(), "{errors:?}");
         tenon_core::schedule(&snap, &tenon_core::scorer::PriceScorer)
-    }
-
-    #[test]
-    fn a_decisions_nodeclaims_are_created_together_not_one_round_trip_after_another() {
-        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-        let emu = tenon_kube_emulator::Emulator::start().unwrap();
-        rt.block_on(async {
-            let config = kube::Config::new(emu.url.parse().unwrap());
-            let client = super::super::client_policy::client(
-                config,
-                &super::super::ratelimit::RateLimitLayer { qps: 200, burst: 300 },
-                std::sync::Arc::default(),
-            )
-            .unwrap();
-            let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-            for doc in tenon_api::crds::crds_yaml().unwrap().split("\n---\n") {
-                let crd: CustomResourceDefinition = serde_yaml::from_str(doc).unwrap();
-                crds.create(&PostParams::default(), &crd).await.unwrap();
-            }
-            let ncs: Vec<NodeClaim> = (0..40)
-                .map(|i| {
-                    serde_yaml::from_str(&format!("apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: nc-{i:02}}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n  requirements: []\n")).unwrap()
-                })
-                .collect();
-            // An API server 100 ms away: forty creates one after another take 4 s.
-            emu.set_latency(Duration::from_millis(100));
-            let started = Instant::now();
-            let outcomes = create_all(&client, &ncs).await;
-            let took = started.elapsed();
-            let names: Vec<String> = outcomes.into_iter().map(|o| o.unwrap().metadata.name.unwrap()).collect();
-            let expected: Vec<String> = (0..40).map(|i| format!("nc-{i:02}")).collect();
-            assert_eq!(names, expected, "every outcome, in order");
-            assert!(took < Duration::from_secs(1), "forty creates took {took:?}");
-        });
-        drop(rt);
     }
 
     /// The value of `series` as `/metrics` shows it.

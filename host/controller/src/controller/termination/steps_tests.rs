@@ -1,11 +1,14 @@
+//! (Long: tests only, one per case of Karpenter's node and NodeClaim termination suites.)
 //! Karpenter's node and NodeClaim termination suites, step by step against the API emulator
 //! (finalizers, graceful pod deletion, evictions, optimistic locking) and a fake EC2 whose
 //! instances take their time to go. Each test drives `termination::finalize_node` and
 //! `finalize_nodeclaim` the way the controller's pass does, with the clock given.
 
-use super::events::Recorder;
-use super::metrics::Metrics;
-use super::termination::{self, Ctx, Instances, NodeProgress, Progress};
+use super::steps::{BoxFuture, Instances};
+use crate::controller::error::Error;
+use crate::controller::events::Recorder;
+use crate::controller::metrics::Metrics;
+use crate::controller::termination::{self, Ctx, NodeProgress, Progress};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -17,6 +20,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 use tenon_api::NodeClaim;
 use tenon_api::wellknown::{self as wk, condition};
+use tenon_core::cloud::CloudError;
 use tenon_core::convert::ClusterObjects;
 use tenon_core::disruption::drain::PdbAllowance;
 use tenon_kube_emulator::{Emulator, Options};
@@ -46,10 +50,13 @@ impl FakeEc2 {
 }
 
 impl Instances for FakeEc2 {
-    fn terminate<'a>(&'a self, id: &'a str) -> termination::BoxFuture<'a, Result<(), String>> {
+    fn terminate<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
             if *self.fail_terminate.lock().unwrap() {
-                return Err(format!("terminating {id}: RequestLimitExceeded"));
+                return Err(Error::cloud(
+                    format!("terminating {id}"),
+                    CloudError::Api { operation: "TerminateInstances".into(), message: "RequestLimitExceeded".into() },
+                ));
             }
             self.terminate_calls.lock().unwrap().push(id.into());
             if let Some(s) = self.states.lock().unwrap().get_mut(id) {
@@ -59,7 +66,7 @@ impl Instances for FakeEc2 {
         })
     }
 
-    fn gone<'a>(&'a self, id: &'a str) -> termination::BoxFuture<'a, Result<bool, String>> {
+    fn gone<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
         Box::pin(async move { Ok(self.states.lock().unwrap().get(id).is_none_or(|s| *s == "terminated")) })
     }
 }
@@ -72,7 +79,7 @@ struct World {
     ec2: FakeEc2,
     recorder: Recorder,
     metrics: Metrics,
-    backoff: super::eviction_backoff::EvictionBackoff,
+    backoff: crate::controller::eviction_backoff::EvictionBackoff,
 }
 
 fn now() -> i64 {
@@ -238,10 +245,10 @@ impl World {
     }
 
     /// One termination step of NodeClaim `name` at `now`.
-    async fn claim_step(&self, name: &str, now: i64) -> Result<Progress, String> {
+    async fn claim_step(&self, name: &str, now: i64) -> Result<Progress, Error> {
         let objects = self.objects().await;
         let nc = objects.nodeclaims.iter().find(|c| c.metadata.name.as_deref() == Some(name)).expect("the NodeClaim");
-        let nodes = super::nodes_of(nc, &objects.nodes);
+        let nodes = crate::controller::nodes_of(nc, &objects.nodes);
         termination::finalize_nodeclaim(&self.ctx(now), nc, &nodes).await
     }
 
@@ -767,7 +774,7 @@ fn a_nodeclaim_without_a_provider_id_has_no_nodes() {
     .unwrap();
     let nodes: Vec<Node> =
         (0..10).map(|i| serde_json::from_value(json!({"metadata": {"name": format!("n-{i}")}})).unwrap()).collect();
-    assert!(super::nodes_of(&nc, &nodes).is_empty(), "nodes without a providerID are not its nodes");
+    assert!(crate::controller::nodes_of(&nc, &nodes).is_empty(), "nodes without a providerID are not its nodes");
 }
 
 /// A refused eviction is asked for again after a backoff, not on every pass.

@@ -1,0 +1,174 @@
+//! What every reconciler shares (Karpenter's operator context and `state.Cluster`): the
+//! clients, caches and settings, read-only; the little state that crosses concerns, behind
+//! one lock never held across an await; and the cluster view, built once per change.
+
+use super::events::Recorder;
+use super::metrics::Metrics;
+use super::metrics::pods::PodTimes;
+use super::settings::Settings;
+use super::state::Stores;
+use super::{Catalogs, leader, policies};
+use kube::Client;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tenon_aws::AwsProvider;
+use tenon_core::cloud::{CloudError, CloudProvider, Instance};
+use tenon_core::convert::ClusterObjects;
+use tenon_core::orchestration::registration_health::{RegistrationHealth, Verdict};
+
+pub struct Context {
+    pub client: Client,
+    /// Whether this replica may act (holds the leader Lease, or runs alone).
+    pub leadership: Arc<leader::Leadership>,
+    pub settings: Settings,
+    pub stores: Stores,
+    pub provider: Arc<AwsProvider>,
+    pub recorder: Arc<Recorder>,
+    pub metrics: Arc<Metrics>,
+    /// The orchestration clock's zero: its milliseconds are monotonic time since start.
+    pub started: Instant,
+    /// Karpenter's `SpotToSpotConsolidation` feature gate.
+    pub spot_to_spot: bool,
+    /// NodeClaims with a launch under way (a launch is one task; never two per NodeClaim).
+    pub launching: Arc<Mutex<BTreeSet<String>>>,
+    /// Each NodePool's policies: the policies reconciler refreshes them, decisions read them.
+    pub policies: Mutex<policies::Policies>,
+    cluster: Mutex<ClusterState>,
+    /// The cluster view and the change count it was built at.
+    view: Mutex<Option<(u64, Arc<ClusterObjects>)>>,
+}
+
+/// What one concern writes and another reads.
+#[derive(Default)]
+pub struct ClusterState {
+    /// NodeClaims this process created that its cache has not shown yet, with when. A
+    /// decision waits for them (Karpenter's cluster-state sync): deciding without them
+    /// would provision their pods a second time. Provisioning and disruption create them.
+    pub unobserved: BTreeMap<String, Instant>,
+    /// A provisioning decision is being made or carried out: a disruption round waits
+    /// for it (it would not see the NodeClaims it creates).
+    pub provisioning: bool,
+    /// NodePools whose spec failed validation (NodePool status finds them): they provision
+    /// nothing until fixed.
+    pub invalid: BTreeSet<String>,
+    /// Every NodePool's recent registration outcomes, by NodePool UID (the NodeClaim
+    /// lifecycle records them; NodePool status reads and resets them).
+    pub registration: RegistrationHealth,
+    /// NodePool UID → what its `NodeRegistrationHealthy` was last decided to be.
+    pub registration_verdicts: BTreeMap<String, Verdict>,
+    /// What provisioning saw and decided of each waiting pod, for the pod latency series.
+    pub pod_times: PodTimes,
+    /// The last instance listing, shared by the drift check and garbage collection.
+    instances: Option<(Instant, Arc<Vec<Instance>>)>,
+}
+
+/// One DescribeInstances serves garbage collection and the drift check made together.
+const INSTANCES_FRESH_FOR: Duration = Duration::from_secs(2);
+
+impl Context {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        client: Client,
+        leadership: Arc<leader::Leadership>,
+        settings: Settings,
+        stores: Stores,
+        provider: Arc<AwsProvider>,
+        metrics: Arc<Metrics>,
+        policies: policies::Policies,
+        spot_to_spot: bool,
+    ) -> Context {
+        Context {
+            client,
+            leadership,
+            settings,
+            stores,
+            provider,
+            recorder: Arc::new(Recorder::queued()),
+            metrics,
+            started: Instant::now(),
+            spot_to_spot,
+            launching: Arc::default(),
+            policies: Mutex::new(policies),
+            cluster: Mutex::default(),
+            view: Mutex::default(),
+        }
+    }
+
+    /// The shared cluster state (never held across an await).
+    pub fn cluster(&self) -> MutexGuard<'_, ClusterState> {
+        self.cluster.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The policies as they are now, for a decision made off the loop.
+    pub fn active_policies(&self) -> Arc<tenon_policy::cluster::ClusterPolicies> {
+        self.policies.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).active.clone()
+    }
+
+    /// The cluster as the caches hold it, copied once per change however many reconcilers
+    /// ask (a copy of every pod is the costly part at 10,000 pods).
+    pub fn objects(&self) -> Arc<ClusterObjects> {
+        let mut view = self.view.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Read before copying: a change during the copy makes the next call copy again.
+        let version = self.stores.version();
+        if let Some((at, objects)) = view.as_ref()
+            && *at == version
+        {
+            return objects.clone();
+        }
+        let objects = Arc::new(self.stores.objects());
+        *view = Some((version, objects.clone()));
+        objects
+    }
+
+    /// Whether a decision may be made over `objects`: every NodeClaim this process created
+    /// is in it (those are forgotten here) and no provisioning decision is under way.
+    pub fn synced(&self, objects: &ClusterObjects) -> bool {
+        let mut cluster = self.cluster();
+        if !cluster.unobserved.is_empty() {
+            let seen: BTreeSet<&str> = objects.nodeclaims.iter().filter_map(|nc| nc.metadata.name.as_deref()).collect();
+            cluster.unobserved.retain(|name, _| !seen.contains(name.as_str()));
+        }
+        cluster.unobserved.is_empty() && !cluster.provisioning
+    }
+
+    /// The orchestration clock: milliseconds since this process started (monotonic).
+    pub fn now_ms(&self) -> i64 {
+        self.started.elapsed().as_millis() as i64
+    }
+
+    /// Instance types per EC2NodeClass (from the provider's cached catalog).
+    pub async fn catalogs(&self) -> Catalogs {
+        let mut out = BTreeMap::new();
+        for nc in self.stores.nodeclasses.state() {
+            let name = nc.metadata.name.clone().unwrap_or_default();
+            match self.provider.instance_types(&nc).await {
+                Ok(t) => {
+                    out.insert(name, t);
+                }
+                Err(e) => tracing::warn!(nodeclass = %name, error = %e, "no instance types"),
+            }
+        }
+        out
+    }
+
+    /// The cluster's live instances, listed at most once per [`INSTANCES_FRESH_FOR`].
+    pub async fn live_instances(&self) -> Result<Arc<Vec<Instance>>, CloudError> {
+        if let Some((at, list)) = &self.cluster().instances
+            && at.elapsed() < INSTANCES_FRESH_FOR
+        {
+            return Ok(list.clone());
+        }
+        let list = Arc::new(self.provider.list().await?);
+        self.cluster().instances = Some((Instant::now(), list.clone()));
+        Ok(list)
+    }
+
+    /// Waits until no launch is under way, at most `limit`.
+    pub async fn settle_launches(&self, limit: Duration) {
+        let until = Instant::now() + limit;
+        while Instant::now() < until && self.launching.lock().map(|l| !l.is_empty()).unwrap_or(false) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Runs each reconciler on its own task, as controller-runtime runs a controller: woken by
+//! every change the caches see and at least every period, only while this replica leads.
+//! Each reconcile is timed and counted by result; a failure is counted by its kind and
+//! decides the wait before the next try. No reconciler waits on another's I/O.
+
+use super::context::Context;
+use super::error::Error;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// One concern of the controller, owning its own state.
+pub trait Reconciler: Send + 'static {
+    /// Its `controller` label (Karpenter's controller name where it has one).
+    const NAME: &'static str;
+    /// The longest it waits without a change.
+    const PERIOD: Duration = Duration::from_millis(500);
+
+    fn reconcile(&mut self) -> impl Future<Output = Result<(), Error>> + Send;
+}
+
+/// The first wait after a failure, doubled at each failure in a row up to [`BACKOFF_MAX`].
+const BACKOFF_FIRST: Duration = Duration::from_secs(1);
+const BACKOFF_MAX: Duration = Duration::from_secs(10);
+
+/// How long a reconciler that has failed `failures` times in a row waits for its next try:
+/// changes do not wake it sooner (a refusing API server is not asked again on every event).
+/// `None` for a stale read: the change that brings the cache up to date wakes it, as usual.
+pub fn requeue_after(failures: u32, error: &Error) -> Option<Duration> {
+    if error.is_stale_read() {
+        return None;
+    }
+    Some(BACKOFF_FIRST.saturating_mul(1 << failures.saturating_sub(1).min(8)).min(BACKOFF_MAX))
+}
+
+/// Spawns `r` on its own task; it stops when `stop` turns true (after the reconcile under
+/// way, never in its middle).
+pub fn spawn<R: Reconciler>(
+    mut r: R,
+    ctx: Arc<Context>,
+    mut stop: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut changes = ctx.stores.subscribe();
+        let mut failures = 0u32;
+        while !*stop.borrow() {
+            let mut backoff = None;
+            if ctx.leadership.leading() {
+                // Changes until now are this reconcile's to see.
+                changes.borrow_and_update();
+                let started = Instant::now();
+                ctx.metrics.reconcile_started(R::NAME);
+                let result = r.reconcile().await;
+                ctx.metrics.reconcile_finished(R::NAME, started, result.as_ref().err().map(Error::label));
+                match result {
+                    Ok(()) => failures = 0,
+                    Err(e) => {
+                        failures += 1;
+                        backoff = requeue_after(failures, &e);
+                        tracing::warn!(controller = R::NAME, error = %e, kind = e.label(), failures, retry_in = ?backoff, "reconcile failed");
+                    }
+                }
+            }
+            match backoff {
+                Some(wait) => tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = stop.changed() => {}
+                },
+                None => tokio::select! {
+                    _ = changes.changed() => {}
+                    _ = tokio::time::sleep(R::PERIOD) => {}
+                    _ = stop.changed() => {}
+                },
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_back_off_doubling_to_ten_seconds_and_stale_reads_wait_for_the_change() {
+        let refused = Error::Invariant("x".into());
+        let waits: Vec<u64> = (1..=6).filter_map(|n| requeue_after(n, &refused)).map(|d| d.as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 10, 10]);
+        let conflict = kube::Error::Api(kube::core::Status::failure("conflict", "Conflict").with_code(409).boxed());
+        assert_eq!(requeue_after(3, &Error::kube("writing", conflict)), None);
+    }
+}

@@ -1,0 +1,96 @@
+//! Karpenter's `node.termination` and `nodeclaim.termination` controllers: every Node and
+//! NodeClaim being deleted moves one step towards release (the steps are steps.rs).
+//! Its own task, so a drain waiting on a slow eviction holds up nothing else.
+
+use crate::controller::context::Context;
+use crate::controller::error::{Error, Failures};
+use crate::controller::eviction_backoff::EvictionBackoff;
+use crate::controller::runner::Reconciler;
+use crate::controller::{Catalogs, lifecycle, nodes_of, snapshot, termination, unix_now_ms};
+use k8s_openapi::api::core::v1::Node;
+use std::sync::Arc;
+use tenon_api::NodeClaim;
+use tenon_core::disruption::drain::PdbAllowance;
+
+pub struct Termination {
+    ctx: Arc<Context>,
+    /// Pods whose eviction a PDB refused, backing off.
+    eviction_backoff: EvictionBackoff,
+}
+
+impl Termination {
+    pub fn new(ctx: Arc<Context>) -> Termination {
+        Termination { ctx, eviction_backoff: EvictionBackoff::default() }
+    }
+}
+
+impl Reconciler for Termination {
+    const NAME: &'static str = "node.termination";
+
+    async fn reconcile(&mut self) -> Result<(), Error> {
+        let objects = self.ctx.objects();
+        let nodes: Vec<&Node> = objects
+            .nodes
+            .iter()
+            .filter(|n| n.metadata.deletion_timestamp.is_some() && termination::is_ours(n))
+            .collect();
+        let claims: Vec<&NodeClaim> = objects
+            .nodeclaims
+            .iter()
+            .filter(|nc| nc.metadata.deletion_timestamp.is_some() && lifecycle::is_managed(nc))
+            .collect();
+        if nodes.is_empty() && claims.is_empty() {
+            return Ok(());
+        }
+        // Draining needs pods and nodes, not instance types.
+        let (snap, _) = snapshot(&objects, &Catalogs::new());
+        let ctx = termination::Ctx {
+            client: &self.ctx.client,
+            evictions: &self.ctx.client,
+            cloud: self.ctx.provider.as_ref(),
+            recorder: &self.ctx.recorder,
+            metrics: &self.ctx.metrics,
+            backoff: &self.eviction_backoff,
+            now: unix_now_ms() / 1000,
+        };
+        let mut failures = Failures::default();
+        // One reconcile spends each PDB's allowance across all the nodes it drains.
+        let mut allowance = PdbAllowance::default();
+        for node in nodes {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            let nc = termination::claim_of_node(node, &objects.nodeclaims);
+            let volumes = termination::pending_volume_attachments(
+                &name,
+                &objects.volume_attachments,
+                &objects.pods,
+                &snap,
+                &objects.claims,
+            );
+            match termination::finalize_node(&ctx, node, nc, &snap, &mut allowance, &volumes).await {
+                Ok(termination::NodeProgress::Released) => {
+                    termination::node_released_metrics(&self.ctx.metrics, node, ctx.now);
+                    tracing::info!(node = %name, "node terminated");
+                }
+                Ok(termination::NodeProgress::Draining(Some(message))) => {
+                    let obj = crate::controller::events::Involved::cluster_scoped("v1", "Node", &node.metadata);
+                    self.ctx.recorder.publish(&self.ctx.client, &obj, "Warning", "FailedDraining", &message).await;
+                }
+                Ok(_) => {}
+                Err(e) => failures.push(e),
+            }
+        }
+        for nc in claims {
+            let name = nc.metadata.name.clone().unwrap_or_default();
+            let with_id: Vec<&Node> = nodes_of(nc, &objects.nodes);
+            match termination::finalize_nodeclaim(&ctx, nc, &with_id).await {
+                Ok(termination::Progress::Released) => {
+                    termination::nodeclaim_released_metrics(&self.ctx.metrics, nc, ctx.now);
+                    tracing::info!(nodeclaim = %name, "terminated");
+                }
+                Ok(termination::Progress::Waiting) => {}
+                Err(e) => failures.push(e),
+            }
+        }
+        failures.finish()
+    }
+}
