@@ -144,6 +144,18 @@ pub fn at_current_generation(nc: &NodeClaim) -> Option<Vec<Condition>> {
     stale.then_some(conds)
 }
 
+/// `patch` (a status patch of `meta`'s object) made conditional on the version it was read
+/// at. A conditions list written from a stale copy would drop what another reconciler wrote
+/// since (reconcilers run concurrently); the API server answers 409 instead, and the next
+/// reconcile reads again.
+pub fn locked(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    mut patch: serde_json::Value,
+) -> serde_json::Value {
+    patch["metadata"]["resourceVersion"] = serde_json::json!(meta.resource_version);
+    patch
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

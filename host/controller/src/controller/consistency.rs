@@ -65,7 +65,11 @@ impl Reconciler for Consistency {
                     .publish(&self.ctx.client, &involved_nodeclaim(nc), "Warning", "FailedConsistencyCheck", issue)
                     .await;
             }
-            failures.keep(write_consistency(&self.ctx, nc, issues.is_empty()).await);
+            if let Err(e) = write_consistency(&self.ctx, nc, issues.is_empty()).await {
+                // Looked at again next reconcile, not in ten minutes: the write is what counts.
+                self.scanned.remove(nc.metadata.uid.as_deref().unwrap_or_default());
+                failures.push(e);
+            }
         }
         failures.finish()
     }
@@ -85,7 +89,7 @@ async fn write_consistency(ctx: &Context, nc: &NodeClaim, consistent: bool) -> R
         conditions::with_condition(nc, condition::CONSISTENT_STATE_FOUND, false, reason, message)
     };
     let name = nc.metadata.name.clone().unwrap_or_default();
-    let patch = json!({"status": {"conditions": conds}});
+    let patch = conditions::locked(&nc.metadata, json!({"status": {"conditions": conds}}));
     let api: Api<NodeClaim> = Api::all(ctx.client.clone());
     api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await

@@ -118,7 +118,7 @@ impl Lifecycle {
             }
         };
         if nc.status.as_ref().map(|s| &s.conditions) != Some(&conds) {
-            let st = json!({"status": {"conditions": conds}});
+            let st = conditions::locked(&nc.metadata, json!({"status": {"conditions": conds}}));
             api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&st))
                 .await
                 .map_err(|e| Error::kube(format!("writing Initialized of NodeClaim {name}"), e))?;
@@ -167,7 +167,7 @@ impl Lifecycle {
         }
         let conds = conditions::with_lifecycle_conditions(&nc).or_else(|| conditions::at_current_generation(&nc));
         if let Some(conds) = conds {
-            let st = json!({"status": {"conditions": conds.clone()}});
+            let st = conditions::locked(&nc.metadata, json!({"status": {"conditions": conds.clone()}}));
             match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&st)).await {
                 Ok(written) => nc = written,
                 // The step goes ahead all the same (its own status write carries them), as
@@ -190,7 +190,7 @@ impl Lifecycle {
         let [node] = with_id[..] else {
             let conds = lifecycle::unregistered_conditions(nc, with_id.len());
             if nc.status.as_ref().map(|s| &s.conditions) != Some(&conds) {
-                let st = json!({"status": {"conditions": conds}});
+                let st = conditions::locked(&nc.metadata, json!({"status": {"conditions": conds}}));
                 api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&st))
                     .await
                     .map_err(|e| Error::kube(format!("writing Registered of NodeClaim {name}"), e))?;
@@ -211,7 +211,7 @@ impl Lifecycle {
             .patch(&node_name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map_err(|e| Error::kube(format!("registering node {node_name}"), e))?;
-        let st = lifecycle::registered_status(nc, &node_name);
+        let st = conditions::locked(&nc.metadata, lifecycle::registered_status(nc, &node_name));
         api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&st))
             .await
             .map_err(|e| Error::kube(format!("writing Registered of NodeClaim {name}"), e))?;

@@ -132,6 +132,7 @@ fn nodeclass_hash(nc: &NodeClaim, nodeclass: &EC2NodeClass, now: &str) -> NodeCl
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::claim;
     use super::*;
 
     fn nodeclass(user_data: &str) -> EC2NodeClass {
@@ -139,15 +140,6 @@ mod tests {
             "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {{name: lab}}\nspec:\n  role: r\n  amiSelectorTerms: [{{alias: al2023@latest}}]\n  userData: {user_data:?}\n"
         ))
         .unwrap()
-    }
-
-    fn claim(annotations: &[(&str, &str)]) -> NodeClaim {
-        let mut nc: NodeClaim = serde_yaml::from_str(
-            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: a}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: lab}\n  requirements: []\n",
-        )
-        .unwrap();
-        nc.metadata.annotations = Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
-        nc
     }
 
     /// karpenter:pkg/controllers/nodepool/hash/suite_test.go:163

@@ -10,7 +10,7 @@
 mod drift;
 mod queue;
 
-use super::conditions::set_condition;
+use super::conditions::{self, set_condition};
 use super::context::Context;
 use super::error::{Error, Failures};
 use super::metrics::catalog as mc;
@@ -326,7 +326,7 @@ impl Disruption {
             }
             if conds != before {
                 let name = claim.nodeclaim.clone();
-                let patch = json!({"status": {"conditions": conds}});
+                let patch = conditions::locked(&nc.metadata, json!({"status": {"conditions": conds}}));
                 if let Err(e) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
                     self.failures
                         .push(Error::kube(format!("writing the disruption conditions of NodeClaim {name}"), e));
@@ -343,6 +343,16 @@ fn find<'a>(objects: &'a ClusterObjects, name: &str) -> Option<&'a NodeClaim> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// NodeClaim `a` of EC2NodeClass `lab` with `annotations`.
+    pub(super) fn claim(annotations: &[(&str, &str)]) -> NodeClaim {
+        let mut nc: NodeClaim = serde_yaml::from_str(
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: a}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: lab}\n  requirements: []\n",
+        )
+        .unwrap();
+        nc.metadata.annotations = Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+        nc
+    }
 
     #[test]
     fn the_approval_message_is_karpenters() {

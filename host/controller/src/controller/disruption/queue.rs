@@ -232,9 +232,8 @@ impl Disruption {
         let claims: Api<NodeClaim> = Api::all(self.ctx.client.clone());
         let obj = claims.get(nc).await?;
         let conds = conditions::with_condition(&obj, condition::DISRUPTION_REASON, true, reason_name(method), reason);
-        claims
-            .patch_status(nc, &PatchParams::default(), &Patch::Merge(&json!({"status": {"conditions": conds}})))
-            .await?;
+        let patch = conditions::locked(&obj.metadata, json!({"status": {"conditions": conds}}));
+        claims.patch_status(nc, &PatchParams::default(), &Patch::Merge(&patch)).await?;
         Ok(())
     }
 
@@ -265,9 +264,8 @@ impl Disruption {
         if let Some(obj) = find(objects, nc).filter(|o| conditions::has_condition(o, condition::DISRUPTION_REASON)) {
             let conds = conditions::without_condition(obj, condition::DISRUPTION_REASON);
             let claims: Api<NodeClaim> = Api::all(self.ctx.client.clone());
-            let _ = claims
-                .patch_status(nc, &PatchParams::default(), &Patch::Merge(&json!({"status": {"conditions": conds}})))
-                .await;
+            let patch = conditions::locked(&obj.metadata, json!({"status": {"conditions": conds}}));
+            let _ = claims.patch_status(nc, &PatchParams::default(), &Patch::Merge(&patch)).await;
         }
     }
 
@@ -298,16 +296,8 @@ impl Disruption {
 }
 #[cfg(test)]
 mod tests {
+    use super::super::tests::claim;
     use super::*;
-
-    fn claim(annotations: &[(&str, &str)]) -> NodeClaim {
-        let mut nc: NodeClaim = serde_yaml::from_str(
-            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: a}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: lab}\n  requirements: []\n",
-        )
-        .unwrap();
-        nc.metadata.annotations = Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
-        nc
-    }
 
     #[test]
     fn a_command_given_up_after_acting_counts_its_replacements_that_never_became_ready() {

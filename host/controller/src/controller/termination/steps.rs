@@ -74,7 +74,7 @@ pub enum Progress {
 async fn patch_status(ctx: &Ctx<'_>, nc: &NodeClaim, conds: Vec<tenon_api::common::Condition>) -> Result<(), Error> {
     let name = nc.metadata.name.clone().unwrap_or_default();
     let api: Api<NodeClaim> = Api::all(ctx.client.clone());
-    let patch = json!({"status": {"conditions": conds}});
+    let patch = conditions::locked(&nc.metadata, json!({"status": {"conditions": conds}}));
     match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
