@@ -74,7 +74,13 @@ impl Failures {
         }
     }
 
+    /// A stale read (a conflict, an object gone) is only logged: the change behind it wakes
+    /// the next reconcile, as Karpenter's controllers requeue without an error.
     pub fn push(&mut self, e: Error) {
+        if e.is_stale_read() {
+            tracing::debug!(error = %e, "stale read; looked at again on the next change");
+            return;
+        }
         tracing::warn!(error = %e, "reconcile step failed");
         match self.first {
             None => self.first = Some(e),

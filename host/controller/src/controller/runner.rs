@@ -51,7 +51,15 @@ pub fn spawn<R: Reconciler>(
                 changes.borrow_and_update();
                 let started = Instant::now();
                 ctx.metrics.reconcile_started(R::NAME);
-                let result = r.reconcile().await;
+                let mut result = r.reconcile().await;
+                if let Err(e) = &result
+                    && e.is_stale_read()
+                {
+                    // As Karpenter's controllers: a conflict or a missing object is not a
+                    // failure; the change that caused it wakes the next reconcile.
+                    tracing::debug!(controller = R::NAME, error = %e, "stale read; reconciling on the next change");
+                    result = Ok(());
+                }
                 ctx.metrics.reconcile_finished(R::NAME, started, result.as_ref().err().map(Error::label));
                 match result {
                     Ok(()) => failures = 0,
