@@ -11,10 +11,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tenon_core::convert::ClusterObjects;
 
+/// Each EC2NodeClass' name and resourceVersion.
+type ClassVersions = Vec<(String, String)>;
+
 pub struct Publisher {
     ctx: Arc<Context>,
-    /// The offering prices the cost series are read from, and when they were last refreshed.
-    offering_prices: Option<(Instant, offerings::Prices)>,
+    /// The offering prices the cost series are read from, when they were last refreshed,
+    /// and the EC2NodeClasses (name, resourceVersion) they were read for.
+    offering_prices: Option<(Instant, offerings::Prices, ClassVersions)>,
     /// Each kind's conditions at the last look, for operatorpkg's status series and Events.
     status_seen: status::StatusTracker,
 }
@@ -154,7 +158,22 @@ impl Publisher {
     /// metrics controller does, and each NodePool's cost, every reconcile.
     async fn publish_offerings(&mut self, objects: &ClusterObjects) {
         use super::catalog as mc;
-        let stale = self.offering_prices.as_ref().is_none_or(|(at, _)| at.elapsed() >= Duration::from_secs(60));
+        let classes: ClassVersions = self
+            .ctx
+            .stores
+            .nodeclasses
+            .state()
+            .iter()
+            .map(|c| {
+                (c.metadata.name.clone().unwrap_or_default(), c.metadata.resource_version.clone().unwrap_or_default())
+            })
+            .collect();
+        // Each minute, and as soon as an EC2NodeClass changes (its first resolution above
+        // all: before it, it offers nothing).
+        let stale = self
+            .offering_prices
+            .as_ref()
+            .is_none_or(|(at, _, read_for)| at.elapsed() >= Duration::from_secs(60) || *read_for != classes);
         if stale {
             let catalogs: Catalogs = self.ctx.catalogs().await;
             let s = offerings::offerings(
@@ -165,9 +184,9 @@ impl Publisher {
             self.ctx.metrics.replace(mc::INSTANCE_TYPE_MEMORY, s.memory_bytes);
             self.ctx.metrics.replace(mc::OFFERING_AVAILABLE, s.available);
             self.ctx.metrics.replace(mc::OFFERING_PRICE, s.price);
-            self.offering_prices = Some((Instant::now(), offerings::Prices::new(&catalogs)));
+            self.offering_prices = Some((Instant::now(), offerings::Prices::new(&catalogs), classes));
         }
-        if let Some((_, prices)) = &self.offering_prices {
+        if let Some((_, prices, _)) = &self.offering_prices {
             let costs = offerings::nodepool_costs(&objects.nodepools, &objects.nodeclaims, prices);
             self.ctx.metrics.replace(mc::NODEPOOLS_COST, costs);
         }
