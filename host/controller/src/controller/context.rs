@@ -32,7 +32,7 @@ pub struct Context {
     pub spot_to_spot: bool,
     /// NodeClaims with a launch under way (a launch is one task; never two per NodeClaim).
     pub launching: Arc<Mutex<BTreeSet<String>>>,
-    /// Each NodePool's policies: the policies reconciler refreshes them, decisions read them.
+    /// Each NodePool's policies: NodePool status refreshes them, decisions read them.
     pub policies: Mutex<policies::Policies>,
     cluster: Mutex<ClusterState>,
     /// The cluster view and the change count it was built at.

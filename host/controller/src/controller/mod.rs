@@ -219,7 +219,6 @@ fn spawn_reconcilers(
     let c = || ctx.clone();
     vec![
         spawn(nodeclasses::NodeClasses::new(c()), c(), stop.clone()),
-        spawn(policies::PolicyRefresh { ctx: c() }, c(), stop.clone()),
         spawn(nodepool_status::NodePoolStatusReconciler { ctx: c() }, c(), stop.clone()),
         spawn(provisioning::Provisioner::new(c()), c(), stop.clone()),
         spawn(nodeclaims::Lifecycle { ctx: c() }, c(), stop.clone()),

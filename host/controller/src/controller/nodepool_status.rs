@@ -156,7 +156,7 @@ fn set_unknown(conds: &mut Vec<tenon_api::common::Condition>, t: &str, generatio
 }
 
 /// Karpenter's `nodepool` status controllers (counter, readiness, validation, registration
-/// health).
+/// health), and Tenon's resolution of each NodePool's policies (their health is a condition).
 pub struct NodePoolStatusReconciler {
     pub ctx: Arc<Context>,
 }
@@ -168,6 +168,14 @@ impl Reconciler for NodePoolStatusReconciler {
     /// Event. Written only when it changes; each NodePool is written whatever happened to
     /// the others.
     async fn reconcile(&mut self) -> Result<(), Error> {
+        // Each NodePool's policies first: their health is part of its status, written in
+        // the same reconcile that resolves them (as the pass did).
+        {
+            let pools = self.ctx.stores.nodepools.state();
+            let mut policies = self.ctx.policies.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            policies.refresh(&pools, std::time::Instant::now());
+            policies.log_failures();
+        }
         let objects = self.ctx.objects();
         let api: Api<NodePool> = Api::all(self.ctx.client.clone());
         let classes = self.ctx.stores.nodeclasses.state();

@@ -8,10 +8,7 @@
 //! `oci://` policies are pulled in the background when a NodePool needing them is resolved
 //! (see oci_pull.rs) and resolved from the OCI cache once there.
 
-use super::context::Context;
-use super::error::Error;
 use super::oci_pull::Puller;
-use super::runner::Reconciler;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -235,23 +232,6 @@ impl Policies {
         for f in self.active.take_failures() {
             tracing::warn!(nodepool = %f.nodepool, policy = %f.policy, hook = %f.hook, kind = %f.kind, message = %f.message, fallback = %f.fallback, "policy failed");
         }
-    }
-}
-
-/// Tenon's own: each NodePool's policies resolved again when what they name changes.
-pub struct PolicyRefresh {
-    pub ctx: Arc<Context>,
-}
-
-impl Reconciler for PolicyRefresh {
-    const NAME: &'static str = "policies";
-
-    async fn reconcile(&mut self) -> Result<(), Error> {
-        let pools = self.ctx.stores.nodepools.state();
-        let mut policies = self.ctx.policies.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        policies.refresh(&pools, Instant::now());
-        policies.log_failures();
-        Ok(())
     }
 }
 
