@@ -181,3 +181,23 @@ pub async fn nominated(c: &Cluster, app: &str) -> bool {
     }
     false
 }
+
+/// lab-general on 4-vCPU nodes with the controller running, inflate at six pods that take a
+/// minute to go (two nodes of three), and a PDB allowing one inflate pod down at a time: the
+/// two NodeClaims. Draining both, the one eviction the PDB allows keeps it exhausted.
+pub async fn two_nodes_under_one_pdb(c: &mut Cluster) -> Vec<tenon_api::NodeClaim> {
+    apply_lab_general(c);
+    four_vcpu_nodes(c);
+    c.start_controller();
+    nodeclass_ready(c, "lab-general").await;
+    inflate_grace(c, 60);
+    scale_inflate(c, 6);
+    all_bound(c, INFLATE_NS, 6, Duration::from_secs(120)).await;
+    let claims = c.nodeclaims().await;
+    assert_eq!(claims.len(), 2, "two nodes of three pods");
+    c.apply_yaml(
+        "pdb",
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: inflate, namespace: karpenter-lab}\nspec:\n  maxUnavailable: 1\n  selector: {matchLabels: {app: inflate}}\n",
+    );
+    claims
+}

@@ -6,8 +6,8 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use std::time::{Duration, Instant, SystemTime};
 use tenon_e2e::scenario::{
-    INFLATE_NS, all_bound, apply_lab_general, four_vcpu_nodes, inflate_grace, nodeclass_ready, nominated,
-    patch_nodepool, scale_inflate,
+    INFLATE_NS, all_bound, apply_lab_general, four_vcpu_nodes, nodeclass_ready, nominated, patch_nodepool,
+    scale_inflate, two_nodes_under_one_pdb,
 };
 use tenon_e2e::{CONTROLLER_TOKEN, Cluster, eventually, replica_token};
 use tenon_kube_emulator::Fault;
@@ -15,20 +15,7 @@ use tenon_kube_emulator::Fault;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_drains_held_by_one_pdb_stop_no_provisioning() {
     let mut c = Cluster::start("hostile-pdb").await;
-    apply_lab_general(&c);
-    four_vcpu_nodes(&c);
-    c.start_controller();
-    nodeclass_ready(&c, "lab-general").await;
-    // Pods that take a minute to go: the one eviction the PDB allows keeps it exhausted.
-    inflate_grace(&c, 60);
-    scale_inflate(&c, 6);
-    all_bound(&c, INFLATE_NS, 6, Duration::from_secs(120)).await;
-    let claims = c.nodeclaims().await;
-    assert_eq!(claims.len(), 2, "two nodes of three pods");
-    c.apply_yaml(
-        "pdb",
-        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: inflate, namespace: karpenter-lab}\nspec:\n  maxUnavailable: 1\n  selector: {matchLabels: {app: inflate}}\n",
-    );
+    let claims = two_nodes_under_one_pdb(&mut c).await;
     // The API server refuses the first evictions as a PDB does (429, no Retry-After): a race
     // the controller's own PDB arithmetic cannot see (another drain, another controller).
     c.emu.inject(Fault {

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 use tenon_e2e::scenario::{
-    INFLATE_NS, all_bound, apply_lab_general, four_vcpu_nodes, inflate_grace, nodeclass_ready, nominated, scale_inflate,
+    INFLATE_NS, all_bound, apply_lab_general, nodeclass_ready, nominated, scale_inflate, two_nodes_under_one_pdb,
 };
 use tenon_e2e::{CONTROLLER_TOKEN, Cluster, eventually};
 
@@ -58,21 +58,8 @@ async fn nodeclass_is_ready(c: &Cluster, name: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_drain_and_a_slow_eviction_hold_up_no_provisioning() {
     let mut c = Cluster::start("slow-eviction").await;
-    apply_lab_general(&c);
-    four_vcpu_nodes(&c);
-    c.start_controller();
-    nodeclass_ready(&c, "lab-general").await;
-    // Pods that take a minute to go: the one eviction the PDB allows keeps it exhausted, so
-    // the other node's drain is held.
-    inflate_grace(&c, 60);
-    scale_inflate(&c, 6);
-    all_bound(&c, INFLATE_NS, 6, Duration::from_secs(120)).await;
-    let claims = c.nodeclaims().await;
-    assert_eq!(claims.len(), 2, "two nodes of three pods");
-    c.apply_yaml(
-        "pdb",
-        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: inflate, namespace: karpenter-lab}\nspec:\n  maxUnavailable: 1\n  selector: {matchLabels: {app: inflate}}\n",
-    );
+    // One node's drain is held by the PDB while the other's one allowed eviction is slow.
+    let claims = two_nodes_under_one_pdb(&mut c).await;
     // The API server takes 20 s to answer each eviction (a slow admission webhook).
     c.emu.delay_next("create", "pods/eviction", Duration::from_secs(20), 100);
     for nc in &claims {
