@@ -23,6 +23,14 @@ use tenon_core::ClusterSnapshot;
 use tenon_core::cloud::{CloudError, CloudProvider, InstanceState};
 use tenon_core::disruption::drain::{DrainAction, PdbAllowance, drain_order_with};
 
+/// `read` as this step read it, at `written`'s resourceVersion: the step's own write since
+/// is no conflict for its later writes.
+fn at_version(read: &NodeClaim, written: &NodeClaim) -> NodeClaim {
+    let mut nc = read.clone();
+    nc.metadata.resource_version = written.metadata.resource_version.clone();
+    nc
+}
+
 /// The cloud side of termination.
 pub trait Instances: Sync {
     fn terminate<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), Error>>;
@@ -109,11 +117,14 @@ pub async fn finalize_nodeclaim(ctx: &Ctx<'_>, nc: &NodeClaim, nodes: &[&Node]) 
         return Ok(Progress::Waiting);
     }
     let api: Api<NodeClaim> = Api::all(ctx.client.clone());
+    let mut stamped = None;
     if let Some(at) = deadline_to_record(nc) {
         let patch = json!({"metadata": {"annotations": {wk::ANNOTATION_NODECLAIM_TERMINATION_TIME: at}}});
-        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        let written = api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map_err(|e| Error::kube(format!("recording the termination time of {name}"), e))?;
+        stamped = Some(at_version(nc, &written));
         let obj = Involved::cluster_scoped("karpenter.sh/v1", "NodeClaim", &nc.metadata);
         ctx.recorder
             .publish(
@@ -125,6 +136,7 @@ pub async fn finalize_nodeclaim(ctx: &Ctx<'_>, nc: &NodeClaim, nodes: &[&Node]) 
             )
             .await;
     }
+    let nc = stamped.as_ref().unwrap_or(nc);
     // Only a registered NodeClaim's Nodes are deleted (Karpenter: deleting a Node without
     // our finalizer could leak its kubelet's lease); the instance's end removes the others.
     if has_condition(nc, condition::REGISTERED) && !nodes.is_empty() {
@@ -170,14 +182,18 @@ pub async fn finalize_node(
 ) -> Result<NodeProgress, Error> {
     let name = node.metadata.name.clone().unwrap_or_default();
     let nodes: Api<Node> = Api::all(ctx.client.clone());
+    // The NodeClaim as this step read it, at the version the deletion left it (the step's
+    // condition writes are conditional on it).
+    let mut deleted = None;
     if let Some(nc) = nc.filter(|c| c.metadata.deletion_timestamp.is_none()) {
         let claim = nc.metadata.name.clone().unwrap_or_default();
         match Api::<NodeClaim>::all(ctx.client.clone()).delete(&claim, &DeleteParams::default()).await {
-            Ok(_) => {}
+            Ok(answer) => deleted = answer.left().map(|d| at_version(nc, &d)),
             Err(kube::Error::Api(s)) if s.code == 404 => {}
             Err(e) => return Err(Error::kube(format!("deleting NodeClaim {claim}"), e)),
         }
     }
+    let nc = deleted.as_ref().or(nc);
     // Karpenter says so on the Node too, every pass (the recorder keeps it to once a window).
     if let Some(at) = nc.and_then(recorded_deadline) {
         let obj = Involved::cluster_scoped("v1", "Node", &node.metadata);
