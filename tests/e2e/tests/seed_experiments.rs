@@ -98,8 +98,13 @@ async fn lab_general_negative_impossible_arch_stays_pending_with_the_reason() {
     c.apply_yaml("namespace", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: karpenter-lab\n");
     apply_lab(&c, "karpenter-negative.yaml");
     c.start_controller();
+    // A decision made before the EC2NodeClass is resolved says the NodePool is not Ready;
+    // the next (a pending pod is decided again every 10 s) names the conflict.
     let event = eventually(Duration::from_secs(60), "a FailedScheduling Event on impossible-arch", || async {
-        c.events_for("impossible-arch").await.into_iter().find(|e| e.reason.as_deref() == Some("FailedScheduling"))
+        c.events_for("impossible-arch").await.into_iter().find(|e| {
+            e.reason.as_deref() == Some("FailedScheduling")
+                && e.message.as_deref().is_some_and(|m| m.contains("kubernetes.io/arch"))
+        })
     })
     .await;
     let message = event.message.unwrap_or_default();
