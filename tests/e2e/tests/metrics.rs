@@ -185,9 +185,15 @@ async fn every_dashboard_metric_appears_with_help_and_type() {
         assert!(emptied.elapsed() < Duration::from_secs(150), "empty nodes still there after 150 s");
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let after = eventually(Duration::from_secs(30), "termination series", || async {
+    // Each series comes from its own reconciler: read them once every one has seen the nodes go.
+    let after = eventually(Duration::from_secs(30), "termination series, nodes and cost settled", || async {
         let text = c.metrics_text()?;
-        text.contains("karpenter_nodes_terminated_total{").then_some(text)
+        let mut now = Scraped::default();
+        now.add(&text);
+        let settled = text.contains("karpenter_nodes_terminated_total{")
+            && !now.samples.contains("karpenter_nodes_allocatable")
+            && now.value("karpenter_nodepools_cost_total{", &["nodepool=\"lab-general\""]) == Some(0.0);
+        settled.then_some(text)
     })
     .await;
     let mut end = Scraped::default();
