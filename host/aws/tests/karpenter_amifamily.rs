@@ -575,7 +575,7 @@ async fn an_ssm_failure_other_than_not_found_fails_the_resolution() {
     let moto = Moto::start();
     let p = moto.provider("ssme").await;
     lab(&p, "ssme").await;
-    let proxy = support::throttle_matching(&moto, 100, "AmazonSSM.GetParameter").await;
+    let proxy = tenon_fault_proxy::throttle_matching(&moto.url, 100, "AmazonSSM.GetParameter").await;
     let mut conn = moto.connection();
     conn.endpoint_url = Some(proxy.url.clone());
     let throttled =

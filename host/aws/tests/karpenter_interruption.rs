@@ -287,7 +287,7 @@ async fn polling_without_permission_is_an_error() {
         "HTTP/1.1 403 Forbidden\r\nContent-Type: application/x-amz-json-1.0\r\nx-amzn-query-error: AccessDenied;Sender\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    let proxy = support::fault_matching(&moto, 100, "AmazonSQS.ReceiveMessage", response).await;
+    let proxy = tenon_fault_proxy::fault_matching(&moto.url, 100, "AmazonSQS.ReceiveMessage", response).await;
     let mut conn = moto.connection();
     conn.endpoint_url = Some(proxy.url.clone());
     let denied =

@@ -433,7 +433,7 @@ async fn interruption_queue_round_trip() {
 async fn throttled_calls_are_retried_with_backoff() {
     let moto = Moto::start();
     // Two throttles, then moto: the SDK's standard retry (5 attempts here) gets through.
-    let proxy = support::throttle(&moto, 2).await;
+    let proxy = tenon_fault_proxy::throttle(&moto.url, 2).await;
     let mut conn = moto.connection();
     conn.endpoint_url = Some(proxy.url.clone());
     conn.max_attempts = 5;
@@ -464,7 +464,7 @@ async fn throttled_calls_are_retried_with_backoff() {
     }
 
     // More throttles than attempts: a typed error naming the operation and EC2's code.
-    let proxy = support::throttle(&moto, 10).await;
+    let proxy = tenon_fault_proxy::throttle(&moto.url, 10).await;
     conn.endpoint_url = Some(proxy.url.clone());
     conn.max_attempts = 2;
     let p = AwsProvider::connect(&conn, p.settings.clone()).await.expect("the connection names its region");
@@ -775,8 +775,13 @@ async fn a_failing_catalog_refresh_serves_the_last_good_catalog_and_backs_off() 
     use std::time::{Duration, Instant};
     let moto = Moto::start();
     let failing = Arc::new(AtomicBool::new(true));
-    let proxy =
-        support::fault_while(&moto, "Action=DescribeInstanceTypeOfferings", unauthorized(), failing.clone()).await;
+    let proxy = tenon_fault_proxy::fault_while(
+        &moto.url,
+        "Action=DescribeInstanceTypeOfferings",
+        unauthorized(),
+        failing.clone(),
+    )
+    .await;
     let mut conn = moto.connection();
     conn.endpoint_url = Some(proxy.url.clone());
     let mut p = AwsProvider::connect(&conn, moto.provider("cat").await.settings.clone())
@@ -827,7 +832,7 @@ async fn launches_beyond_the_bound_wait_for_a_free_slot_instead_of_piling_onto_e
     let moto = Moto::start();
     // A loaded EC2 answers CreateFleet slowly: every launch over the bound would wait on it
     // at once (thousands in a big wave) and time out together.
-    let proxy = support::slow_matching(&moto, "Action=CreateFleet", Duration::from_millis(300)).await;
+    let proxy = tenon_fault_proxy::slow_matching(&moto.url, "Action=CreateFleet", Duration::from_millis(300)).await;
     let mut conn = moto.connection();
     conn.endpoint_url = Some(proxy.url.clone());
     let setup = moto.provider("bound").await;
@@ -876,7 +881,7 @@ async fn launch_and_termination_failures_are_counted_by_zone() {
          <fleetInstanceSet/></CreateFleetResponse>",
         subnet.id
     );
-    let proxy = support::fault_matching(&moto, 1, "Action=CreateFleet", ec2_ok(&ice)).await;
+    let proxy = tenon_fault_proxy::fault_matching(&moto.url, 1, "Action=CreateFleet", ec2_ok(&ice)).await;
     let mut conn = moto.connection();
     conn.endpoint_url = Some(proxy.url.clone());
     let p = AwsProvider::connect(&conn, setup.settings.clone()).await.unwrap();
@@ -891,7 +896,7 @@ async fn launch_and_termination_failures_are_counted_by_zone() {
     assert!(text.lines().any(|l| l == launch), "{launch} missing from\n{text}");
 
     let launched = setup.create(&req).await.expect("launched without the proxy");
-    let proxy = support::fault_matching(&moto, 1, "Action=TerminateInstances", unauthorized()).await;
+    let proxy = tenon_fault_proxy::fault_matching(&moto.url, 1, "Action=TerminateInstances", unauthorized()).await;
     conn.endpoint_url = Some(proxy.url.clone());
     let p = AwsProvider::connect(&conn, setup.settings.clone()).await.unwrap();
     p.resolve(&nc).await.expect("resolved through the proxy");

@@ -1,3 +1,5 @@
+//! (Long: the one `Cluster` a test drives, and its waits; stand-ins, scenarios and the
+//! differential sides are modules of their own.)
 //! End-to-end harness: the real `tenon controller` binary against the Kubernetes API emulator
 //! and moto, with the parts of a cluster Tenon does not provide played by stand-ins:
 //!

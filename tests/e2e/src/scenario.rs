@@ -201,3 +201,18 @@ pub async fn two_nodes_under_one_pdb(c: &mut Cluster) -> Vec<tenon_api::NodeClai
     );
     claims
 }
+
+/// A pod no node of lab-general can take (every node is in us-east-1a) is created, and a
+/// NodeClaim is nominated for it within 5 s; `case` names the test in the timing line.
+pub async fn a_new_pod_is_nominated_within_5s(c: &Cluster, case: &str) {
+    c.apply_yaml(
+        "fresh",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: fresh-0, namespace: karpenter-lab}\nspec:\n  nodeSelector: {capacity.example.io/pool: lab-general, topology.kubernetes.io/zone: us-east-1b}\n  containers: [{name: pause, image: public.ecr.aws/eks-distro/kubernetes/pause:3.10, resources: {requests: {cpu: 500m}}}]\n",
+    );
+    let asked = Instant::now();
+    eventually(Duration::from_secs(5), "a NodeClaim nominated for the new pod within 5 s", || async {
+        nominated(c, "fresh").await.then_some(())
+    })
+    .await;
+    eprintln!("e2e timing ({case}): new pod nominated {:.1}s after it was created", asked.elapsed().as_secs_f64());
+}

@@ -6,8 +6,8 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use std::time::{Duration, Instant, SystemTime};
 use tenon_e2e::scenario::{
-    INFLATE_NS, all_bound, apply_lab_general, four_vcpu_nodes, nodeclass_ready, nominated, patch_nodepool,
-    scale_inflate, two_nodes_under_one_pdb,
+    INFLATE_NS, a_new_pod_is_nominated_within_5s, all_bound, apply_lab_general, four_vcpu_nodes, nodeclass_ready,
+    patch_nodepool, scale_inflate, two_nodes_under_one_pdb,
 };
 use tenon_e2e::{CONTROLLER_TOKEN, Cluster, eventually, replica_token};
 use tenon_kube_emulator::Fault;
@@ -34,17 +34,7 @@ async fn two_drains_held_by_one_pdb_stop_no_provisioning() {
         c.metric("karpenter_pods_eviction_requests_total{code=\"429\"}").await.filter(|n| *n >= 2.0)
     })
     .await;
-    // A pod no node there can take (every node is in us-east-1a): it needs a new NodeClaim.
-    c.apply_yaml(
-        "fresh",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: fresh-0, namespace: karpenter-lab}\nspec:\n  nodeSelector: {capacity.example.io/pool: lab-general, topology.kubernetes.io/zone: us-east-1b}\n  containers: [{name: pause, image: public.ecr.aws/eks-distro/kubernetes/pause:3.10, resources: {requests: {cpu: 500m}}}]\n",
-    );
-    let asked = Instant::now();
-    eventually(Duration::from_secs(5), "a NodeClaim nominated for the new pod within 5 s", || async {
-        nominated(&c, "fresh").await.then_some(())
-    })
-    .await;
-    eprintln!("e2e timing (hostile): new pod nominated {:.1}s after it was created", asked.elapsed().as_secs_f64());
+    a_new_pod_is_nominated_within_5s(&c, "hostile").await;
     c.assert_controller_running();
 }
 

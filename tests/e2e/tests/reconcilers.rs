@@ -3,7 +3,8 @@
 
 use std::time::{Duration, Instant};
 use tenon_e2e::scenario::{
-    INFLATE_NS, all_bound, apply_lab_general, nodeclass_ready, nominated, scale_inflate, two_nodes_under_one_pdb,
+    INFLATE_NS, a_new_pod_is_nominated_within_5s, all_bound, apply_lab_general, nodeclass_ready, nominated,
+    scale_inflate, two_nodes_under_one_pdb,
 };
 use tenon_e2e::{CONTROLLER_TOKEN, Cluster, eventually};
 
@@ -69,20 +70,7 @@ async fn a_held_drain_and_a_slow_eviction_hold_up_no_provisioning() {
         (c.emu.call_count(CONTROLLER_TOKEN, "pods/eviction", "create") > 0).then_some(())
     })
     .await;
-    // A pod no node there can take (every node is in us-east-1a): it needs a new NodeClaim.
-    c.apply_yaml(
-        "fresh",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: fresh-0, namespace: karpenter-lab}\nspec:\n  nodeSelector: {capacity.example.io/pool: lab-general, topology.kubernetes.io/zone: us-east-1b}\n  containers: [{name: pause, image: public.ecr.aws/eks-distro/kubernetes/pause:3.10, resources: {requests: {cpu: 500m}}}]\n",
-    );
-    let asked = Instant::now();
-    eventually(Duration::from_secs(5), "a NodeClaim nominated for the new pod within 5 s", || async {
-        nominated(&c, "fresh").await.then_some(())
-    })
-    .await;
-    eprintln!(
-        "e2e timing (slow eviction): new pod nominated {:.1}s after it was created",
-        asked.elapsed().as_secs_f64()
-    );
+    a_new_pod_is_nominated_within_5s(&c, "slow eviction").await;
     assert_eq!(
         c.metric_sum("karpenter_pods_eviction_requests_total", &[]).await,
         0.0,

@@ -1,3 +1,5 @@
+//! (Long: one dispatch over every verb and subresource the API server answers; the store,
+//! patches, selectors and tables are modules of their own.)
 //! HTTP: the Kubernetes REST layout over the store, watches as chunked JSON lines, fault
 //! injection.
 

@@ -118,31 +118,3 @@ pub fn interruption_messages() -> Vec<(String, InterruptionKind, Vec<&'static st
         ),
     ]
 }
-
-/// The fault proxy (tenon-fault-proxy) in front of this test's moto.
-pub use tenon_fault_proxy::Throttle;
-
-pub async fn throttle(moto: &Moto, failures: usize) -> Throttle {
-    tenon_fault_proxy::throttle(&moto.url, failures).await
-}
-
-pub async fn throttle_matching(moto: &Moto, failures: usize, needle: &str) -> Throttle {
-    tenon_fault_proxy::throttle_matching(&moto.url, failures, needle).await
-}
-
-pub async fn fault_matching(moto: &Moto, failures: usize, needle: &str, response: String) -> Throttle {
-    tenon_fault_proxy::fault_matching(&moto.url, failures, needle, response).await
-}
-
-pub async fn slow_matching(moto: &Moto, needle: &str, delay: std::time::Duration) -> Throttle {
-    tenon_fault_proxy::slow_matching(&moto.url, needle, delay).await
-}
-
-pub async fn fault_while(
-    moto: &Moto,
-    needle: &str,
-    response: String,
-    failing: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> Throttle {
-    tenon_fault_proxy::fault_while(&moto.url, needle, response, failing).await
-}

@@ -33,7 +33,10 @@ pub struct Context {
     /// NodeClaims with a launch under way (a launch is one task; never two per NodeClaim).
     pub launching: Arc<Mutex<BTreeSet<String>>>,
     /// Each NodePool's policies: NodePool status refreshes them, decisions read them.
-    pub policies: Mutex<policies::Policies>,
+    policies: Mutex<policies::Policies>,
+    /// What provisioning saw and decided of each waiting pod, for the pod latency series
+    /// (its own lock: the metrics reconciler walks every pod with it).
+    pub pod_times: Mutex<PodTimes>,
     cluster: Mutex<ClusterState>,
     /// The cluster view and the change count it was built at.
     view: Mutex<Option<(u64, Arc<ClusterObjects>)>>,
@@ -57,10 +60,19 @@ pub struct ClusterState {
     pub registration: RegistrationHealth,
     /// NodePool UID → what its `NodeRegistrationHealthy` was last decided to be.
     pub registration_verdicts: BTreeMap<String, Verdict>,
-    /// What provisioning saw and decided of each waiting pod, for the pod latency series.
-    pub pod_times: PodTimes,
     /// The last instance listing, shared by the drift check and garbage collection.
     instances: Option<(Instant, Arc<Vec<Instance>>)>,
+}
+
+impl ClusterState {
+    /// Forgets the NodeClaims created here that `objects` shows.
+    pub fn forget_seen(&mut self, objects: &ClusterObjects) {
+        if self.unobserved.is_empty() {
+            return;
+        }
+        let seen: BTreeSet<&str> = objects.nodeclaims.iter().filter_map(|nc| nc.metadata.name.as_deref()).collect();
+        self.unobserved.retain(|name, _| !seen.contains(name.as_str()));
+    }
 }
 
 /// One DescribeInstances serves garbage collection and the drift check made together.
@@ -90,6 +102,7 @@ impl Context {
             spot_to_spot,
             launching: Arc::default(),
             policies: Mutex::new(policies),
+            pod_times: Mutex::default(),
             cluster: Mutex::default(),
             view: Mutex::default(),
         }
@@ -100,9 +113,19 @@ impl Context {
         self.cluster.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Each NodePool's policies (never held across an await).
+    pub fn policies(&self) -> MutexGuard<'_, policies::Policies> {
+        self.policies.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// The policies as they are now, for a decision made off the loop.
     pub fn active_policies(&self) -> Arc<tenon_policy::cluster::ClusterPolicies> {
-        self.policies.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).active.clone()
+        self.policies().active.clone()
+    }
+
+    /// The pod timings (never held across an await).
+    pub fn pod_times(&self) -> MutexGuard<'_, PodTimes> {
+        self.pod_times.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The cluster as the caches hold it, copied once per change however many reconcilers
@@ -125,10 +148,7 @@ impl Context {
     /// is in it (those are forgotten here) and no provisioning decision is under way.
     pub fn synced(&self, objects: &ClusterObjects) -> bool {
         let mut cluster = self.cluster();
-        if !cluster.unobserved.is_empty() {
-            let seen: BTreeSet<&str> = objects.nodeclaims.iter().filter_map(|nc| nc.metadata.name.as_deref()).collect();
-            cluster.unobserved.retain(|name, _| !seen.contains(name.as_str()));
-        }
+        cluster.forget_seen(objects);
         cluster.unobserved.is_empty() && !cluster.provisioning
     }
 

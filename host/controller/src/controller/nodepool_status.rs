@@ -172,7 +172,7 @@ impl Reconciler for NodePoolStatusReconciler {
         // the same reconcile that resolves them (as the pass did).
         {
             let pools = self.ctx.stores.nodepools.state();
-            let mut policies = self.ctx.policies.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut policies = self.ctx.policies();
             policies.refresh(&pools, std::time::Instant::now());
             policies.log_failures();
         }
@@ -190,8 +190,8 @@ impl Reconciler for NodePoolStatusReconciler {
                 .as_ref()
                 .and_then(|r| classes.iter().find(|c| c.metadata.name.as_deref() == Some(r.name.as_str())));
             let uid = np.metadata.uid.clone().unwrap_or_default();
-            let policy = self.ctx.policies.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).unhealthy(&name);
-            let (status, failed) = {
+            let policy = self.ctx.policies().unhealthy(&name);
+            let registration = {
                 let mut cluster = self.ctx.cluster();
                 if registration_stale(np, class.map(|c| &**c)) {
                     cluster.registration.reset(&uid);
@@ -199,21 +199,18 @@ impl Reconciler for NodePoolStatusReconciler {
                 } else {
                     cluster.registration.hydrate(&uid, registration_condition(np));
                 }
-                let observed =
-                    Observed { policy: policy.clone(), registration: cluster.registration_verdicts.get(&uid).cloned() };
-                let status = status(np, &objects.nodeclaims, class.map(|c| &**c), &observed);
-                let failed = status
-                    .conditions
-                    .iter()
-                    .find(|c| c.type_ == condition::VALIDATION_SUCCEEDED && c.status == "False")
-                    .cloned();
-                if failed.is_some() {
-                    cluster.invalid.insert(name.clone());
-                } else {
-                    cluster.invalid.remove(&name);
-                }
-                (status, failed)
+                cluster.registration_verdicts.get(&uid).cloned()
             };
+            let observed = Observed { policy: policy.clone(), registration };
+            // Counted over every NodeClaim: outside the shared lock.
+            let status = status(np, &objects.nodeclaims, class.map(|c| &**c), &observed);
+            let failed =
+                status.conditions.iter().find(|c| c.type_ == condition::VALIDATION_SUCCEEDED && c.status == "False");
+            if failed.is_some() {
+                self.ctx.cluster().invalid.insert(name.clone());
+            } else {
+                self.ctx.cluster().invalid.remove(&name);
+            }
             if np.status.as_ref() == Some(&status) {
                 continue;
             }

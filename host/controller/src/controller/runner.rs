@@ -51,22 +51,25 @@ pub fn spawn<R: Reconciler>(
                 changes.borrow_and_update();
                 let started = Instant::now();
                 ctx.metrics.reconcile_started(R::NAME);
-                let mut result = r.reconcile().await;
-                if let Err(e) = &result
-                    && e.is_stale_read()
-                {
-                    // As Karpenter's controllers: a conflict or a missing object is not a
-                    // failure; the change that caused it wakes the next reconcile.
-                    tracing::debug!(controller = R::NAME, error = %e, "stale read; reconciling on the next change");
-                    result = Ok(());
-                }
-                ctx.metrics.reconcile_finished(R::NAME, started, result.as_ref().err().map(Error::label));
-                match result {
-                    Ok(()) => failures = 0,
-                    Err(e) => {
+                // A stale read (a conflict, an object gone) is no failure, as in Karpenter's
+                // controllers: the change behind it wakes the next reconcile.
+                let failed = match r.reconcile().await {
+                    Ok(()) => None,
+                    Err(e) => match requeue_after(failures + 1, &e) {
+                        None => {
+                            tracing::debug!(controller = R::NAME, error = %e, "stale read; reconciling on the next change");
+                            None
+                        }
+                        Some(wait) => Some((e, wait)),
+                    },
+                };
+                ctx.metrics.reconcile_finished(R::NAME, started, failed.as_ref().map(|(e, _)| e.label()));
+                match failed {
+                    None => failures = 0,
+                    Some((e, wait)) => {
                         failures += 1;
-                        backoff = requeue_after(failures, &e);
-                        tracing::warn!(controller = R::NAME, error = %e, kind = e.label(), failures, retry_in = ?backoff, "reconcile failed");
+                        backoff = Some(wait);
+                        tracing::warn!(controller = R::NAME, error = %e, kind = e.label(), failures, retry_in = ?wait, "reconcile failed");
                     }
                 }
             }

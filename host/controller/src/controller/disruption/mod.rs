@@ -106,13 +106,14 @@ impl Reconciler for Disruption {
     async fn reconcile(&mut self) -> Result<(), Error> {
         let objects = self.ctx.objects();
         self.sweep_marks(&objects).await;
-        if self.disruption_due() {
-            // A round waits for every NodeClaim created to be seen, and for a provisioning
-            // decision under way (it would not see that decision's NodeClaims). Nothing else
-            // holds a round off: a plan that would count on a node not Initialized yet is
-            // refused on its own (the core's rule), so one stuck node, a held drain or pod
-            // churn stops nothing elsewhere.
-            let round = self.ctx.synced(&objects);
+        // A round waits for every NodeClaim created to be seen, and for a provisioning
+        // decision under way (it would not see that decision's NodeClaims). Nothing else
+        // holds a round off: a plan that would count on a node not Initialized yet is
+        // refused on its own (the core's rule), so one stuck node, a held drain or pod
+        // churn stops nothing elsewhere.
+        let round = self.round_due() && self.ctx.synced(&objects);
+        // Instance types only when a command steps or a round runs (shaping them is costly).
+        if round || !self.commands.is_empty() {
             let catalogs = self.ctx.catalogs().await;
             self.disruption(&objects, &catalogs, round).await;
         }
@@ -132,18 +133,13 @@ impl Disruption {
         }
     }
 
-    /// True when a disruption round or a command step is due now (it needs instance types).
-    fn disruption_due(&self) -> bool {
-        !self.commands.is_empty() || self.round_due()
-    }
-
     fn round_due(&self) -> bool {
         self.last_round.is_none_or(|t| t.elapsed() >= ROUND_EVERY)
     }
 
-    /// Each command under way takes its next step, on its own; then, when one is due and
-    /// `round` allows it, a round decides over the cluster as it is, the commands' candidates
-    /// held (never taken twice, counted against their budgets).
+    /// Each command under way takes its next step, on its own; then, when `round` (one is
+    /// due and the cluster synced), a round decides over the cluster as it is, the commands'
+    /// candidates held (never taken twice, counted against their budgets).
     async fn disruption(&mut self, objects: &ClusterObjects, catalogs: &Catalogs, round: bool) {
         let commands = std::mem::take(&mut self.commands);
         let held = command::held(&commands);
@@ -152,7 +148,7 @@ impl Disruption {
                 self.commands.push(cmd);
             }
         }
-        if !round || !self.round_due() {
+        if !round {
             return;
         }
         self.last_round = Some(Instant::now());

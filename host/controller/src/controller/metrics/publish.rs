@@ -59,7 +59,7 @@ impl Publisher {
         self.ctx.metrics.replace(mc::NODEPOOLS_USAGE, usage);
         self.ctx.metrics.replace(mc::NODEPOOLS_LIMIT, limit);
         self.ctx.metrics.replace(mc::PODS_STATE, cluster::pod_states(objects));
-        let pods = self.ctx.cluster().pod_times.observe(&objects.pods, unix_now_ms() as f64 / 1000.0);
+        let pods = self.ctx.pod_times().observe(&objects.pods, unix_now_ms() as f64 / 1000.0);
         self.ctx.metrics.replace(mc::PODS_UNSTARTED, pods.unstarted);
         self.ctx.metrics.replace(mc::PODS_UNBOUND, pods.unbound);
         self.ctx.metrics.replace(mc::PODS_PROVISIONING_UNSTARTED, pods.provisioning_unstarted);

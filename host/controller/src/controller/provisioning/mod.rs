@@ -130,10 +130,9 @@ impl Provisioner {
     /// stalled watch), as Karpenter waits for its cluster state to sync, since deciding
     /// without it would provision its pods twice and overrun the NodePool's limits.
     async fn cache_has_created(&mut self, objects: &ClusterObjects) -> bool {
-        let seen: BTreeSet<&str> = objects.nodeclaims.iter().filter_map(|nc| nc.metadata.name.as_deref()).collect();
         let overdue: Vec<String> = {
             let mut cluster = self.ctx.cluster();
-            cluster.unobserved.retain(|name, _| !seen.contains(name.as_str()));
+            cluster.forget_seen(objects);
             cluster.unobserved.iter().filter(|(_, at)| at.elapsed() >= CONFIRM_AFTER).map(|(n, _)| n.clone()).collect()
         };
         let api: Api<NodeClaim> = Api::all(self.ctx.client.clone());
@@ -192,10 +191,7 @@ impl Provisioner {
             .filter(|p| tenon_core::convert::is_provisionable(p))
             .map(tenon_core::convert::pod_key)
             .collect();
-        self.ctx
-            .cluster()
-            .pod_times
-            .ack(pending.iter().map(String::as_str), crate::controller::unix_now_ms() as f64 / 1000.0);
+        self.ctx.pod_times().ack(pending.iter().map(String::as_str), crate::controller::unix_now_ms() as f64 / 1000.0);
         let (idle, max) = (self.ctx.settings.batch_idle_duration, self.ctx.settings.batch_max_duration);
         let now = self.ctx.now_ms();
         self.batcher.observe(now, &pending, idle.as_millis() as i64, max.as_millis() as i64)
@@ -266,8 +262,7 @@ impl Provisioner {
             .filter_map(key)
             .collect();
         failed.extend(plan.unschedulable.iter().filter_map(|u| key(u.pod)));
-        let decided =
-            self.ctx.cluster().pod_times.decided(&placed, &failed, crate::controller::unix_now_ms() as f64 / 1000.0);
+        let decided = self.ctx.pod_times().decided(&placed, &failed, crate::controller::unix_now_ms() as f64 / 1000.0);
         for seconds in decided {
             self.ctx.metrics.observe(mc::PODS_SCHEDULING_DECISION, &[], seconds);
         }
