@@ -91,14 +91,8 @@ impl Disruption {
 
     /// Where a replacement stands in the cache.
     pub(super) fn replacement(&self, name: &str, objects: &ClusterObjects) -> Replacement {
-        match find(objects, name) {
-            // Created moments ago: the cache has not shown it yet.
-            None if self.ctx.cluster().unobserved.contains_key(name) => Replacement::NotSeen,
-            None => Replacement::Gone,
-            Some(nc) if nc.metadata.deletion_timestamp.is_some() => Replacement::Deleting,
-            Some(nc) if conditions::has_condition(nc, condition::INITIALIZED) => Replacement::Initialized,
-            Some(_) => Replacement::Launching,
-        }
+        let unobserved = self.ctx.cluster().unobserved.contains_key(name);
+        replacement_state(name, objects, unobserved, || self.ctx.objects())
     }
 
     /// Marks the candidates and creates the replacements of a command that still holds.
@@ -294,10 +288,49 @@ impl Disruption {
         }
     }
 }
+/// Where replacement `name` stands: in this reconcile's view `pass`, else (`unobserved`)
+/// created and not shown by the cache yet, else in the cache's `latest` view. The last is
+/// read because another reconciler may have seen it in a view newer than `pass` and so
+/// taken it off the unobserved list meanwhile: missing from `pass` alone is no proof that
+/// it is gone.
+fn replacement_state(
+    name: &str,
+    pass: &ClusterObjects,
+    unobserved: bool,
+    latest: impl FnOnce() -> std::sync::Arc<ClusterObjects>,
+) -> Replacement {
+    let state = |nc: &NodeClaim| match nc {
+        nc if nc.metadata.deletion_timestamp.is_some() => Replacement::Deleting,
+        nc if conditions::has_condition(nc, condition::INITIALIZED) => Replacement::Initialized,
+        _ => Replacement::Launching,
+    };
+    if let Some(nc) = find(pass, name) {
+        return state(nc);
+    }
+    if unobserved {
+        return Replacement::NotSeen;
+    }
+    find(&latest(), name).map_or(Replacement::Gone, state)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::claim;
     use super::*;
+
+    #[test]
+    fn a_replacement_another_reconciler_saw_after_this_view_was_taken_is_not_gone() {
+        let mut created = claim(&[]);
+        created.metadata.name = Some("r1".into());
+        let pass = ClusterObjects::default();
+        let latest = std::sync::Arc::new(ClusterObjects { nodeclaims: vec![created], ..Default::default() });
+        let seen_since = replacement_state("r1", &pass, false, || latest.clone());
+        assert_eq!(seen_since, Replacement::Launching, "the cache shows it now: it is launching");
+        let unobserved = replacement_state("r1", &pass, true, || latest.clone());
+        assert_eq!(unobserved, Replacement::NotSeen);
+        let empty = std::sync::Arc::new(ClusterObjects::default());
+        assert_eq!(replacement_state("r1", &pass, false, || empty.clone()), Replacement::Gone, "nowhere: gone");
+    }
 
     #[test]
     fn a_command_given_up_after_acting_counts_its_replacements_that_never_became_ready() {
