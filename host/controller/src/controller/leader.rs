@@ -17,7 +17,19 @@ use std::time::{Duration, Instant};
 
 pub const LEASE_NAME: &str = "tenon-leader-election";
 
-#[derive(Clone, Debug)]
+/// Reads and writes a release makes before giving up (each one retry period at most).
+const RELEASE_TRIES: usize = 3;
+
+/// Why the renewals ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Kept {
+    /// Another replica holds the Lease.
+    Lost,
+    /// This replica released it (shutting down).
+    Released,
+}
+
+#[derive(Debug)]
 pub struct Election {
     pub namespace: String,
     pub identity: String,
@@ -26,6 +38,10 @@ pub struct Election {
     pub renew_deadline: Duration,
     /// How often the holder renews and a follower tries to take the Lease.
     pub retry_period: Duration,
+    /// Held by each write of a Lease this replica holds; true once released. A release
+    /// raced by a renewal would carry a stale resourceVersion and be refused, leaving the
+    /// followers to wait out the whole lease.
+    writes: tokio::sync::Mutex<bool>,
 }
 
 impl Election {
@@ -37,6 +53,7 @@ impl Election {
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(2),
+            writes: tokio::sync::Mutex::new(false),
         }
     }
 }
@@ -195,29 +212,46 @@ impl Election {
     /// Gives the Lease up (on shutdown): a follower takes over at its next try instead of
     /// waiting out the lease. Only a Lease this replica holds is touched.
     pub async fn release(&self, client: &Client) {
+        let mut released = self.writes.lock().await;
+        *released = true;
         let api: Api<Lease> = Api::namespaced(client.clone(), &self.namespace);
-        let Ok(Ok(lease)) = tokio::time::timeout(self.retry_period, api.get(LEASE_NAME)).await else { return };
+        // A renewal cut off by its timeout may still land after our read: read again.
+        for _ in 0..RELEASE_TRIES {
+            match tokio::time::timeout(self.retry_period, self.give_up(&api)).await {
+                Ok(Ok(true)) => return tracing::info!(lease = LEASE_NAME, "leadership released"),
+                Ok(Ok(false)) => return,
+                Ok(Err(kube::Error::Api(e))) if e.code == 409 => continue,
+                Ok(Err(e)) => return tracing::warn!(lease = LEASE_NAME, error = %e, "could not release the lease"),
+                Err(_) => return tracing::warn!(lease = LEASE_NAME, "could not release the lease: timed out"),
+            }
+        }
+        tracing::warn!(lease = LEASE_NAME, tries = RELEASE_TRIES, "could not release the lease: it kept changing");
+    }
+
+    /// Empties the holder of a Lease this replica holds: `Ok(false)` when it holds none.
+    async fn give_up(&self, api: &Api<Lease>) -> Result<bool, kube::Error> {
+        let Some(lease) = api.get_opt(LEASE_NAME).await? else { return Ok(false) };
         if lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) != Some(&self.identity) {
-            return;
+            return Ok(false);
         }
         let patch = json!({
             "metadata": {"resourceVersion": lease.metadata.resource_version},
             "spec": {"holderIdentity": "", "renewTime": now()},
         });
-        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
-        match tokio::time::timeout(self.retry_period, api.patch(LEASE_NAME, &params, &patch)).await {
-            Ok(Ok(_)) => tracing::info!(lease = LEASE_NAME, "leadership released"),
-            Ok(Err(e)) => tracing::warn!(lease = LEASE_NAME, error = %e, "could not release the lease"),
-            Err(_) => tracing::warn!(lease = LEASE_NAME, "could not release the lease: timed out"),
-        }
+        api.patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+        Ok(true)
     }
 
     /// Renews the Lease every retry period; returns when another replica holds it. Each
     /// renewal may take only what is left of the renew deadline.
-    pub async fn keep(&self, client: Client, leadership: &Leadership) {
+    pub async fn keep(&self, client: Client, leadership: &Leadership) -> Kept {
         let api: Api<Lease> = Api::namespaced(client, &self.namespace);
         loop {
             tokio::time::sleep(self.retry_period).await;
+            let released = self.writes.lock().await;
+            if *released {
+                return Kept::Released;
+            }
             let sent = Instant::now();
             let left = self.renew_deadline.saturating_sub(
                 leadership.renewed.lock().ok().and_then(|r| *r).map_or(self.renew_deadline, |t| sent.duration_since(t)),
@@ -226,7 +260,7 @@ impl Election {
                 Ok(Ok(true)) => leadership.renewed(sent),
                 Ok(Ok(false)) => {
                     tracing::error!(lease = LEASE_NAME, "another replica holds the lease");
-                    return;
+                    return Kept::Lost;
                 }
                 Ok(Err(e)) => tracing::warn!(lease = LEASE_NAME, error = %e, "could not renew the lease"),
                 Err(_) => tracing::warn!(lease = LEASE_NAME, "could not renew the lease: timed out"),
@@ -298,5 +332,39 @@ mod tests {
         assert!(l.leading_at(t0 + Duration::from_millis(9_900)));
         assert!(!l.leading_at(t0 + Duration::from_secs(10)));
         assert!(Leadership::sole().leading(), "no election: always");
+    }
+
+    /// A shutdown releases the Lease even when a renewal lands between its read and its
+    /// write (one cut off by its timeout is still in flight), and the renewals then end
+    /// quietly: a release is not a lost lease, which exits 1.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_release_racing_a_renewal_still_releases_and_ends_the_renewals() {
+        let emulator = tenon_kube_emulator::Emulator::start().unwrap();
+        let client = Client::try_from(kube::Config::new(emulator.url.parse().unwrap())).unwrap();
+        let mut election = Election::new("default".into(), "me".into());
+        election.retry_period = Duration::from_millis(1_000);
+        let election = std::sync::Arc::new(election);
+        let leadership = std::sync::Arc::new(Leadership::elected(election.renew_deadline));
+        election.acquire(&client, &leadership).await;
+        let keeping = {
+            let (election, client, leadership) = (election.clone(), client.clone(), leadership.clone());
+            tokio::spawn(async move { election.keep(client, &leadership).await })
+        };
+        let api: Api<Lease> = Api::namespaced(client.clone(), "default");
+        // The release's write waits; a renewal lands meanwhile, so what it read is stale.
+        emulator.delay_next("patch", "leases", Duration::from_millis(400), 1);
+        let releasing = {
+            let (election, client) = (election.clone(), client.clone());
+            tokio::spawn(async move { election.release(&client).await })
+        };
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let renewal = json!({"spec": {"renewTime": now()}});
+        api.patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&renewal)).await.unwrap();
+        releasing.await.unwrap();
+        let lease = api.get(LEASE_NAME).await.unwrap();
+        let holder = lease.spec.and_then(|s| s.holder_identity).unwrap_or_default();
+        assert_eq!(holder, "", "released: a follower takes it at its next try");
+        let ended = tokio::time::timeout(Duration::from_secs(3), keeping).await;
+        assert!(matches!(ended, Ok(Ok(Kept::Released))), "the renewals end as released: {ended:?}");
     }
 }

@@ -156,11 +156,12 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         tokio::spawn(leader::Election::watchdog(leadership.clone()));
         let (keep_client, held) = (client.clone(), leadership.clone());
         tokio::spawn(async move {
-            election.keep(keep_client, &held).await;
-            // Crash-only, as controller-runtime: a replica that may no longer lead must not
-            // act; the restart comes back as a follower.
-            tracing::error!("leadership lost; exiting");
-            std::process::exit(1);
+            if election.keep(keep_client, &held).await == leader::Kept::Lost {
+                // Crash-only, as controller-runtime: a replica that may no longer lead must
+                // not act; the restart comes back as a follower.
+                tracing::error!("leadership lost; exiting");
+                std::process::exit(1);
+            }
         });
     }
     let spot_to_spot = gates.get("SpotToSpotConsolidation").copied().unwrap_or(false);
