@@ -11,27 +11,20 @@ pub mod bootstrap;
 pub mod client_metrics;
 pub mod client_policy;
 pub mod conditions;
-pub mod consistency;
 pub mod context;
 pub mod disruption;
 pub mod error;
 pub mod events;
 pub mod eviction_backoff;
-pub mod expiration;
-pub mod garbage;
 pub mod health;
-pub mod instance_health;
 pub mod interruption;
-pub mod launch;
 pub mod leader;
-pub mod lifecycle;
 pub mod metrics;
 pub mod names;
-pub mod nodeclaims;
-pub mod nodeclasses;
-pub mod nodepool_status;
+pub mod nodeclaim;
+pub mod nodeclass;
+pub mod nodepool;
 pub mod oci_pull;
-pub mod pod_events;
 pub mod policies;
 pub mod provisioning;
 pub mod ratelimit;
@@ -219,16 +212,16 @@ fn spawn_reconcilers(
     use runner::spawn;
     let c = || ctx.clone();
     vec![
-        spawn(nodeclasses::NodeClasses::new(c()), c(), stop.clone()),
-        spawn(nodepool_status::NodePoolStatusReconciler { ctx: c() }, c(), stop.clone()),
+        spawn(nodeclass::NodeClasses::new(c()), c(), stop.clone()),
+        spawn(nodepool::status::NodePoolStatusReconciler { ctx: c() }, c(), stop.clone()),
         spawn(provisioning::Provisioner::new(c()), c(), stop.clone()),
-        spawn(nodeclaims::Lifecycle { ctx: c() }, c(), stop.clone()),
-        spawn(consistency::Consistency::new(c()), c(), stop.clone()),
-        spawn(pod_events::PodEvents::new(c()), c(), stop.clone()),
-        spawn(expiration::Expiration { ctx: c() }, c(), stop.clone()),
+        spawn(nodeclaim::lifecycle::Lifecycle { ctx: c() }, c(), stop.clone()),
+        spawn(nodeclaim::consistency::Consistency::new(c()), c(), stop.clone()),
+        spawn(nodeclaim::pod_events::PodEvents::new(c()), c(), stop.clone()),
+        spawn(nodeclaim::expiration::Expiration { ctx: c() }, c(), stop.clone()),
         spawn(disruption::Disruption::new(c()), c(), stop.clone()),
         spawn(termination::Termination::new(c()), c(), stop.clone()),
-        spawn(garbage::Garbage::new(c()), c(), stop.clone()),
+        spawn(nodeclaim::garbage::Garbage::new(c()), c(), stop.clone()),
         spawn(metrics::publish::Publisher::new(c()), c(), stop.clone()),
     ]
 }

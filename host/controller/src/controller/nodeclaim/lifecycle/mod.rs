@@ -1,13 +1,18 @@
 //! Karpenter's NodeClaim lifecycle controller: every NodeClaim moves one step through its
 //! lifecycle — liveness (deleted when not Launched within 5 minutes or not Registered
 //! within 15), launch (launch.rs), registration (its Node joined: labels, taints and
-//! finalizer synced), initialization (Node Ready, startup taints gone).
+//! finalizer synced), initialization (Node Ready, startup taints gone). The rules of each
+//! step are pure functions (rules.rs).
 
-use super::context::Context;
-use super::error::{Error, Failures};
-use super::metrics::catalog::NODES_CREATED;
-use super::runner::Reconciler;
-use super::{Catalogs, conditions, involved_nodeclaim, lifecycle, nodes_of, pool_of, unix_now_ms};
+pub mod launch;
+pub mod rules;
+
+use crate::controller::context::Context;
+use crate::controller::error::{Error, Failures};
+use crate::controller::metrics::catalog::NODES_CREATED;
+use crate::controller::runner::Reconciler;
+use self::rules as lifecycle;
+use crate::controller::{Catalogs, conditions, involved_nodeclaim, nodes_of, pool_of, unix_now_ms};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
@@ -73,7 +78,7 @@ impl Lifecycle {
         self.ctx.recorder.publish(&self.ctx.client, &involved_nodeclaim(nc), "Warning", event, &message).await;
         if let Some(np) = self.owning_nodepool(nc) {
             let uid = np.metadata.uid.clone().unwrap_or_default();
-            let current = super::nodepool_status::registration_condition(&np);
+            let current = crate::controller::nodepool::status::registration_condition(&np);
             let (why, detail) = lifecycle::registration_failure(nc);
             let mut cluster = self.ctx.cluster();
             if let Some(v) = cluster.registration.failed(&uid, current, (&why, &detail)) {
@@ -217,7 +222,7 @@ impl Lifecycle {
             .map_err(|e| Error::kube(format!("writing Registered of NodeClaim {name}"), e))?;
         if let Some(np) = self.owning_nodepool(nc) {
             let uid = np.metadata.uid.clone().unwrap_or_default();
-            let current = super::nodepool_status::registration_condition(&np);
+            let current = crate::controller::nodepool::status::registration_condition(&np);
             let mut cluster = self.ctx.cluster();
             if let Some(v) = cluster.registration.registered(&uid, current) {
                 cluster.registration_verdicts.insert(uid, v);

@@ -4,12 +4,13 @@
 //! Node; a registered NodeClaim whose instance is gone (and whose Node is not Ready) is
 //! deleted.
 
-use super::context::Context;
-use super::error::{Error, Failures};
-use super::metrics::catalog::GARBAGE_COLLECTED_INSTANCES;
-use super::runner::Reconciler;
-use super::termination::instance_id;
-use super::{conditions, involved_nodeclaim, lifecycle, unix_now};
+use crate::controller::context::Context;
+use crate::controller::error::{Error, Failures};
+use crate::controller::metrics::catalog::GARBAGE_COLLECTED_INSTANCES;
+use crate::controller::runner::Reconciler;
+use crate::controller::termination::instance_id;
+use crate::controller::nodeclaim::lifecycle::rules as lifecycle;
+use crate::controller::{conditions, involved_nodeclaim, unix_now};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::DeleteParams;
@@ -185,7 +186,7 @@ pub fn gone_nodeclaims<'a>(claims: &[&'a NodeClaim], live: &BTreeSet<&str>, node
                 && !live.contains(pid)
                 && !nodes.iter().any(|n| {
                     n.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(pid)
-                        && super::termination::node_ready(n)
+                        && crate::controller::termination::node_ready(n)
                 })
         })
         .collect()

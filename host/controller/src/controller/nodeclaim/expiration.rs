@@ -3,10 +3,11 @@
 //! (`karpenter_nodeclaims_disrupted_total`, reason `expired`), outside disruption rounds and
 //! budgets; termination drains it (`tenon_core::orchestration::expiration` decides).
 
-use super::context::Context;
-use super::error::{Error, Failures};
-use super::runner::Reconciler;
-use super::{involved_nodeclaim, lifecycle, unix_now};
+use crate::controller::context::Context;
+use crate::controller::error::{Error, Failures};
+use crate::controller::runner::Reconciler;
+use crate::controller::nodeclaim::lifecycle::rules as lifecycle;
+use crate::controller::{involved_nodeclaim, unix_now};
 use kube::Api;
 use kube::api::DeleteParams;
 use std::sync::Arc;

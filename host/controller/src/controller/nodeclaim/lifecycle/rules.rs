@@ -138,7 +138,7 @@ pub fn launched_labels(instance: &Instance, it: Option<&InstanceType>) -> BTreeM
 
 /// Status after launch: providerID, image, capacity and allocatable, `Launched`.
 pub fn launched_status(nc: &NodeClaim, instance: &Instance, it: Option<&InstanceType>) -> Value {
-    let conds = super::conditions::with_condition(nc, condition::LAUNCHED, true, "Launched", "");
+    let conds = crate::controller::conditions::with_condition(nc, condition::LAUNCHED, true, "Launched", "");
     json!({
         "providerID": instance.provider_id,
         "imageID": instance.image_id,
@@ -159,7 +159,7 @@ pub fn registration_patch(nc: &NodeClaim, node: &Node) -> Value {
     // The launch ranking is the NodeClaim's business, not the Node's.
     let synced = nc.metadata.annotations.iter().flatten().filter(|(k, _)| *k != wk::ANNOTATION_LAUNCH_OFFERINGS);
     annotations.extend(synced.map(|(k, v)| (k.clone(), v.clone())));
-    let mut taints = super::termination::taints_without(node, wk::TAINT_UNREGISTERED);
+    let mut taints = crate::controller::termination::taints_without(node, wk::TAINT_UNREGISTERED);
     for t in nc.spec.taints.iter().chain(&nc.spec.startup_taints).filter(|_| sync_taints) {
         let v = json!({"key": t.key, "value": t.value, "effect": t.effect});
         if !taints.iter().any(|x| x["key"] == v["key"] && x["effect"] == v["effect"]) {
@@ -197,7 +197,7 @@ pub enum Step {
 }
 
 pub fn next_step(nc: &NodeClaim) -> Step {
-    use super::conditions::has_condition;
+    use crate::controller::conditions::has_condition;
     if !has_condition(nc, condition::LAUNCHED) {
         Step::Launch
     } else if !has_condition(nc, condition::REGISTERED) {
@@ -213,14 +213,14 @@ pub fn next_step(nc: &NodeClaim) -> Step {
 /// none has joined, False when several claim its providerID (an invariant broken).
 pub fn unregistered_conditions(nc: &NodeClaim, nodes: usize) -> Vec<Condition> {
     if nodes == 0 {
-        super::conditions::with_unknown_condition(
+        crate::controller::conditions::with_unknown_condition(
             nc,
             condition::REGISTERED,
             "NodeNotFound",
             "Node not registered with cluster",
         )
     } else {
-        super::conditions::with_condition(
+        crate::controller::conditions::with_condition(
             nc,
             condition::REGISTERED,
             false,
@@ -232,7 +232,7 @@ pub fn unregistered_conditions(nc: &NodeClaim, nodes: usize) -> Vec<Condition> {
 
 /// The status of `nc` registered as Node `node`.
 pub fn registered_status(nc: &NodeClaim, node: &str) -> Value {
-    let conds = super::conditions::with_condition(nc, condition::REGISTERED, true, "Registered", "");
+    let conds = crate::controller::conditions::with_condition(nc, condition::REGISTERED, true, "Registered", "");
     json!({"status": {"nodeName": node, "conditions": conds}})
 }
 
@@ -245,8 +245,8 @@ pub fn initialized_label_patch() -> Value {
 pub fn initialized_conditions(nc: &NodeClaim) -> Vec<Condition> {
     let mut probe = nc.clone();
     probe.status.get_or_insert_with(Default::default).conditions =
-        super::conditions::with_condition(&probe, condition::INITIALIZED, true, "Initialized", "");
-    super::conditions::with_condition(&probe, condition::READY, true, "Ready", "")
+        crate::controller::conditions::with_condition(&probe, condition::INITIALIZED, true, "Initialized", "");
+    crate::controller::conditions::with_condition(&probe, condition::READY, true, "Ready", "")
 }
 
 /// Why `nc` is given up, for its NodePool's `NodeRegistrationHealthy`: a NodeClaim that never

@@ -2,11 +2,11 @@
 //! `ValidationSucceeded`, `NodeClassReady` and `Ready` — how a bad NodePool says what is wrong
 //! without stopping the others.
 
-use super::conditions::set_condition;
-use super::context::Context;
-use super::error::{Error, Failures};
-use super::events::Involved;
-use super::runner::Reconciler;
+use crate::controller::conditions::set_condition;
+use crate::controller::context::Context;
+use crate::controller::error::{Error, Failures};
+use crate::controller::events::Involved;
+use crate::controller::runner::Reconciler;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
 use kube::api::{Patch, PatchParams};

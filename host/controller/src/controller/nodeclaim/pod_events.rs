@@ -2,10 +2,10 @@
 //! NodeClaim, bumped when the set of (non-DaemonSet) pods on its node changes, which
 //! restarts `consolidateAfter`.
 
-use super::conditions;
-use super::context::Context;
-use super::error::{Error, Failures};
-use super::runner::Reconciler;
+use crate::controller::conditions;
+use crate::controller::context::Context;
+use crate::controller::error::{Error, Failures};
+use crate::controller::runner::Reconciler;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;

@@ -7,6 +7,8 @@
 //! pods being drained count as pending for the provisioner, so their replacement is
 //! launched while the node drains.
 
+pub mod instance_health;
+
 use super::events::{Involved, Recorder};
 use super::involved_nodeclaim;
 use super::metrics::{Metrics, catalog as mc};

@@ -4,8 +4,8 @@
 //! interruption message (failed reachability checks: terminated without waiting for its
 //! drain; a scheduled event: drained and replaced). Each unhealthy episode is counted once.
 
-use super::interruption::Interruption;
-use super::metrics::catalog::INSTANCE_STATUS_UNHEALTHY;
+use super::Interruption;
+use crate::controller::metrics::catalog::INSTANCE_STATUS_UNHEALTHY;
 use std::time::Duration;
 use tenon_core::orchestration::instance_health::{self, CHECK_EVERY_MS, UnhealthySeen};
 use tenon_core::orchestration::interruption::InterruptionKind;
@@ -23,7 +23,7 @@ impl Interruption {
                     continue;
                 }
             };
-            let now_ms = super::conditions::now_time().0.as_millisecond();
+            let now_ms = crate::controller::conditions::now_time().0.as_millisecond();
             let mut owned = Vec::new();
             for (id, categories) in instance_health::unhealthy(&statuses, now_ms) {
                 for category in categories {

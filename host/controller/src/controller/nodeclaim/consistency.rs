@@ -3,10 +3,10 @@
 //! short of a requested resource gets a `FailedConsistencyCheck` Warning on the NodeClaim
 //! and `ConsistentStateFound=False`, a consistent one `ConsistentStateFound=True`.
 
-use super::context::Context;
-use super::error::{Error, Failures};
-use super::runner::Reconciler;
-use super::{conditions, involved_nodeclaim, node_of};
+use crate::controller::context::Context;
+use crate::controller::error::{Error, Failures};
+use crate::controller::runner::Reconciler;
+use crate::controller::{conditions, involved_nodeclaim, node_of};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;

@@ -4,11 +4,12 @@
 //! (a capacity error or an unusable NodeClass deletes the NodeClaim; anything else is tried
 //! again).
 
-use super::metrics::Metrics;
-use super::metrics::catalog::{NODECLAIMS_LAUNCHED, RECONCILE_ERROR_KINDS};
-use super::nodeclaims::Lifecycle;
-use super::runner::Reconciler;
-use super::{Catalogs, conditions, involved_nodeclaim, lifecycle, unix_now_ms};
+use crate::controller::metrics::Metrics;
+use crate::controller::metrics::catalog::{NODECLAIMS_LAUNCHED, RECONCILE_ERROR_KINDS};
+use super::Lifecycle;
+use super::rules as lifecycle;
+use crate::controller::runner::Reconciler;
+use crate::controller::{Catalogs, conditions, involved_nodeclaim, unix_now_ms};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::json;
