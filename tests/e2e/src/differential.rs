@@ -104,6 +104,12 @@ impl Builder {
 
     /// An event on `kind/name` (a NodeClaim's name becomes its ordinal).
     fn event(&mut self, kind: &str, name: &str, reason: &str, message: &str) {
+        // A drain a PDB holds, on whichever node: two drains under one budget evict in
+        // name order, and Node names are each side's own.
+        if kind == "Node" && reason == "FailedDraining" {
+            self.trace.events.insert(format!("event Node {reason}"));
+            return;
+        }
         // A Node's disruption Events repeat its NodeClaim's, and Node names are the
         // cluster's own (the simulator names a node after its NodeClaim).
         if !DECISION_EVENTS.contains(&reason) || message == NOMINATED || kind == "Node" {

@@ -7,7 +7,7 @@ use tenon_e2e::Cluster;
 use tenon_e2e::differential::{self, Trace};
 
 /// The scenarios this file runs, one test each.
-const CASES: &[&str] = &["budget-window", "drift", "multi-node", "rollout", "scorer", "spot-exhausted"];
+const CASES: &[&str] = &["budget-window", "drift", "multi-node", "pdb-shared-drain", "rollout", "scorer", "spot-exhausted"];
 
 async fn same_decisions(name: &str) -> Trace {
     let mut c = Cluster::start(&format!("differential-{name}")).await;
@@ -63,6 +63,15 @@ async fn drift() {
 async fn multi_node() {
     let t = same_decisions("multi-node").await;
     assert!(t.disruptions.iter().any(|d| d.starts_with("disruption multi-node-consolidation [#1,#2,#3]")), "{t}");
+}
+
+/// Two nodes drained under one `maxUnavailable: 1` PDB evict one pod at a time on both
+/// sides: one drain is held (FailedDraining) until the PDB is relaxed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pdb_shared_drain() {
+    let t = same_decisions("pdb-shared-drain").await;
+    assert!(t.events.contains("event Node FailedDraining"), "one drain waits for the budget: {t}");
+    assert_eq!(t.nodeclaims.len(), 2, "{t}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
