@@ -7,7 +7,8 @@ use tenon_e2e::Cluster;
 use tenon_e2e::differential::{self, Trace};
 
 /// The scenarios this file runs, one test each.
-const CASES: &[&str] = &["budget-window", "drift", "multi-node", "pdb-shared-drain", "rollout", "scorer", "spot-exhausted"];
+const CASES: &[&str] =
+    &["budget-window", "drift", "multi-node", "pdb-shared-drain", "rollout", "scorer", "spot-exhausted"];
 
 async fn same_decisions(name: &str) -> Trace {
     let mut c = Cluster::start(&format!("differential-{name}")).await;

@@ -5,8 +5,8 @@
 
 use crate::controller::context::Context;
 use crate::controller::error::{Error, Failures};
-use crate::controller::runner::Reconciler;
 use crate::controller::nodeclaim::lifecycle::rules as lifecycle;
+use crate::controller::runner::Reconciler;
 use crate::controller::{involved_nodeclaim, unix_now};
 use kube::Api;
 use kube::api::DeleteParams;

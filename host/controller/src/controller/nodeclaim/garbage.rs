@@ -7,9 +7,9 @@
 use crate::controller::context::Context;
 use crate::controller::error::{Error, Failures};
 use crate::controller::metrics::catalog::GARBAGE_COLLECTED_INSTANCES;
+use crate::controller::nodeclaim::lifecycle::rules as lifecycle;
 use crate::controller::runner::Reconciler;
 use crate::controller::termination::instance_id;
-use crate::controller::nodeclaim::lifecycle::rules as lifecycle;
 use crate::controller::{conditions, involved_nodeclaim, unix_now};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;

@@ -23,8 +23,8 @@ pub use reconciler::Termination;
 pub use steps::{Ctx, NodeProgress, Progress, finalize_node, finalize_nodeclaim};
 
 use super::conditions;
-use super::lifecycle;
 use super::metrics::{Metrics, catalog as m};
+use super::nodeclaim::lifecycle::rules as lifecycle;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

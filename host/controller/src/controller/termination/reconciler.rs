@@ -5,8 +5,8 @@
 use crate::controller::context::Context;
 use crate::controller::error::{Error, Failures};
 use crate::controller::eviction_backoff::EvictionBackoff;
-use crate::controller::runner::Reconciler;
 use crate::controller::nodeclaim::lifecycle::rules as lifecycle;
+use crate::controller::runner::Reconciler;
 use crate::controller::{Catalogs, nodes_of, snapshot, termination, unix_now_ms};
 use k8s_openapi::api::core::v1::Node;
 use std::sync::Arc;

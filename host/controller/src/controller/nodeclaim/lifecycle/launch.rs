@@ -4,10 +4,10 @@
 //! (a capacity error or an unusable NodeClass deletes the NodeClaim; anything else is tried
 //! again).
 
-use crate::controller::metrics::Metrics;
-use crate::controller::metrics::catalog::{NODECLAIMS_LAUNCHED, RECONCILE_ERROR_KINDS};
 use super::Lifecycle;
 use super::rules as lifecycle;
+use crate::controller::metrics::Metrics;
+use crate::controller::metrics::catalog::{NODECLAIMS_LAUNCHED, RECONCILE_ERROR_KINDS};
 use crate::controller::runner::Reconciler;
 use crate::controller::{Catalogs, conditions, involved_nodeclaim, unix_now_ms};
 use kube::api::{DeleteParams, Patch, PatchParams};

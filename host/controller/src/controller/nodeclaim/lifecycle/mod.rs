@@ -7,11 +7,11 @@
 pub mod launch;
 pub mod rules;
 
+use self::rules as lifecycle;
 use crate::controller::context::Context;
 use crate::controller::error::{Error, Failures};
 use crate::controller::metrics::catalog::NODES_CREATED;
 use crate::controller::runner::Reconciler;
-use self::rules as lifecycle;
 use crate::controller::{Catalogs, conditions, involved_nodeclaim, nodes_of, pool_of, unix_now_ms};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
@@ -25,7 +25,7 @@ use tenon_core::orchestration::liveness;
 /// Karpenter's `nodeclaim.lifecycle` controller. Launches run on their own tasks
 /// (`Context::launching` names them), so a slow CreateFleet holds up no other NodeClaim.
 pub struct Lifecycle {
-    pub(super) ctx: Arc<Context>,
+    pub ctx: Arc<Context>,
 }
 
 impl Reconciler for Lifecycle {
