@@ -64,6 +64,11 @@ pub struct RunOptions {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Wall-clock milliseconds a policy call may take before it counts as failed (the
+    /// controller's default; a loaded machine may need more to measure rather than time out).
+    #[arg(long, env = "TENON_POLICY_DEADLINE_MS", default_value_t = tenon_policy::Limits::default().deadline_ms,
+          value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    policy_deadline_ms: u64,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -92,13 +97,17 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<u8> {
 
 /// Policy components (`(flag, file)`) for every NodePool of `snapshot`, each in the hook of
 /// the world it implements, as the controller would run them.
-fn wasm_policies(files: &[(&str, &Path)], snapshot: &ClusterSnapshot) -> anyhow::Result<ClusterPolicies> {
+fn wasm_policies(
+    files: &[(&str, &Path)],
+    snapshot: &ClusterSnapshot,
+    deadline_ms: u64,
+) -> anyhow::Result<ClusterPolicies> {
     let pools: Vec<NodePoolInfo> = snapshot
         .nodepools
         .iter()
         .map(|np| NodePoolInfo { name: np.name.clone(), labels: np.labels.clone(), annotations: Default::default() })
         .collect();
-    let engine = PolicyEngine::new(Limits::default(), PrecompileCache::default_dir())?;
+    let engine = PolicyEngine::new(Limits { deadline_ms, ..Limits::default() }, PrecompileCache::default_dir())?;
     let mut store: Option<(PathBuf, PolicyStore)> = None;
     let mut refs = Vec::new();
     for (flag, file) in files {
@@ -151,7 +160,7 @@ fn scheduling(
     pods: usize,
     catalog: Catalog,
     policy: Option<&Path>,
-    RunOptions { runs, seed, json }: RunOptions,
+    RunOptions { runs, seed, json, policy_deadline_ms }: RunOptions,
 ) -> anyhow::Result<u8> {
     if runs == 0 {
         bail!("--runs must be at least 1");
@@ -170,7 +179,7 @@ fn scheduling(
     let with_policy = match policy {
         None => None,
         Some(file) => {
-            let set = wasm_policies(&[("scoring-policy", file)], &snapshot)?;
+            let set = wasm_policies(&[("scoring-policy", file)], &snapshot, policy_deadline_ms)?;
             let (policy_seconds, policy_plan) = median(runs, || tenon_core::schedule(&snapshot, &set));
             let failures = set.take_failures();
             let calls = policy_calls(&set, &[("scoring-policy", file)]) / runs as u64;
@@ -222,7 +231,7 @@ fn scheduling(
 fn consolidation(
     nodes: usize,
     policies: &[(&str, &Path)],
-    RunOptions { runs, seed, json }: RunOptions,
+    RunOptions { runs, seed, json, policy_deadline_ms }: RunOptions,
 ) -> anyhow::Result<u8> {
     if runs == 0 {
         bail!("--runs must be at least 1");
@@ -234,7 +243,7 @@ fn consolidation(
     let with_policies = if policies.is_empty() {
         None
     } else {
-        let set = wasm_policies(policies, &snapshot)?;
+        let set = wasm_policies(policies, &snapshot, policy_deadline_ms)?;
         let (policy_seconds, pd) = median(runs, || disrupt(&snapshot, &set));
         let calls = policy_calls(&set, policies);
         let failures = set.take_failures().len();

@@ -153,6 +153,9 @@ fn every_gallery_scenario_shows_its_effect() {
             "--compare",
             "default",
             name,
+            // The effect of each policy is the point, not its speed on a loaded machine.
+            "--policy-deadline-ms",
+            "2000",
             "--json",
             scenario.to_str().unwrap(),
         ]);
