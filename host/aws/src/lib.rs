@@ -382,6 +382,24 @@ impl AwsProvider {
         self.measured("Create", fleet::create(self, req, requested)).await
     }
 
+    /// EC2's status checks of the cluster's instances (DescribeInstanceStatus).
+    pub async fn instance_statuses(
+        &self,
+    ) -> Result<Vec<tenon_core::orchestration::instance_health::InstanceChecks>, CloudError> {
+        instance_status::list(&self.clients.ec2).await
+    }
+
+    /// The interruption queue named `queue` (a name or a URL), checked to exist.
+    pub async fn interruption_queue(&self, queue: &str) -> Result<interruption::InterruptionQueue, CloudError> {
+        interruption::InterruptionQueue::new(self.clients.sqs.clone(), queue).await
+    }
+
+    /// `Err` naming the AWS operations whose attempts have all timed out since their last
+    /// answer (what `/healthz` reports), as of `now`.
+    pub fn hung_calls(&self, now: Instant) -> Result<(), String> {
+        self.clients.calls.check(now)
+    }
+
     /// At most `n` launches under way at once from now on (clones share the bound).
     pub fn limit_launches(&mut self, n: usize) {
         self.launch_slots = Arc::new(tokio::sync::Semaphore::new(n.max(1)));

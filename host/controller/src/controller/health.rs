@@ -74,7 +74,7 @@ pub async fn serve(
             get(|State((m, aws)): State<(Arc<Metrics>, Arc<tenon_aws::AwsProvider>)>| async move {
                 let now = Instant::now();
                 let checked = m.reconciles().check(now, STUCK_AFTER).map_err(|s| s.0);
-                match checked.and_then(|ok| aws.clients.calls.check(now).map(|()| ok)) {
+                match checked.and_then(|ok| aws.hung_calls(now).map(|()| ok)) {
                     Ok(text) => (StatusCode::OK, text),
                     Err(text) => (StatusCode::SERVICE_UNAVAILABLE, text),
                 }

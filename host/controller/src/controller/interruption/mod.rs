@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use tenon_api::NodeClaim;
 use tenon_api::wellknown as wk;
 use tenon_aws::AwsProvider;
-use tenon_aws::interruption::{InterruptionKind, InterruptionQueue, Received};
+use tenon_aws::interruption::{InterruptionKind, Received};
 use tenon_core::orchestration::interruption::{self as handling, Owner, Step};
 
 #[derive(Clone)]
@@ -38,7 +38,7 @@ impl Interruption {
     /// Runs forever: connects to the queue (retrying), then handles messages as they come.
     pub async fn run(self, queue: String) {
         let q = loop {
-            match InterruptionQueue::new(self.provider.clients.sqs.clone(), &queue).await {
+            match self.provider.interruption_queue(&queue).await {
                 Ok(q) => break q,
                 Err(e) => {
                     tracing::warn!(%queue, error = %e, "interruption queue unavailable; retrying in 30s");
