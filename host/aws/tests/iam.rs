@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 const SERVICES: &[&str] = &["ec2", "eks", "iam", "pricing", "sqs", "ssm"];
+const CLIENT_METHODS: &[&str] = &["clone", "config"];
 
 fn pascal(snake: &str) -> String {
     snake.split('_').map(|w| w[..1].to_uppercase() + &w[1..]).collect()
@@ -29,7 +30,8 @@ fn called(src: &str) -> BTreeSet<String> {
             let rest = &flat[from..];
             let op: String =
                 rest.chars().take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_').collect();
-            if !op.is_empty() && rest[op.len()..].starts_with("()") {
+            // A client's own methods (`sqs.clone()`) are no AWS operation.
+            if !op.is_empty() && !CLIENT_METHODS.contains(&op.as_str()) && rest[op.len()..].starts_with("()") {
                 out.insert(format!("{svc}:{}", pascal(&op)));
             }
         }
@@ -64,7 +66,7 @@ fn source_and_docs_list_the_same_operations() {
 
 #[test]
 fn the_scanner_sees_wrapped_calls() {
-    let src = "let x = p\n    .clients\n    .ec2\n    .create_fleet()\n; self.sqs.receive_message().queue_url(u); myec2.not_this(); ec2.builder_only; match ec2.terminate_instances() {}";
+    let src = "let x = p\n    .clients\n    .ec2\n    .create_fleet()\n; self.sqs.receive_message().queue_url(u); myec2.not_this(); ec2.builder_only; match ec2.terminate_instances() {} Queue::new(self.clients.sqs.clone(), q)";
     assert_eq!(
         called(src),
         BTreeSet::from([
