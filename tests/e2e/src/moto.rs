@@ -1,4 +1,4 @@
-//! moto holding a cluster's AWS account (moto_account.py), one per test, on 127.0.0.1.
+//! moto holding a cluster's AWS account (tests/moto/account.py), one per test, on 127.0.0.1.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 pub struct Moto {
     child: Child,
     pub url: String,
-    /// Offerings CreateFleet finds no capacity for (moto_account.py reads it at every call).
+    /// Offerings CreateFleet finds no capacity for (account.py reads it at every call).
     exhausted: PathBuf,
     /// Instances whose system status check has failed (read at every DescribeInstanceStatus).
     impaired: PathBuf,
@@ -27,7 +27,7 @@ impl Moto {
         let _ = std::fs::remove_file(&ready);
         let out = std::fs::File::create(log).expect("moto log file");
         let err = out.try_clone().expect("moto log file");
-        let script = super::crate_dir().join("moto_account.py");
+        let script = super::crate_dir().join("../moto/account.py");
         let mut child = Command::new("python3")
             .arg(&script)
             .arg(port.to_string())
@@ -41,7 +41,7 @@ impl Moto {
         let deadline = Instant::now() + Duration::from_secs(60);
         while !ready.exists() {
             if let Ok(Some(status)) = child.try_wait() {
-                panic!("moto_account.py exited with {status}:\n{}", std::fs::read_to_string(log).unwrap_or_default());
+                panic!("tests/moto/account.py exited with {status}:\n{}", std::fs::read_to_string(log).unwrap_or_default());
             }
             assert!(Instant::now() < deadline, "moto did not come up within 60 s; log: {}", log.display());
             std::thread::sleep(Duration::from_millis(50));

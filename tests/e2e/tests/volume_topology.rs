@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tenon_e2e::scenario::{INFLATE_NS, apply_lab_general, nodeclass_ready};
 use tenon_e2e::{Cluster, eventually, has_condition, label};
 
-/// Spot in both zones (us-east-1b is the cheaper one, see moto_account.py), consolidating
+/// Spot in both zones (us-east-1b is the cheaper one, see tests/moto/account.py), consolidating
 /// two seconds after a change.
 const ZONAL: &str = r#"apiVersion: karpenter.sh/v1
 kind: NodePool

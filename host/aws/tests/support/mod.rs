@@ -19,15 +19,17 @@ pub struct Moto {
 impl Moto {
     pub fn start() -> Moto {
         let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
-        let child = Command::new("moto_server")
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        // moto unchanged, behind the catalog cache of the end-to-end suites' moto.
+        let serve = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/moto/serve.py");
+        let child = Command::new("python3")
+            .args([serve, &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("moto_server on PATH (scripts/setup-tools installs it; the test command puts it on PATH)");
+            .expect("python3 with moto (scripts/setup-tools installs it; the test command puts its venv on PATH)");
         let deadline = Instant::now() + Duration::from_secs(30);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "moto_server did not listen on 127.0.0.1:{port} within 30 s");
+            assert!(Instant::now() < deadline, "tests/moto/serve.py did not listen on 127.0.0.1:{port} within 30 s");
             std::thread::sleep(Duration::from_millis(50));
         }
         Moto { child, url: format!("http://127.0.0.1:{port}") }

@@ -1,6 +1,6 @@
 """A moto server holding what an EKS cluster's AWS account holds before Tenon runs.
 
-Usage: moto_account.py PORT READY_FILE CLUSTER[,CLUSTER...]
+Usage: account.py PORT READY_FILE CLUSTER[,CLUSTER...]
 
 Per cluster name: two private subnets (us-east-1a, us-east-1b) and a node security group
 tagged `karpenter.sh/discovery: <cluster>` (subnets also `capacity.example.io/tier: worker`,
@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 
-import boto3
+import catalog_cache
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.responses import ActionResult
 from moto.ec2.responses.fleets import Fleets
@@ -46,7 +46,9 @@ from moto.ec2.responses.instances import InstanceResponse
 from moto.ec2.responses.subnets import Subnets
 from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
 from moto.ec2.responses.spot_instances import SpotInstances
-from moto.server import ThreadedMotoServer
+from moto.ec2.models import ec2_backends
+from moto.eks.models import eks_backends
+from moto.iam.models import iam_backends
 from moto.ssm.models import Parameter, ssm_backends
 
 REGION = "us-east-1"
@@ -240,57 +242,49 @@ def main() -> None:
     capacity_errors(base + ".exhausted.json", base + ".hung.json")
     refusals(base + ".refused.json")
     impaired_instances(os.path.splitext(ready_file)[0] + ".impaired.json")
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
+    catalog_cache.serve(port, __file__)
     endpoint = f"http://127.0.0.1:{port}"
-    session = boto3.session.Session(
-        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
-    )
-    ec2 = session.client("ec2", endpoint_url=endpoint)
-    iam = session.client("iam", endpoint_url=endpoint)
-    eks = session.client("eks", endpoint_url=endpoint)
 
-    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    # Written into moto's backends directly: the same objects its API would create, without
+    # a round trip through an HTTP client and moto's serializer for each.
+    ec2 = ec2_backends[DEFAULT_ACCOUNT_ID][REGION]
+    eks = eks_backends[DEFAULT_ACCOUNT_ID][REGION]
+    iam = iam_backends[DEFAULT_ACCOUNT_ID]["global"]
+    vpc = ec2.create_vpc(cidr_block="10.0.0.0/16").id
     for i, cluster in enumerate(clusters):
-        discovery = {"Key": "karpenter.sh/discovery", "Value": cluster}
+        discovery = {"karpenter.sh/discovery": cluster}
         for j, zone in enumerate(["us-east-1a", "us-east-1b"]):
             ec2.create_subnet(
-                VpcId=vpc,
-                CidrBlock=f"10.0.{i * 16 + j * 4}.0/22",
-                AvailabilityZone=zone,
-                TagSpecifications=[
-                    {
-                        "ResourceType": "subnet",
-                        "Tags": [discovery, {"Key": "capacity.example.io/tier", "Value": "worker"}],
-                    }
-                ],
+                vpc_id=vpc,
+                cidr_block=f"10.0.{i * 16 + j * 4}.0/22",
+                availability_zone=zone,
+                tags={"subnet": dict(discovery, **{"capacity.example.io/tier": "worker"})},
             )
-        ec2.create_security_group(
-            GroupName=f"{cluster}-node",
-            Description="EKS nodes",
-            VpcId=vpc,
-            TagSpecifications=[{"ResourceType": "security-group", "Tags": [discovery]}],
-        )
+        ec2.create_security_group(name=f"{cluster}-node", description="EKS nodes", vpc_id=vpc, tags=discovery)
         # The cluster itself: where nodes join (endpoint, CA) and its Service CIDR, which
         # is not EKS's usual default so a test can tell it was read.
         eks.create_cluster(
             name=cluster,
-            roleArn=f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:role/{cluster}-cluster",
-            resourcesVpcConfig={"subnetIds": []},
-            kubernetesNetworkConfig={"serviceIpv4Cidr": SERVICE_CIDR},
+            role_arn=f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:role/{cluster}-cluster",
+            resources_vpc_config={"subnetIds": []},
+            kubernetes_network_config={"serviceIpv4Cidr": SERVICE_CIDR},
         )
         iam.create_role(
-            RoleName=f"KarpenterNodeRole-{cluster}",
-            AssumeRolePolicyDocument='{"Version":"2012-10-17","Statement":[{"Effect":"Allow",'
+            role_name=f"KarpenterNodeRole-{cluster}",
+            assume_role_policy_document='{"Version":"2012-10-17","Statement":[{"Effect":"Allow",'
             '"Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}',
+            path="/",
+            permissions_boundary=None,
+            description=None,
+            tags=[],
+            max_session_duration=3600,
         )
 
-    images = ec2.describe_images(Owners=["amazon"])["Images"]
     # Distinct images per (architecture, variant), as in AWS: one image id stands for one
     # set of requirements.
     by_arch = {}
-    for image in sorted(images, key=lambda im: im["ImageId"]):
-        by_arch.setdefault(image.get("Architecture"), []).append(image["ImageId"])
+    for image in sorted(ec2.describe_images(owners=["amazon"]), key=lambda im: im.id):
+        by_arch.setdefault(image.architecture, []).append(image.id)
     backend = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]
     now = datetime.datetime.now(datetime.timezone.utc)
     for k8s in K8S_VERSIONS:
