@@ -41,7 +41,10 @@ impl Moto {
         let deadline = Instant::now() + Duration::from_secs(60);
         while !ready.exists() {
             if let Ok(Some(status)) = child.try_wait() {
-                panic!("tests/moto/account.py exited with {status}:\n{}", std::fs::read_to_string(log).unwrap_or_default());
+                panic!(
+                    "tests/moto/account.py exited with {status}:\n{}",
+                    std::fs::read_to_string(log).unwrap_or_default()
+                );
             }
             assert!(Instant::now() < deadline, "moto did not come up within 60 s; log: {}", log.display());
             std::thread::sleep(Duration::from_millis(50));
