@@ -25,10 +25,10 @@ pub struct Check {
 }
 
 impl Check {
-    pub(crate) fn ok(condition: &'static str) -> Self {
+    pub fn ok(condition: &'static str) -> Self {
         Check { condition, ok: true, reason: condition.to_string(), message: String::new() }
     }
-    pub(crate) fn failed(condition: &'static str, reason: &str, message: String) -> Self {
+    pub fn failed(condition: &'static str, reason: &str, message: String) -> Self {
         Check { condition, ok: false, reason: reason.to_string(), message }
     }
 }

@@ -2,6 +2,7 @@
 //! clients, caches and settings, read-only; the little state that crosses concerns, behind
 //! one lock never held across an await; and the cluster view, built once per change.
 
+use super::cloud::Cloud;
 use super::events::Recorder;
 use super::metrics::Metrics;
 use super::metrics::pods::PodTimes;
@@ -12,8 +13,7 @@ use kube::Client;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use tenon_aws::AwsProvider;
-use tenon_core::cloud::{CloudError, CloudProvider, Instance};
+use tenon_core::cloud::{CloudError, Instance};
 use tenon_core::convert::ClusterObjects;
 use tenon_core::orchestration::registration_health::{RegistrationHealth, Verdict};
 
@@ -23,7 +23,7 @@ pub struct Context {
     pub leadership: Arc<leader::Leadership>,
     pub settings: Settings,
     pub stores: Stores,
-    pub provider: Arc<AwsProvider>,
+    pub cloud: Arc<dyn Cloud>,
     pub recorder: Arc<Recorder>,
     pub metrics: Arc<Metrics>,
     /// The orchestration clock's zero: its milliseconds are monotonic time since start.
@@ -85,7 +85,7 @@ impl Context {
         leadership: Arc<leader::Leadership>,
         settings: Settings,
         stores: Stores,
-        provider: Arc<AwsProvider>,
+        cloud: Arc<dyn Cloud>,
         metrics: Arc<Metrics>,
         policies: policies::Policies,
         spot_to_spot: bool,
@@ -95,7 +95,7 @@ impl Context {
             leadership,
             settings,
             stores,
-            provider,
+            cloud,
             recorder: Arc::new(Recorder::queued()),
             metrics,
             started: Instant::now(),
@@ -157,12 +157,12 @@ impl Context {
         self.started.elapsed().as_millis() as i64
     }
 
-    /// Instance types per EC2NodeClass (from the provider's cached catalog).
+    /// Instance types per EC2NodeClass (from the cloud's cached catalog).
     pub async fn catalogs(&self) -> Catalogs {
         let mut out = BTreeMap::new();
         for nc in self.stores.nodeclasses.state() {
             let name = nc.metadata.name.clone().unwrap_or_default();
-            match self.provider.instance_types(&nc).await {
+            match self.cloud.instance_types(&nc).await {
                 Ok(t) => {
                     out.insert(name, t);
                 }
@@ -179,7 +179,7 @@ impl Context {
         {
             return Ok(list.clone());
         }
-        let list = Arc::new(self.provider.list().await?);
+        let list = Arc::new(self.cloud.list().await?);
         self.cluster().instances = Some((Instant::now(), list.clone()));
         Ok(list)
     }

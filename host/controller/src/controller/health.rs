@@ -1,6 +1,7 @@
 //! `/healthz`, `/readyz` and `/metrics` (the controller's series, see `metrics`, then the
 //! policy runtime's and the EC2 provider's).
 
+use super::cloud::Cloud;
 use super::metrics::Metrics;
 use axum::Router;
 use axum::extract::State;
@@ -63,7 +64,7 @@ impl Reconciles {
 pub async fn serve(
     metrics: Arc<Metrics>,
     policy_metrics: Arc<tenon_policy::metrics::Metrics>,
-    provider: Arc<tenon_aws::AwsProvider>,
+    cloud: Arc<dyn Cloud>,
     addr: &str,
     health_port: u16,
     metrics_port: u16,
@@ -71,10 +72,10 @@ pub async fn serve(
     let health = Router::new()
         .route(
             "/healthz",
-            get(|State((m, aws)): State<(Arc<Metrics>, Arc<tenon_aws::AwsProvider>)>| async move {
+            get(|State((m, cloud)): State<(Arc<Metrics>, Arc<dyn Cloud>)>| async move {
                 let now = Instant::now();
                 let checked = m.reconciles().check(now, STUCK_AFTER).map_err(|s| s.0);
-                match checked.and_then(|ok| aws.hung_calls(now).map(|()| ok)) {
+                match checked.and_then(|ok| cloud.hung_calls(now).map(|()| ok)) {
                     Ok(text) => (StatusCode::OK, text),
                     Err(text) => (StatusCode::SERVICE_UNAVAILABLE, text),
                 }
@@ -82,7 +83,7 @@ pub async fn serve(
         )
         .route(
             "/readyz",
-            get(|State((m, _)): State<(Arc<Metrics>, Arc<tenon_aws::AwsProvider>)>| async move {
+            get(|State((m, _)): State<(Arc<Metrics>, Arc<dyn Cloud>)>| async move {
                 if m.is_ready() {
                     (StatusCode::OK, "ok")
                 } else {
@@ -90,17 +91,17 @@ pub async fn serve(
                 }
             }),
         )
-        .with_state((metrics.clone(), provider.clone()));
-    type All = (Arc<Metrics>, Arc<tenon_policy::metrics::Metrics>, Arc<tenon_aws::AwsProvider>);
+        .with_state((metrics.clone(), cloud.clone()));
+    type All = (Arc<Metrics>, Arc<tenon_policy::metrics::Metrics>, Arc<dyn Cloud>);
     let metrics_app = Router::new()
         .route(
             "/metrics",
-            get(|State((m, p, aws)): State<All>| async move {
-                let body = m.render() + &p.render() + &aws.metrics.render();
+            get(|State((m, p, cloud)): State<All>| async move {
+                let body = m.render() + &p.render() + &cloud.render_metrics();
                 ([(axum::http::header::CONTENT_TYPE, prometheus_client::encoding::prometheus_text::CONTENT_TYPE)], body)
             }),
         )
-        .with_state((metrics, policy_metrics, provider));
+        .with_state((metrics, policy_metrics, cloud));
     let h = tokio::net::TcpListener::bind((addr, health_port)).await?;
     let mm = tokio::net::TcpListener::bind((addr, metrics_port)).await?;
     tokio::spawn(async move {

@@ -10,6 +10,7 @@
 pub mod bootstrap;
 pub mod client_metrics;
 pub mod client_policy;
+pub mod cloud;
 pub mod conditions;
 pub mod context;
 pub mod disruption;
@@ -110,7 +111,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     // No launch or termination unless this replica still leads, whoever calls.
     let fenced = leadership.clone();
     provider.fence = tenon_aws::Fence::new(move || fenced.leading());
-    let provider = Arc::new(provider);
+    let cloud: Arc<dyn cloud::Cloud> = Arc::new(provider);
     let policies = policies::Policies::new(settings.policy_dir.as_deref(), settings.policy_deadline_ms)?.with_oci(
         policies::OciSettings {
             cache: settings.policy_oci_cache.clone(),
@@ -121,7 +122,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     health::serve(
         metrics.clone(),
         policies.metrics.clone(),
-        provider.clone(),
+        cloud.clone(),
         &settings.probe_bind_address,
         settings.health_probe_port,
         settings.metrics_port,
@@ -135,7 +136,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     stores.wait_synced().await?;
     // Fetch the catalog before the first pending pod does (it takes seconds); instance
     // types are shaped from it only when a decision or launch needs them.
-    if let Err(e) = provider.catalog().await {
+    if let Err(e) = cloud.load_catalog().await {
         tracing::warn!(error = %e, "could not fetch the instance catalog yet; the first decision will retry");
     }
     metrics.set_ready();
@@ -164,7 +165,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         leadership.clone(),
         settings,
         stores,
-        provider,
+        cloud,
         metrics,
         policies,
         spot_to_spot,
@@ -172,7 +173,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     let handler = interruption::Interruption {
         client: ctx.client.clone(),
         stores: ctx.stores.clone(),
-        provider: ctx.provider.clone(),
+        cloud: ctx.cloud.clone(),
         recorder: ctx.recorder.clone(),
         metrics: ctx.metrics.clone(),
     };

@@ -80,7 +80,7 @@ impl NodeClasses {
             if self.resolve_failures.get(&name).is_some_and(|(g, _, next)| *g == gen_ && Instant::now() < *next) {
                 continue;
             }
-            match self.ctx.provider.resolve(&nc).await {
+            match self.ctx.cloud.resolve(&nc).await {
                 Ok(r) => {
                     // The resolution sets ValidationSucceeded itself (an AMI family Tenon does
                     // not launch is False), replacing a ValidationFailed from before a fix.
@@ -189,7 +189,7 @@ impl NodeClasses {
             return Ok(());
         }
         self.ctx
-            .provider
+            .cloud
             .finalize_nodeclass(nc)
             .await
             .map_err(|e| Error::cloud(format!("deleting the AWS resources of EC2NodeClass {name}"), e))?;

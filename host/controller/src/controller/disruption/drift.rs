@@ -13,7 +13,6 @@ use tenon_api::hash::{EC2NODECLASS_HASH_VERSION, NODEPOOL_HASH_VERSION};
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_api::{EC2NodeClass, NodeClaim};
 use tenon_core::ClusterSnapshot;
-use tenon_core::cloud::CloudProvider;
 use tenon_core::convert::ClusterObjects;
 
 impl Disruption {
@@ -61,7 +60,7 @@ impl Disruption {
                 NodeClassHash::Same => {}
             }
             let labels = nc.metadata.labels.clone().unwrap_or_default();
-            if let Some(reason) = self.ctx.provider.is_drifted(instance, &labels, nodeclass) {
+            if let Some(reason) = self.ctx.cloud.is_drifted(instance, &labels, nodeclass) {
                 out.insert(nc.metadata.name.clone().unwrap_or_default(), reason);
             }
         }

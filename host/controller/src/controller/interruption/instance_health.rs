@@ -1,5 +1,5 @@
 //! Karpenter's instance health checks, with or without an interruption queue: every minute
-//! EC2's status checks are read (`AwsProvider::instance_statuses`); an instance a NodeClaim owns
+//! EC2's status checks are read (`Cloud::instance_statuses`); an instance a NodeClaim owns
 //! that `tenon_core::orchestration::instance_health` finds unhealthy is handled like an
 //! interruption message (failed reachability checks: terminated without waiting for its
 //! drain; a scheduled event: drained and replaced). Each unhealthy episode is counted once.
@@ -16,7 +16,7 @@ impl Interruption {
         let mut seen = UnhealthySeen::default();
         loop {
             tokio::time::sleep(Duration::from_millis(CHECK_EVERY_MS as u64)).await;
-            let statuses = match self.provider.instance_statuses().await {
+            let statuses = match self.cloud.instance_statuses().await {
                 Ok(s) => s,
                 Err(e) => {
                     tracing::warn!(error = %e, "instance health: could not read EC2's status checks (ec2:DescribeInstanceStatus); retrying in a minute");

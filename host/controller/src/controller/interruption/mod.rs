@@ -9,6 +9,7 @@
 
 pub mod instance_health;
 
+use super::cloud::Cloud;
 use super::events::{Involved, Recorder};
 use super::involved_nodeclaim;
 use super::metrics::{Metrics, catalog as mc};
@@ -21,7 +22,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tenon_api::NodeClaim;
 use tenon_api::wellknown as wk;
-use tenon_aws::AwsProvider;
 use tenon_aws::interruption::{InterruptionKind, Received};
 use tenon_core::orchestration::interruption::{self as handling, Owner, Step};
 
@@ -29,7 +29,7 @@ use tenon_core::orchestration::interruption::{self as handling, Owner, Step};
 pub struct Interruption {
     pub client: Client,
     pub stores: Stores,
-    pub provider: Arc<AwsProvider>,
+    pub cloud: Arc<dyn Cloud>,
     pub recorder: Arc<Recorder>,
     pub metrics: Arc<Metrics>,
 }
@@ -38,7 +38,7 @@ impl Interruption {
     /// Runs forever: connects to the queue (retrying), then handles messages as they come.
     pub async fn run(self, queue: String) {
         let q = loop {
-            match self.provider.interruption_queue(&queue).await {
+            match self.cloud.interruption_queue(&queue).await {
                 Ok(q) => break q,
                 Err(e) => {
                     tracing::warn!(%queue, error = %e, "interruption queue unavailable; retrying in 30s");
@@ -61,8 +61,7 @@ impl Interruption {
                             Err(e) => tracing::warn!(error = %e, "could not delete an interruption message"),
                         }
                     }
-                    let malformed = q.malformed.load(std::sync::atomic::Ordering::Relaxed);
-                    self.metrics.advance_to(mc::INTERRUPTION_MALFORMED, &[], malformed as u64);
+                    self.metrics.advance_to(mc::INTERRUPTION_MALFORMED, &[], q.malformed());
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "interruption queue: receive failed; retrying");
@@ -115,7 +114,7 @@ impl Interruption {
                     self.notify(&found[owner], &owners[owner], &nodes, notice.type_, notice.reason, &notice.message)
                         .await;
                 }
-                Step::MarkUnavailable(offering) => self.provider.unavailable.mark(offering, Instant::now()),
+                Step::MarkUnavailable(offering) => self.cloud.mark_unavailable(offering, Instant::now()),
                 Step::StampTermination { owner } => {
                     let name = &owners[owner].nodeclaim;
                     let at = super::conditions::now_time().0.to_string();

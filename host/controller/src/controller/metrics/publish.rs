@@ -176,10 +176,7 @@ impl Publisher {
             .is_none_or(|(at, _, read_for)| at.elapsed() >= Duration::from_secs(60) || *read_for != classes);
         if stale {
             let catalogs: Catalogs = self.ctx.catalogs().await;
-            let s = offerings::offerings(
-                catalogs.values().map(|t| t.as_slice()),
-                self.ctx.provider.launch.reserved_capacity,
-            );
+            let s = offerings::offerings(catalogs.values().map(|t| t.as_slice()), self.ctx.cloud.reserved_capacity());
             self.ctx.metrics.replace(mc::INSTANCE_TYPE_CPU, s.cpu_cores);
             self.ctx.metrics.replace(mc::INSTANCE_TYPE_MEMORY, s.memory_bytes);
             self.ctx.metrics.replace(mc::OFFERING_AVAILABLE, s.available);

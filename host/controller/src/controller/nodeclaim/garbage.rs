@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tenon_api::NodeClaim;
 use tenon_api::wellknown::condition;
-use tenon_core::cloud::{CloudError, CloudProvider, Instance};
+use tenon_core::cloud::{CloudError, Instance};
 use tenon_core::convert::ClusterObjects;
 
 pub const GC_EVERY: Duration = Duration::from_secs(10);
@@ -105,7 +105,7 @@ impl Garbage {
         let claims: Vec<&NodeClaim> = objects.nodeclaims.iter().collect();
         if !leaks.is_empty() {
             let ids: Vec<String> = leaks.iter().map(|i| i.id.clone()).collect();
-            match self.ctx.provider.delete(&ids).await {
+            match self.ctx.cloud.delete(&ids).await {
                 Ok(()) => {
                     tracing::warn!(instances = ?ids, "garbage collection: terminated instances no NodeClaim accounts for");
                     self.ctx.metrics.add(GARBAGE_COLLECTED_INSTANCES, &[], ids.len() as u64);
@@ -125,7 +125,7 @@ impl Garbage {
             self.last_orphans = Some(Instant::now());
             let classes: BTreeSet<String> =
                 self.ctx.stores.nodeclasses.state().iter().filter_map(|n| n.metadata.name.clone()).collect();
-            match self.ctx.provider.collect_orphans(&classes).await {
+            match self.ctx.cloud.collect_orphans(&classes).await {
                 Ok(0) => {}
                 Ok(n) => tracing::warn!(
                     deleted = n,
@@ -145,7 +145,7 @@ impl Garbage {
                 continue;
             };
             // The list is eventually consistent: ask for this one before giving it up.
-            let gone = match self.ctx.provider.get(id).await {
+            let gone = match self.ctx.cloud.get(id).await {
                 Ok(i) => !i.state.is_live(),
                 Err(CloudError::NotFound(_)) => true,
                 Err(_) => false,

@@ -20,7 +20,7 @@ mod steps;
 mod steps_tests;
 
 pub use reconciler::Termination;
-pub use steps::{Ctx, NodeProgress, Progress, finalize_node, finalize_nodeclaim};
+pub use steps::{Ctx, Instances, NodeProgress, Progress, finalize_node, finalize_nodeclaim};
 
 use super::conditions;
 use super::metrics::{Metrics, catalog as m};

@@ -48,7 +48,7 @@ impl Reconciler for Termination {
         let ctx = termination::Ctx {
             client: &self.ctx.client,
             evictions: &self.ctx.client,
-            cloud: self.ctx.provider.as_ref(),
+            cloud: self.ctx.cloud.as_ref(),
             recorder: &self.ctx.recorder,
             metrics: &self.ctx.metrics,
             backoff: &self.eviction_backoff,

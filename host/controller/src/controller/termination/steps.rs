@@ -7,6 +7,7 @@ use super::{
     drained_reason, evict_params, eviction_outcome, has_finalizer, instance_id, node_ready, recorded_deadline,
     release_patch, terminating_node_patch,
 };
+use crate::controller::cloud::{BoxFuture, Cloud};
 use crate::controller::conditions::{self, has_condition};
 use crate::controller::error::Error;
 use crate::controller::events::{Involved, Recorder};
@@ -20,7 +21,7 @@ use serde_json::json;
 use tenon_api::NodeClaim;
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_core::ClusterSnapshot;
-use tenon_core::cloud::{CloudError, CloudProvider, InstanceState};
+use tenon_core::cloud::{CloudError, InstanceState};
 use tenon_core::disruption::drain::{DrainAction, PdbAllowance, drain_order_with};
 
 /// `read` as this step read it, at `written`'s resourceVersion: the step's own write since
@@ -38,9 +39,7 @@ pub trait Instances: Sync {
     fn gone<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, Error>>;
 }
 
-pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
-
-impl<P: CloudProvider> Instances for P {
+impl<C: Cloud> Instances for C {
     fn terminate<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
             self.delete(&[id.to_string()]).await.map_err(|e| Error::cloud(format!("terminating {id}"), e))

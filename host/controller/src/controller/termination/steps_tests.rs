@@ -4,7 +4,8 @@
 //! instances take their time to go. Each test drives `termination::finalize_node` and
 //! `finalize_nodeclaim` the way the controller's pass does, with the clock given.
 
-use super::steps::{BoxFuture, Instances};
+use super::steps::Instances;
+use crate::controller::cloud::BoxFuture;
 use crate::controller::error::Error;
 use crate::controller::events::Recorder;
 use crate::controller::metrics::Metrics;

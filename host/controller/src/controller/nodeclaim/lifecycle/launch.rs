@@ -6,6 +6,7 @@
 
 use super::Lifecycle;
 use super::rules as lifecycle;
+use crate::controller::cloud::{Cloud, LaunchSlot};
 use crate::controller::metrics::Metrics;
 use crate::controller::metrics::catalog::{NODECLAIMS_LAUNCHED, RECONCILE_ERROR_KINDS};
 use crate::controller::runner::Reconciler;
@@ -16,7 +17,6 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_api::{EC2NodeClass, NodeClaim};
-use tenon_aws::{AwsProvider, LaunchSlot};
 use tenon_core::cloud::{CloudError, LaunchOption};
 use tenon_core::instancetype::InstanceType;
 use tenon_core::orchestration::launch::{AfterFailure, LaunchFailure, after_failure};
@@ -44,9 +44,9 @@ impl Lifecycle {
             .into_iter()
             .find(|c| c.metadata.name.as_deref() == Some(class_name.as_str()));
         let types = catalogs.get(&class_name).cloned().unwrap_or_default();
-        let (client, provider, recorder, metrics, launching, nc) = (
+        let (client, cloud, recorder, metrics, launching, nc) = (
             self.ctx.client.clone(),
-            self.ctx.provider.clone(),
+            self.ctx.cloud.clone(),
             self.ctx.recorder.clone(),
             self.ctx.metrics.clone(),
             self.ctx.launching.clone(),
@@ -56,10 +56,11 @@ impl Lifecycle {
         tokio::spawn(async move {
             // The request is built once a slot is free: a wave of a thousand NodeClaims
             // waits as names, not as a thousand sets of launch options.
-            let result = match provider.launch_slot().await {
+            let result = match cloud.launch_slot().await {
                 Ok(slot) => {
                     let options = lifecycle::launch_options(&nc, &types);
-                    launch_one(&client, &provider, &slot, &nc, nodeclass.as_deref(), options, &types, &metrics).await
+                    launch_one(&client, cloud.as_ref(), &slot, &nc, nodeclass.as_deref(), options, &types, &metrics)
+                        .await
                 }
                 Err(e) => Err(LaunchFailure::unnamed(&e.to_string())),
             };
@@ -118,7 +119,7 @@ fn disrupted_reason(event: &str) -> &'static str {
 #[allow(clippy::too_many_arguments)]
 async fn launch_one(
     client: &Client,
-    provider: &AwsProvider,
+    cloud: &dyn Cloud,
     slot: &LaunchSlot,
     nc: &NodeClaim,
     nodeclass: Option<&EC2NodeClass>,
@@ -139,7 +140,7 @@ async fn launch_one(
     let req = lifecycle::launch_request(nc, nodeclass, options);
     // What the NodeClaim requests shapes the launch (EFA interfaces, Nitro enclaves).
     let requested = nc.spec.resources.requests.keys().cloned().collect();
-    let instance = provider.launch_in(slot, &req, &requested).await.map_err(|e| match e {
+    let instance = cloud.launch(slot, &req, &requested).await.map_err(|e| match e {
         CloudError::InsufficientCapacity { message, .. } => LaunchFailure::InsufficientCapacity(message),
         CloudError::NodeClassNotReady { nodeclass, message } => {
             LaunchFailure::NodeClassNotReady(format!("EC2NodeClass {nodeclass}: {message}"))

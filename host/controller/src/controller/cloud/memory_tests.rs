@@ -1,0 +1,207 @@
+//! Reconcilers against the API emulator and the in-memory cloud: no moto, no AWS.
+
+use super::memory::MemoryCloud;
+use crate::controller::context::Context;
+use crate::controller::interruption::Interruption;
+use crate::controller::leader::Leadership;
+use crate::controller::metrics::Metrics;
+use crate::controller::nodeclaim::lifecycle::Lifecycle;
+use crate::controller::nodeclass::NodeClasses;
+use crate::controller::policies::Policies;
+use crate::controller::runner::Reconciler;
+use crate::controller::settings::Settings;
+use crate::controller::state::Stores;
+use clap::Parser;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::PostParams;
+use kube::{Api, Client};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tenon_api::wellknown::condition;
+use tenon_api::{EC2NodeClass, NodeClaim, NodePool};
+use tenon_aws::interruption::{InterruptionEvent, InterruptionKind};
+use tenon_core::cloud::UnavailableOffering;
+use tenon_kube_emulator::Emulator;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    settings: Settings,
+}
+
+struct World {
+    _emulator: Emulator,
+    client: Client,
+    ctx: Arc<Context>,
+    cloud: Arc<MemoryCloud>,
+}
+
+impl World {
+    async fn new() -> World {
+        let emulator = Emulator::start().unwrap();
+        let client = Client::try_from(kube::Config::new(emulator.url.parse().unwrap())).unwrap();
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        for doc in tenon_api::crds::crds_yaml().unwrap().split("\n---\n") {
+            let crd: CustomResourceDefinition = serde_yaml::from_str(doc).unwrap();
+            crds.create(&PostParams::default(), &crd).await.unwrap();
+        }
+        let settings = Cli::parse_from(["tenon", "--cluster-name", "memory"]).settings;
+        let stores = Stores::start(&client, &settings.scheduler_config);
+        stores.wait_synced().await.unwrap();
+        let cloud = Arc::new(MemoryCloud::new(tenon_core::catalog::synthetic(4)));
+        let policies = Policies::new(None, settings.policy_deadline_ms).unwrap();
+        let ctx = Arc::new(Context::new(
+            client.clone(),
+            Arc::new(Leadership::sole()),
+            settings,
+            stores,
+            cloud.clone(),
+            Arc::new(Metrics::default()),
+            policies,
+            false,
+        ));
+        World { _emulator: emulator, client, ctx, cloud }
+    }
+
+    async fn create<K>(&self, yaml: &str) -> K
+    where
+        K: kube::Resource<Scope = kube::core::ClusterResourceScope, DynamicType = ()>
+            + Clone
+            + serde::Serialize
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        let obj: K = serde_yaml::from_str(yaml).unwrap();
+        Api::<K>::all(self.client.clone()).create(&PostParams::default(), &obj).await.unwrap()
+    }
+
+    /// Waits until `done` holds of the caches (they follow the emulator's watch).
+    async fn until(&self, what: &str, done: impl Fn(&Context) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done(&self.ctx) {
+            assert!(Instant::now() < deadline, "not within 10 s: {what}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The EC2NodeClass `default`, resolved by the NodeClass reconciler.
+    async fn ready_nodeclass(&self) -> EC2NodeClass {
+        self.create::<EC2NodeClass>(
+            "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: default}\nspec:\n  role: KarpenterNodeRole-memory\n  amiSelectorTerms: [{alias: al2023@latest}]\n  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: memory}}]\n  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: memory}}]\n",
+        )
+        .await;
+        self.until("the EC2NodeClass in the cache", |c| !c.stores.nodeclasses.state().is_empty()).await;
+        NodeClasses::new(self.ctx.clone()).reconcile().await.unwrap();
+        let api: Api<EC2NodeClass> = Api::all(self.client.clone());
+        let nc = api.get("default").await.unwrap();
+        self.until("the resolved EC2NodeClass in the cache", |c| {
+            c.stores.nodeclasses.state().iter().any(|n| n.status.as_ref().is_some_and(|s| !s.subnets.is_empty()))
+        })
+        .await;
+        nc
+    }
+}
+
+fn condition_status(conditions: &[tenon_api::common::Condition], kind: &str) -> Option<String> {
+    conditions.iter().find(|c| c.type_ == kind).map(|c| c.status.clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_nodeclass_reconciler_writes_what_the_cloud_resolved() {
+    let w = World::new().await;
+    let nc = w.ready_nodeclass().await;
+    let status = nc.status.expect("a status written");
+    // One subnet per zone the synthetic types are offered in.
+    let zones: Vec<&str> = status.subnets.iter().map(|s| s.zone.as_str()).collect();
+    assert_eq!(zones, ["test-zone-1", "test-zone-2", "test-zone-3"]);
+    assert_eq!(status.instance_profile.as_deref(), Some("profile-default"));
+    assert_eq!(
+        condition_status(&status.conditions, condition::READY).as_deref(),
+        Some("True"),
+        "{:?}",
+        status.conditions
+    );
+}
+
+impl World {
+    /// A NodeClaim for 1.5 vCPU of `capacity_type`, launched by the lifecycle reconciler.
+    async fn launched(&self, capacity_type: &str) -> NodeClaim {
+        self.ready_nodeclass().await;
+        self.create::<NodePool>(
+            "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\nspec:\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n      requirements: []\n",
+        )
+        .await;
+        self.create::<NodeClaim>(&format!(
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: default-abcde, labels: {{karpenter.sh/nodepool: default}}}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n  requirements:\n  - {{key: node.kubernetes.io/instance-type, operator: In, values: [fake-it-1, fake-it-2]}}\n  - {{key: karpenter.sh/capacity-type, operator: In, values: [{capacity_type}]}}\n  resources: {{requests: {{cpu: 1500m}}}}\n"
+        ))
+        .await;
+        self.until("the NodeClaim in the cache", |c| !c.stores.nodeclaims.state().is_empty()).await;
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let mut lifecycle = Lifecycle { ctx: self.ctx.clone() };
+            lifecycle.reconcile().await.unwrap();
+            let nc = api.get("default-abcde").await.unwrap();
+            let status = nc.status.clone().unwrap_or_default();
+            if condition_status(&status.conditions, condition::LAUNCHED).as_deref() == Some("True") {
+                return nc;
+            }
+            assert!(Instant::now() < deadline, "not Launched within 10 s: {:?}", nc.status);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lifecycle_reconciler_launches_a_nodeclaim_in_the_cloud_and_records_its_instance() {
+    let w = World::new().await;
+    let launched = w.launched("on-demand").await;
+    let instances = w.cloud.instances();
+    assert_eq!(instances.len(), 1, "one instance for one NodeClaim: {instances:?}");
+    let instance = &instances[0];
+    // The cheapest type that fits 1.5 vCPU (fake-it-1: 2 vCPU), on-demand as required.
+    assert_eq!((instance.instance_type.as_str(), instance.capacity_type.as_str()), ("fake-it-1", "on-demand"));
+    assert_eq!(instance.nodeclaim(), Some("default-abcde"));
+    let status = launched.status.unwrap();
+    assert_eq!(status.provider_id.as_deref(), Some(instance.provider_id.as_str()));
+    let labels = launched.metadata.labels.unwrap_or_default();
+    assert_eq!(labels.get("node.kubernetes.io/instance-type").map(String::as_str), Some("fake-it-1"));
+    assert_eq!(labels.get("topology.kubernetes.io/zone"), Some(&instance.zone));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spot_interruption_from_the_cloud_deletes_its_nodeclaim_and_marks_the_offering_unavailable() {
+    let w = World::new().await;
+    w.launched("spot").await;
+    w.until("the launched NodeClaim in the cache", |c| {
+        c.stores.nodeclaims.state().iter().any(|n| n.status.as_ref().is_some_and(|s| s.provider_id.is_some()))
+    })
+    .await;
+    let instance = w.cloud.instances().remove(0);
+    w.cloud.send(InterruptionEvent {
+        kind: InterruptionKind::SpotInterruption,
+        instance_ids: vec![instance.id.clone()],
+        time: "2026-12-06T12:00:00Z".into(),
+    });
+    let handler = Interruption {
+        client: w.client.clone(),
+        stores: w.ctx.stores.clone(),
+        cloud: w.ctx.cloud.clone(),
+        recorder: w.ctx.recorder.clone(),
+        metrics: w.ctx.metrics.clone(),
+    };
+    let running = tokio::spawn(handler.run("memory".into()));
+    let api: Api<NodeClaim> = Api::all(w.client.clone());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while api.get_opt("default-abcde").await.unwrap().is_some_and(|nc| nc.metadata.deletion_timestamp.is_none()) {
+        assert!(Instant::now() < deadline, "the interrupted NodeClaim is not being deleted within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    running.abort();
+    let offering = UnavailableOffering {
+        instance_type: instance.instance_type.clone(),
+        zone: instance.zone.clone(),
+        capacity_type: "spot".into(),
+    };
+    assert!(w.cloud.unavailable().contains(&offering), "{:?}", w.cloud.unavailable());
+}
