@@ -75,11 +75,21 @@ impl Emulator {
             rt.block_on(async move {
                 let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
                 let app = axum::Router::new().fallback(server::handle).with_state(state);
-                let _ = axum::serve(listener, app)
-                    .with_graceful_shutdown(async {
-                        let _ = rx.await;
-                    })
-                    .await;
+                let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
+                let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+                    let _ = rx.await;
+                    let _ = stopping.send(());
+                });
+                // A client still running (a controller's watchers) watches again after the
+                // cut, and a graceful shutdown would wait out that watch (minutes): requests
+                // under way get a second, then the runtime drops them.
+                tokio::select! {
+                    _ = std::future::IntoFuture::into_future(serve) => {}
+                    _ = async {
+                        let _ = stopped.await;
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    } => {}
+                }
             });
         })?;
         Ok(Emulator { url: format!("http://{addr}"), shared, shutdown: Some(tx), thread: Some(thread) })
