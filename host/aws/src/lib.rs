@@ -1,3 +1,4 @@
+//! (Long: `AwsProvider` and its settings, catalog cache and call wrappers; each AWS concern is its own module.)
 //! Tenon's EC2 cloud provider: the instance catalog, EC2NodeClass resolution (subnets,
 //! security groups, AMIs, instance profiles), launch templates, CreateFleet launches,
 //! instance listing and termination, drift, and the SQS interruption queue.

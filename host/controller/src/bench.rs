@@ -64,11 +64,8 @@ pub struct RunOptions {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// Wall-clock milliseconds a policy call may take before it counts as failed (the
-    /// controller's default; a loaded machine may need more to measure rather than time out).
-    #[arg(long, env = "TENON_POLICY_DEADLINE_MS", default_value_t = tenon_policy::Limits::default().deadline_ms,
-          value_parser = clap::value_parser!(u64).range(1..=10_000))]
-    policy_deadline_ms: u64,
+    #[command(flatten)]
+    policy_deadline: crate::policy_deadline::PolicyDeadline,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -160,7 +157,7 @@ fn scheduling(
     pods: usize,
     catalog: Catalog,
     policy: Option<&Path>,
-    RunOptions { runs, seed, json, policy_deadline_ms }: RunOptions,
+    RunOptions { runs, seed, json, policy_deadline }: RunOptions,
 ) -> anyhow::Result<u8> {
     if runs == 0 {
         bail!("--runs must be at least 1");
@@ -179,7 +176,7 @@ fn scheduling(
     let with_policy = match policy {
         None => None,
         Some(file) => {
-            let set = wasm_policies(&[("scoring-policy", file)], &snapshot, policy_deadline_ms)?;
+            let set = wasm_policies(&[("scoring-policy", file)], &snapshot, policy_deadline.ms)?;
             let (policy_seconds, policy_plan) = median(runs, || tenon_core::schedule(&snapshot, &set));
             let failures = set.take_failures();
             let calls = policy_calls(&set, &[("scoring-policy", file)]) / runs as u64;
@@ -231,7 +228,7 @@ fn scheduling(
 fn consolidation(
     nodes: usize,
     policies: &[(&str, &Path)],
-    RunOptions { runs, seed, json, policy_deadline_ms }: RunOptions,
+    RunOptions { runs, seed, json, policy_deadline }: RunOptions,
 ) -> anyhow::Result<u8> {
     if runs == 0 {
         bail!("--runs must be at least 1");
@@ -243,7 +240,7 @@ fn consolidation(
     let with_policies = if policies.is_empty() {
         None
     } else {
-        let set = wasm_policies(policies, &snapshot, policy_deadline_ms)?;
+        let set = wasm_policies(policies, &snapshot, policy_deadline.ms)?;
         let (policy_seconds, pd) = median(runs, || disrupt(&snapshot, &set));
         let calls = policy_calls(&set, policies);
         let failures = set.take_failures().len();

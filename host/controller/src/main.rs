@@ -5,6 +5,7 @@ mod check;
 #[cfg(feature = "controller")]
 mod controller;
 mod policy_cmd;
+mod policy_deadline;
 #[cfg(feature = "oci")]
 mod policy_oci;
 mod simulate;
@@ -60,10 +61,8 @@ enum Command {
         /// The policy store (default: $TENON_POLICY_DIR, else policies/target/wasm32-wasip2/release).
         #[arg(long)]
         policy_dir: Option<PathBuf>,
-        /// Wall-clock milliseconds a policy call may take before the built-in decision is used.
-        #[arg(long, env = "TENON_POLICY_DEADLINE_MS", default_value_t = tenon_policy::Limits::default().deadline_ms,
-              value_parser = clap::value_parser!(u64).range(1..=10_000))]
-        policy_deadline_ms: u64,
+        #[command(flatten)]
+        policy_deadline: policy_deadline::PolicyDeadline,
     },
     /// Test, inspect, benchmark and scaffold WebAssembly policies.
     Policy {
@@ -91,7 +90,7 @@ fn main() -> ExitCode {
         #[cfg(feature = "controller")]
         Command::Controller(settings) => controller::run(*settings),
         Command::Policy { what } => policy_cmd::run(what),
-        Command::Simulate { scenario, json, quiet, report, compare, policy_dir, policy_deadline_ms } => {
+        Command::Simulate { scenario, json, quiet, report, compare, policy_dir, policy_deadline } => {
             simulate::simulate(
                 &scenario,
                 simulate::Options {
@@ -100,7 +99,7 @@ fn main() -> ExitCode {
                     report: report.as_deref(),
                     compare: compare.map(|v| (v[0].clone(), v[1].clone())),
                     policy_dir,
-                    policy_deadline_ms,
+                    policy_deadline_ms: policy_deadline.ms,
                 },
             )
         }
