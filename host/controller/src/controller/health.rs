@@ -75,7 +75,7 @@ pub async fn serve(
             get(|State((m, cloud)): State<(Arc<Metrics>, Arc<dyn Cloud>)>| async move {
                 let now = Instant::now();
                 let checked = m.reconciles().check(now, STUCK_AFTER).map_err(|s| s.0);
-                match checked.and_then(|ok| cloud.hung_calls(now).map(|()| ok)) {
+                match checked.and_then(|ok| cloud.hung_calls(now).map_or(Ok(ok), Err)) {
                     Ok(text) => (StatusCode::OK, text),
                     Err(text) => (StatusCode::SERVICE_UNAVAILABLE, text),
                 }

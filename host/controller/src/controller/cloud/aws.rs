@@ -90,8 +90,8 @@ impl Cloud for AwsProvider {
         })
     }
 
-    fn hung_calls(&self, now: Instant) -> Result<(), String> {
-        AwsProvider::hung_calls(self, now)
+    fn hung_calls(&self, now: Instant) -> Option<String> {
+        AwsProvider::hung_calls(self, now).err()
     }
 
     fn render_metrics(&self) -> String {

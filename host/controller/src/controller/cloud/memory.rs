@@ -187,8 +187,8 @@ impl Cloud for MemoryCloud {
         Box::pin(async move { Ok(Box::new(queue) as Box<dyn InterruptionQueue>) })
     }
 
-    fn hung_calls(&self, _now: Instant) -> Result<(), String> {
-        Ok(())
+    fn hung_calls(&self, _now: Instant) -> Option<String> {
+        None
     }
 
     fn render_metrics(&self) -> String {

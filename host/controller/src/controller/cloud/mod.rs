@@ -71,8 +71,9 @@ pub trait Cloud: Instances + Send + Sync {
         &'a self,
         queue: &'a str,
     ) -> BoxFuture<'a, Result<Box<dyn InterruptionQueue>, CloudError>>;
-    /// `Err` naming the calls that have hung since their last answer (for `/healthz`).
-    fn hung_calls(&self, now: Instant) -> Result<(), String>;
+    /// The calls whose attempts have all timed out since their last answer, named for
+    /// `/healthz`; `None` when none has.
+    fn hung_calls(&self, now: Instant) -> Option<String>;
     /// This cloud's own metric series, in the Prometheus text format.
     fn render_metrics(&self) -> String;
 }
