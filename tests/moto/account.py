@@ -1,6 +1,6 @@
 """A moto server holding what an EKS cluster's AWS account holds before Tenon runs.
 
-Usage: account.py PORT READY_FILE CLUSTER[,CLUSTER...]
+Usage: account.py PORT READY_FILE (PORT 0: a free one; READY_FILE gets the endpoint) CLUSTER[,CLUSTER...]
 
 Per cluster name: two private subnets (us-east-1a, us-east-1b) and a node security group
 tagged `karpenter.sh/discovery: <cluster>` (subnets also `capacity.example.io/tier: worker`,
@@ -242,7 +242,8 @@ def main() -> None:
     capacity_errors(base + ".exhausted.json", base + ".hung.json")
     refusals(base + ".refused.json")
     impaired_instances(os.path.splitext(ready_file)[0] + ".impaired.json")
-    catalog_cache.serve(port, __file__)
+    # Port 0 binds a free port here, where no other test can take it between choice and bind.
+    port = catalog_cache.serve(port, __file__)
     endpoint = f"http://127.0.0.1:{port}"
 
     # Written into moto's backends directly: the same objects its API would create, without
@@ -312,8 +313,10 @@ def main() -> None:
                         )
                     )
 
-    with open(ready_file, "w") as f:
+    # Renamed into place: the reader never sees half an endpoint.
+    with open(ready_file + ".tmp", "w") as f:
         f.write(endpoint + "\n")
+    os.replace(ready_file + ".tmp", ready_file)
     while True:
         time.sleep(3600)
 

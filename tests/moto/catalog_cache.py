@@ -117,8 +117,9 @@ class CatalogCache:
             pass
 
 
-def serve(port: int, flavour_file: str) -> None:
-    """Serves moto on 127.0.0.1:`port` behind the catalog cache, on a background thread."""
+def serve(port: int, flavour_file: str) -> int:
+    """Serves moto on 127.0.0.1:`port` (0: a free one) behind the catalog cache, on a
+    background thread; returns the port."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 
@@ -129,3 +130,4 @@ def serve(port: int, flavour_file: str) -> None:
     )
     server = make_server("127.0.0.1", port, app, True, request_handler=MotoRequestHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server.server_port

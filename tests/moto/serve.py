@@ -1,8 +1,10 @@
 """moto as it is, on 127.0.0.1:PORT, behind the catalog cache (catalog_cache.py).
 
-Usage: serve.py PORT. Listens once moto's EC2 backend is loaded; runs until killed.
+Usage: serve.py READY_FILE. Listens on a free port once moto's EC2 backend is loaded, then
+writes its endpoint to READY_FILE; runs until killed.
 """
 
+import os
 import sys
 import time
 
@@ -11,7 +13,11 @@ from moto.ec2.models import ec2_backends  # noqa: F401  (loaded before the first
 
 
 def main() -> None:
-    catalog_cache.serve(int(sys.argv[1]), __file__)
+    port = catalog_cache.serve(0, __file__)
+    with open(sys.argv[1] + ".tmp", "w") as f:
+        f.write(f"http://127.0.0.1:{port}\n")
+    # Renamed into place: the reader never sees half an endpoint.
+    os.replace(sys.argv[1] + ".tmp", sys.argv[1])
     while True:
         time.sleep(3600)
 

@@ -22,7 +22,6 @@ impl Moto {
     /// AL2023 image parameters. Its log goes to `log` (never to a pipe nobody reads: a full
     /// pipe would stall the server).
     pub fn start(clusters: &[&str], log: &Path) -> Moto {
-        let port = super::free_port();
         let ready = log.with_extension("ready");
         let _ = std::fs::remove_file(&ready);
         let out = std::fs::File::create(log).expect("moto log file");
@@ -30,7 +29,9 @@ impl Moto {
         let script = super::crate_dir().join("../moto/account.py");
         let mut child = Command::new("python3")
             .arg(&script)
-            .arg(port.to_string())
+            // Port 0: moto binds a free port itself and writes its endpoint to `ready`, so no
+            // other test can take the port between choosing and binding it.
+            .arg("0")
             .arg(&ready)
             .arg(clusters.join(","))
             .stdin(Stdio::null())
@@ -51,7 +52,7 @@ impl Moto {
         }
         Moto {
             child,
-            url: format!("http://127.0.0.1:{port}"),
+            url: std::fs::read_to_string(&ready).expect("moto's endpoint").trim().to_string(),
             exhausted: log.with_extension("exhausted.json"),
             impaired: log.with_extension("impaired.json"),
             hung: log.with_extension("hung.json"),

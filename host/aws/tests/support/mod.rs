@@ -5,7 +5,6 @@
 pub mod lab;
 pub mod scheduling;
 
-use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tenon_aws::interruption::InterruptionKind;
@@ -18,21 +17,34 @@ pub struct Moto {
 
 impl Moto {
     pub fn start() -> Moto {
-        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
-        // moto unchanged, behind the catalog cache of the end-to-end suites' moto.
+        // moto unchanged, behind the catalog cache of the end-to-end suites' moto. It binds a
+        // free port itself and writes its endpoint to `ready`, so no other test can take the
+        // port between choosing and binding it.
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let ready = std::env::temp_dir().join(format!("tenon-moto-{}-{n}.ready", std::process::id()));
+        let _ = std::fs::remove_file(&ready);
         let serve = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/moto/serve.py");
-        let child = Command::new("python3")
-            .args([serve, &port.to_string()])
+        let mut child = Command::new("python3")
+            .arg(serve)
+            .arg(&ready)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("python3 with moto (scripts/setup-tools installs it; the test command puts its venv on PATH)");
         let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "tests/moto/serve.py did not listen on 127.0.0.1:{port} within 30 s");
+        let url = loop {
+            if let Ok(url) = std::fs::read_to_string(&ready) {
+                let _ = std::fs::remove_file(&ready);
+                break url.trim().to_string();
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("tests/moto/serve.py exited with {status}");
+            }
+            assert!(Instant::now() < deadline, "tests/moto/serve.py did not listen within 30 s");
             std::thread::sleep(Duration::from_millis(50));
-        }
-        Moto { child, url: format!("http://127.0.0.1:{port}") }
+        };
+        Moto { child, url }
     }
 
     pub fn connection(&self) -> Connection {
