@@ -47,6 +47,9 @@ class CatalogCache:
             return self.app(environ, start_response)
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         environ["wsgi.input"] = io.BytesIO(body)
+        # Only Describe calls can be catalog calls: the others skip the parse.
+        if b"Action=Describe" not in body:
+            return self.app(environ, start_response)
         params = urllib.parse.parse_qsl(body.decode("latin-1"), keep_blank_values=True)
         if dict(params).get("Action") not in CATALOG_ACTIONS:
             return self.app(environ, start_response)

@@ -1,3 +1,4 @@
+//! (Long: the Resolution and its status, then one resolver per selector kind: subnets, security groups, AMIs by alias, SSM or tags.)
 //! EC2NodeClass resolution: selector terms → subnets, security groups and AMIs, as Karpenter
 //! resolves them, and the status conditions that say what matched and what did not.
 //!

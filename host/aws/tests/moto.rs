@@ -1,3 +1,4 @@
+//! (Long: tests only, one per provider behaviour against moto; the setup lives in support/.)
 //! The EC2 provider against moto, a real AWS API emulator: every call goes over HTTP through
 //! the SDK exactly as it would to AWS.
 

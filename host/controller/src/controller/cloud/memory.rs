@@ -22,21 +22,21 @@ struct State {
     /// By instance id; terminated instances stay, as EC2 shows them for a while.
     instances: BTreeMap<String, Instance>,
     unavailable: BTreeSet<UnavailableOffering>,
-    launched: u64,
     events: VecDeque<Received>,
 }
 
 pub struct MemoryCloud {
     types: Arc<Vec<InstanceType>>,
     state: Arc<Mutex<State>>,
-    /// How long a receive waits for an interruption event before answering none.
-    pub receive_wait: Duration,
 }
+
+/// How long a receive waits for an interruption event before answering none.
+const RECEIVE_WAIT: Duration = Duration::from_millis(200);
 
 impl MemoryCloud {
     /// A cloud offering `types` (their offerings as given).
     pub fn new(types: Vec<InstanceType>) -> MemoryCloud {
-        MemoryCloud { types: Arc::new(types), state: Arc::default(), receive_wait: Duration::from_millis(200) }
+        MemoryCloud { types: Arc::new(types), state: Arc::default() }
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -183,7 +183,7 @@ impl Cloud for MemoryCloud {
         &'a self,
         _queue: &'a str,
     ) -> BoxFuture<'a, Result<Box<dyn InterruptionQueue>, CloudError>> {
-        let queue = MemoryQueue { state: self.state.clone(), wait: self.receive_wait };
+        let queue = MemoryQueue { state: self.state.clone() };
         Box::pin(async move { Ok(Box::new(queue) as Box<dyn InterruptionQueue>) })
     }
 
@@ -214,8 +214,8 @@ impl MemoryCloud {
                 message: "every offering is marked unavailable".into(),
             });
         };
-        s.launched += 1;
-        let id = format!("i-{:017x}", s.launched);
+        // Instances are never forgotten, so their count numbers the next one.
+        let id = format!("i-{:017x}", s.instances.len() + 1);
         let tags = BTreeMap::from([
             (wk::TAG_NODECLAIM.to_string(), req.nodeclaim.clone()),
             (wk::LABEL_NODEPOOL.to_string(), req.nodepool.clone()),
@@ -230,9 +230,7 @@ impl MemoryCloud {
             subnet_id: String::new(),
             security_groups: Vec::new(),
             state: InstanceState::Running,
-            launched_at: Some(
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64),
-            ),
+            launched_at: Some(crate::controller::unix_now()),
             tags,
         };
         s.instances.insert(id, instance.clone());
@@ -247,7 +245,6 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 /// The events [`MemoryCloud::send`] queued, up to ten per receive.
 struct MemoryQueue {
     state: Arc<Mutex<State>>,
-    wait: Duration,
 }
 
 impl MemoryQueue {
@@ -265,7 +262,7 @@ impl InterruptionQueue for MemoryQueue {
             if !events.is_empty() {
                 return Ok(events);
             }
-            tokio::time::sleep(self.wait).await;
+            tokio::time::sleep(RECEIVE_WAIT).await;
             Ok(self.take())
         })
     }
