@@ -14,6 +14,7 @@ pub mod hash;
 pub mod nodeclaim;
 pub mod nodepool;
 pub mod policy;
+pub mod policy_trust;
 pub mod quantity;
 pub mod scheduler_config;
 pub mod validation;

@@ -107,13 +107,24 @@ impl fmt::Display for OciSource {
 }
 
 impl OciSource {
-    /// Registries on the loopback interface speak plain HTTP, as Docker assumes.
-    pub fn is_loopback(&self) -> bool {
-        let host = match self.registry.rsplit_once(':') {
+    /// The registry's host without its port (an IPv6 address without its brackets).
+    pub fn host(&self) -> &str {
+        let r = self.registry.as_str();
+        if let Some(rest) = r.strip_prefix('[') {
+            return rest.split_once(']').map_or(rest, |(h, _)| h);
+        }
+        match r.rsplit_once(':') {
             Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
-            _ => self.registry.as_str(),
-        };
-        host == "localhost" || host == "[::1]" || host.starts_with("127.")
+            _ => r,
+        }
+    }
+
+    /// Registries on the loopback interface speak plain HTTP, as Docker assumes. Decided by
+    /// address (`127.0.0.0/8`, `::1`) or the name `localhost`, never by a name's prefix:
+    /// `127.example.com` is a name like any other.
+    pub fn is_loopback(&self) -> bool {
+        let host = self.host();
+        host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
     }
 }
 
@@ -420,6 +431,20 @@ mod tests {
         assert!(matches!(PolicyRef::parse(&format!("x@sha256:{}", "A".repeat(64))), Err(PolicyRefError::BadDigest(_))));
         assert!(matches!(PolicyRef::parse("Bad Name"), Err(PolicyRefError::BadName(_))));
         assert!(matches!(PolicyRef::parse("https://r/x"), Err(PolicyRefError::UnsupportedScheme(_))));
+    }
+
+    #[test]
+    fn loopback_is_decided_by_address_not_by_a_name_s_prefix() {
+        let src =
+            |registry: &str| OciSource { registry: registry.into(), repository: "p".into(), tag: None, digest: None };
+        for r in ["127.0.0.1:5000", "127.1.2.3", "localhost:5000", "[::1]:5000", "[::1]"] {
+            assert!(src(r).is_loopback(), "{r}");
+        }
+        for r in ["127.evil.example", "127.evil.example:80", "localhost.evil.example", "10.0.0.1:5000", "[::2]:5000"] {
+            assert!(!src(r).is_loopback(), "{r}");
+        }
+        assert_eq!(src("[::1]:5000").host(), "::1");
+        assert_eq!(src("ghcr.io").host(), "ghcr.io");
     }
 
     #[test]
