@@ -62,7 +62,8 @@ pub enum PolicyCommand {
     /// Push a policy component to an OCI registry tag and print the pinned reference
     /// (`oci://REGISTRY/REPOSITORY@sha256:…`) NodePools name it by.
     ///
-    /// Credentials, when the registry needs them: TENON_OCI_USERNAME and TENON_OCI_PASSWORD.
+    /// Credentials, when the registry needs them: TENON_OCI_USERNAME and TENON_OCI_PASSWORD
+    /// (sent to this registry only), else your Docker config.json.
     Push {
         wasm: PathBuf,
         /// `oci://REGISTRY/REPOSITORY:TAG`.

@@ -12,8 +12,10 @@ fn oci(reference: &str) -> anyhow::Result<OciSource> {
     r.oci.with_context(|| format!("{reference}: not an OCI reference (write oci://REGISTRY/REPOSITORY:TAG)"))
 }
 
-fn registry(insecure: &[String]) -> Registry {
-    Registry::new(Options { insecure: insecure.to_vec(), credentials: Options::credentials_from_env() })
+/// The user's credentials for `src`'s registry only (see [`Options::cli_credentials`]).
+fn registry(src: &OciSource, insecure: &[String]) -> anyhow::Result<Registry> {
+    let credentials = Options::cli_credentials(&src.registry)?;
+    Ok(Registry::new(Options { insecure: insecure.to_vec(), credentials, ..Options::default() })?)
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -30,7 +32,7 @@ pub fn push(wasm: &Path, reference: &str, insecure: &[String]) -> anyhow::Result
     // Only policies are pushed: a file that is not one fails here, not in the cluster.
     let engine = PolicyEngine::new(Limits::default(), None)?;
     engine.load(&dest.repository, &bytes).with_context(|| format!("{} is not a Tenon policy", wasm.display()))?;
-    let digest = runtime()?.block_on(registry(insecure).push(&bytes, &dest))?;
+    let digest = runtime()?.block_on(registry(&dest, insecure)?.push(&bytes, &dest))?;
     let pinned = OciSource { tag: None, digest: Some(digest), ..dest };
     Ok(pinned.to_string())
 }
@@ -41,8 +43,8 @@ pub fn pull(reference: &str, insecure: &[String]) -> anyhow::Result<std::path::P
     let src = oci(reference)?;
     let dir = OciCache::default_dir().context("no cache directory: set HOME or XDG_CACHE_HOME")?;
     let cache = OciCache::new(dir);
-    let pulled = runtime()?.block_on(registry(insecure).pull(&src))?;
-    cache.put(&src, &pulled.digest, &pulled.manifest, &pulled.component)?;
+    let pulled = runtime()?.block_on(registry(&src, insecure)?.pull(&src, false))?;
+    cache.put(&src, &pulled.digest, &pulled.manifest, &pulled.component, &[])?;
     let pinned = OciSource { digest: Some(pulled.digest), tag: None, ..src };
     cache.component_path(&pinned).context("the pulled component's path")
 }

@@ -25,13 +25,13 @@ fn component(n: u8) -> Vec<u8> {
 #[tokio::test]
 async fn a_pushed_policy_pulls_back_by_digest_and_by_tag() {
     let reg = TestRegistry::start("roundtrip");
-    let registry = Registry::new(Options::default());
+    let registry = Registry::new(Options::default()).unwrap();
     let policy = component(1);
     let tagged = source(&format!("oci://{}/team/amd-first:v1", reg.addr));
     let digest = registry.push(&policy, &tagged).await.unwrap();
 
     let pinned = source(&format!("oci://{}/team/amd-first@sha256:{digest}", reg.addr));
-    let pulled = registry.pull(&pinned).await.unwrap();
+    let pulled = registry.pull(&pinned, false).await.unwrap();
     assert_eq!(pulled.digest, digest);
     assert_eq!(sha256_hex(&pulled.manifest), digest, "the manifest is the one the digest names");
     assert_eq!(pulled.component, policy);
@@ -39,15 +39,15 @@ async fn a_pushed_policy_pulls_back_by_digest_and_by_tag() {
     assert_eq!(manifest["config"]["mediaType"], "application/vnd.wasm.config.v0+json");
     assert_eq!(manifest["layers"][0]["mediaType"], "application/wasm");
 
-    assert_eq!(registry.pull(&tagged).await.unwrap().digest, digest, "the tag names the same manifest");
+    assert_eq!(registry.pull(&tagged, false).await.unwrap().digest, digest, "the tag names the same manifest");
     // Moving the tag changes what it names, never what a digest names.
     let moved = registry.push(&component(2), &tagged).await.unwrap();
     assert_ne!(moved, digest);
-    assert_eq!(registry.pull(&tagged).await.unwrap().component, component(2));
-    assert_eq!(registry.pull(&pinned).await.unwrap().component, policy);
+    assert_eq!(registry.pull(&tagged, false).await.unwrap().component, component(2));
+    assert_eq!(registry.pull(&pinned, false).await.unwrap().component, policy);
 
     let absent = source(&format!("oci://{}/team/amd-first@sha256:{}", reg.addr, "0".repeat(64)));
-    let e = registry.pull(&absent).await.err().expect("an unknown digest fails").to_string();
+    let e = registry.pull(&absent, false).await.err().expect("an unknown digest fails").to_string();
     assert!(e.contains(&absent.to_string()), "the error names the reference: {e}");
 
     let e = registry.push(&policy, &pinned).await.expect_err("pushing to a digest is refused").to_string();
@@ -57,7 +57,7 @@ async fn a_pushed_policy_pulls_back_by_digest_and_by_tag() {
 #[tokio::test]
 async fn a_blob_changed_in_the_registry_is_refused() {
     let reg = TestRegistry::start("tamper");
-    let registry = Registry::new(Options::default());
+    let registry = Registry::new(Options::default()).unwrap();
     let policy = component(3);
     let digest = registry.push(&policy, &source(&format!("oci://{}/scorer:v1", reg.addr))).await.unwrap();
     // The registry serves blobs from disk as stored: change the component's bytes there.
@@ -68,10 +68,8 @@ async fn a_blob_changed_in_the_registry_is_refused() {
     std::fs::write(&blob, &forged).unwrap_or_else(|e| panic!("{}: {e}", blob.display()));
 
     let pinned = source(&format!("oci://{}/scorer@sha256:{digest}", reg.addr));
-    match registry.pull(&pinned).await {
-        Err(OciError::Registry { source, .. }) => {
-            assert!(source.to_string().to_lowercase().contains("digest"), "a digest error: {source}")
-        }
+    match registry.pull(&pinned, false).await {
+        Err(OciError::Pull { why, .. }) => assert!(why.contains("does not match its digest"), "a digest error: {why}"),
         Ok(_) => panic!("a component that does not match its layer digest was accepted"),
         Err(other) => panic!("expected a digest error, got {other}"),
     }
@@ -81,7 +79,7 @@ async fn a_blob_changed_in_the_registry_is_refused() {
 #[tokio::test]
 async fn kubewarden_artefacts_pull_and_container_images_do_not() {
     let reg = TestRegistry::start("layouts");
-    let registry = Registry::new(Options::default());
+    let registry = Registry::new(Options::default()).unwrap();
     let client = Client::new(oci_client::client::ClientConfig {
         protocol: oci_client::client::ClientProtocol::Http,
         ..Default::default()
@@ -108,11 +106,52 @@ async fn kubewarden_artefacts_pull_and_container_images_do_not() {
         client.push_manifest_raw(&image, manifest.clone(), content_type).await.unwrap();
 
         let pinned = source(&format!("oci://{}/{repo}@sha256:{}", reg.addr, sha256_hex(&manifest)));
-        match (repo, registry.pull(&pinned).await) {
+        match (repo, registry.pull(&pinned, false).await) {
             ("kw", Ok(p)) => assert_eq!(p.component, layer),
             ("image", Err(OciError::NotAPolicy { why, .. })) => assert!(why.contains("application/wasm"), "{why}"),
             (_, Err(e)) => panic!("{repo}: {e}"),
             (_, Ok(_)) => panic!("{repo}: a container image was taken for a policy"),
         }
     }
+}
+
+/// Cosign signatures as `cosign sign --key` files them, pulled with the artefact and checked
+/// against the configured keys.
+#[tokio::test]
+async fn a_signature_by_a_trusted_key_verifies_and_others_do_not() {
+    use tenon_oci::cosign::{TrustedKey, Unverified, verify};
+    use tenon_oci::test_registry::TestSigner;
+    let reg = TestRegistry::start("signed");
+    let registry = Registry::new(Options::default()).unwrap();
+    let (ours, theirs) = (TestSigner::generate(), TestSigner::generate());
+    let key = TrustedKey::from_pem(&ours.public_pem(), "cosign.pub").unwrap();
+    let push = |n: u8, repo: &'static str| {
+        let src = source(&format!("oci://{}/team/{repo}:v1", reg.addr));
+        let registry = &registry;
+        async move { registry.push(&component(n), &src).await.unwrap() }
+    };
+    let pull = |repo: &str, digest: &str| source(&format!("oci://{}/team/{repo}@sha256:{digest}", reg.addr));
+
+    let signed = push(5, "signed").await;
+    ours.sign(&reg.addr, "team/signed", &signed).await;
+    let pulled = registry.pull(&pull("signed", &signed), true).await.unwrap();
+    assert_eq!(pulled.signatures.len(), 1);
+    assert_eq!(
+        verify(std::slice::from_ref(&key), &signed, &pulled.signatures),
+        Ok(vec![key.fingerprint().to_string()])
+    );
+    assert!(registry.pull(&pull("signed", &signed), false).await.unwrap().signatures.is_empty(), "not asked for");
+
+    let unsigned = push(6, "unsigned").await;
+    let pulled = registry.pull(&pull("unsigned", &unsigned), true).await.unwrap();
+    let e = verify(std::slice::from_ref(&key), &unsigned, &pulled.signatures).unwrap_err();
+    assert!(matches!(e, Unverified::None { .. }), "{e}");
+
+    let foreign = push(7, "foreign").await;
+    theirs.sign(&reg.addr, "team/foreign", &foreign).await;
+    let pulled = registry.pull(&pull("foreign", &foreign), true).await.unwrap();
+    assert_eq!(
+        verify(std::slice::from_ref(&key), &foreign, &pulled.signatures),
+        Err(Unverified::UntrustedKeys { count: 1 })
+    );
 }

@@ -96,6 +96,12 @@ pub enum PolicyError {
     TagRefused { reference: String },
     #[error("{reference}: no OCI cache is configured for this policy store")]
     NoOciCache { reference: String },
+    #[error(transparent)]
+    Untrusted(#[from] tenon_api::policy_trust::Untrusted),
+    #[error(
+        "{reference}: not signed by a trusted key: the trust policy (policies.trust.signatureKeys) requires a cosign signature by one of its keys; the pull found {found}"
+    )]
+    Unsigned { reference: String, found: String },
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! is the shell's job (the `tenon-oci` crate), so nothing here touches the network.
 //!
 //! Layout under the cache directory:
-//! - `sha256/<manifest digest>/manifest.json` and `component.wasm`;
+//! - `sha256/<manifest digest>/manifest.json` and `component.wasm`, and `signers`: the
+//!   fingerprints of the keys whose signatures the puller verified, one per line;
 //! - `tags/<registry>/<repository>/<tag>`: the manifest digest a tag named when pulled.
 //!
 //! Every read checks the chain again: the manifest hashes to its directory's name, it has
@@ -128,9 +129,24 @@ impl OciCache {
         Ok(component)
     }
 
+    /// The fingerprints of the keys whose signatures were verified when `src` was pulled.
+    pub fn signers(&self, src: &OciSource) -> Vec<String> {
+        let Some(digest) = self.digest(src) else { return Vec::new() };
+        let file = self.dir.join("sha256").join(digest).join("signers");
+        std::fs::read_to_string(file).unwrap_or_default().lines().map(str::to_string).collect()
+    }
+
     /// Keeps a pulled artefact after checking it: the manifest must hash to `digest` (and to
     /// the reference's pin), the component to its layer. A tag reference records its digest.
-    pub fn put(&self, src: &OciSource, digest: &str, manifest: &[u8], component: &[u8]) -> Result<(), OciCacheError> {
+    /// `signers` are the keys whose signatures the puller verified (see [`OciCache::signers`]).
+    pub fn put(
+        &self,
+        src: &OciSource,
+        digest: &str,
+        manifest: &[u8],
+        component: &[u8],
+        signers: &[String],
+    ) -> Result<(), OciCacheError> {
         let reference = src.to_string();
         let found = sha256_hex(manifest);
         let want = src.digest.as_deref().unwrap_or(digest);
@@ -141,6 +157,7 @@ impl OciCache {
         let entry = self.dir.join("sha256").join(digest);
         // The manifest first: an entry counts as pulled once its component is there.
         write_atomically(&entry.join("manifest.json"), manifest)?;
+        write_atomically(&entry.join("signers"), signers.join("\n").as_bytes())?;
         write_atomically(&entry.join("component.wasm"), component)?;
         if let (None, Some(tag)) = (&src.digest, &src.tag) {
             write_atomically(&self.tag_file(src, tag), digest.as_bytes())?;
@@ -183,12 +200,13 @@ mod tests {
         assert!(matches!(cache.read(&pinned), Err(OciCacheError::NotPulled { .. })));
 
         let wrong = source(None, Some("0".repeat(64)));
-        assert!(matches!(cache.put(&wrong, &digest, &m, &component), Err(OciCacheError::ManifestDigest { .. })));
-        assert!(matches!(cache.put(&pinned, &digest, &m, b"other"), Err(OciCacheError::Component { .. })));
+        assert!(matches!(cache.put(&wrong, &digest, &m, &component, &[]), Err(OciCacheError::ManifestDigest { .. })));
+        assert!(matches!(cache.put(&pinned, &digest, &m, b"other", &[]), Err(OciCacheError::Component { .. })));
         assert!(!cache.holds(&pinned), "nothing is kept from a refused pull");
 
         let tagged = source(Some("v1"), None);
-        cache.put(&tagged, &digest, &m, &component).unwrap();
+        cache.put(&tagged, &digest, &m, &component, &["k1".to_string()]).unwrap();
+        assert_eq!(cache.signers(&pinned), ["k1"]);
         assert_eq!(cache.digest(&tagged).as_deref(), Some(digest.as_str()));
         assert_eq!(cache.read(&pinned).unwrap(), component);
         assert_eq!(cache.read(&tagged).unwrap(), component);

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tenon_api::policy::PolicyRef;
+use tenon_api::policy_trust::TrustPolicy;
 
 /// A policy file's identity and version as the file system reports them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,11 +32,21 @@ pub struct PolicyStore {
     oci: Option<OciCache>,
     /// Whether `oci://…:TAG` references without a digest are accepted.
     allow_tags: bool,
+    /// The cluster admin's trust policy, in a controller; `None` on a user's machine, where
+    /// the user chose what was pulled.
+    trust: Option<TrustPolicy>,
 }
 
 impl PolicyStore {
     pub fn new(dir: impl Into<PathBuf>, engine: PolicyEngine) -> Self {
-        PolicyStore { dir: dir.into(), engine, loaded: Mutex::new(BTreeMap::new()), oci: None, allow_tags: false }
+        PolicyStore {
+            dir: dir.into(),
+            engine,
+            loaded: Mutex::new(BTreeMap::new()),
+            oci: None,
+            allow_tags: false,
+            trust: None,
+        }
     }
 
     /// Resolves `oci://` references from `cache`; tags without a digest only if `allow_tags`.
@@ -45,13 +56,20 @@ impl PolicyStore {
         self
     }
 
-    pub fn oci(&self) -> Option<&OciCache> {
-        self.oci.as_ref()
+    /// Refuses references outside `trust` before reading anything, and `oci://` policies
+    /// without a signature one of its keys made when it requires signatures.
+    pub fn with_trust(mut self, trust: TrustPolicy) -> Self {
+        self.allow_tags = trust.allow_tags;
+        self.trust = Some(trust);
+        self
     }
 
-    /// Whether a tag reference without a digest may be used.
-    pub fn allows_tags(&self) -> bool {
-        self.allow_tags
+    pub fn trust(&self) -> Option<&TrustPolicy> {
+        self.trust.as_ref()
+    }
+
+    pub fn oci(&self) -> Option<&OciCache> {
+        self.oci.as_ref()
     }
 
     pub fn engine(&self) -> &PolicyEngine {
@@ -94,13 +112,27 @@ impl PolicyStore {
 
     /// Loads the policy a reference names, checking a pinned digest first.
     pub fn resolve(&self, r: &PolicyRef) -> Result<Arc<LoadedPolicy>, PolicyError> {
+        if let Some(trust) = &self.trust {
+            trust.admit(r)?;
+        }
         let bytes = match &r.oci {
             Some(src) => {
                 if src.digest.is_none() && !self.allow_tags {
                     return Err(PolicyError::TagRefused { reference: src.to_string() });
                 }
                 let cache = self.oci.as_ref().ok_or_else(|| PolicyError::NoOciCache { reference: src.to_string() })?;
-                cache.read(src)?
+                let bytes = cache.read(src)?;
+                if let Some(trust) = self.trust.as_ref().filter(|t| t.requires_signatures()) {
+                    let signers = cache.signers(src);
+                    if !signers.iter().any(|s| trust.signers.contains(s)) {
+                        let found = match signers.len() {
+                            0 => "no signature by a trusted key".to_string(),
+                            n => format!("{n} signature(s), by keys no longer trusted"),
+                        };
+                        return Err(PolicyError::Unsigned { reference: src.to_string(), found });
+                    }
+                }
+                bytes
             }
             None => {
                 let path = self.path(r);

@@ -29,6 +29,8 @@ async fn scaffold_to_deployed_in_three_commands_through_a_registry() {
     let registry = TestRegistry::start("journey");
     let mut c = Cluster::start("policy-journey").await;
     c.controller_env.push(("TENON_POLICY_OCI_CACHE".into(), c.dir.join("oci").display().to_string()));
+    // The trust policy allows this registry's platform/ repositories (none by default).
+    c.controller_env.push(("TENON_POLICY_OCI_SOURCES".into(), format!("{}/platform", registry.addr)));
     apply_lab_general(&c);
     c.start_controller();
     nodeclass_ready(&c, "lab-general").await;
@@ -65,7 +67,17 @@ async fn scaffold_to_deployed_in_three_commands_through_a_registry() {
     c.kubectl(&["annotate", "nodepool", "lab-general", &format!("tenon.dev/scoring-policy={tag}"), "--overwrite"]);
     let (reason, message) = c.await_nodepool_condition("lab-general", "PolicyHealthy", "False").await;
     assert_eq!(reason, "PolicyUnavailable");
-    assert!(message.contains("tag references are refused"), "{message}");
+    assert!(message.contains("the trust policy refuses tags"), "{message}");
+
+    // A repository outside the trust policy: refused, naming the rule.
+    let outside = format!("oci://{}/team/team-scorer@sha256:{}", registry.addr, "1".repeat(64));
+    c.kubectl(&["annotate", "nodepool", "lab-general", &format!("tenon.dev/scoring-policy={outside}"), "--overwrite"]);
+    let message = eventually(Duration::from_secs(30), "the untrusted source is reported", || async {
+        let (_, _, message) = c.nodepool_condition("lab-general", "PolicyHealthy").await?;
+        message.contains("not an allowed source").then_some(message)
+    })
+    .await;
+    assert!(message.contains("policies.trust.ociSources") && message.contains(&outside), "{message}");
 
     // A digest the registry does not have: unavailable, with the registry's answer.
     let absent = format!("oci://{}/platform/team-scorer@sha256:{}", registry.addr, "0".repeat(64));

@@ -27,6 +27,7 @@ pub mod nodeclass;
 pub mod nodepool;
 pub mod oci_pull;
 pub mod policies;
+pub mod policy_sources;
 pub mod provisioning;
 pub mod ratelimit;
 pub mod runner;
@@ -112,13 +113,8 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     let fenced = leadership.clone();
     provider.fence = tenon_aws::Fence::new(move || fenced.leading());
     let cloud: Arc<dyn cloud::Cloud> = Arc::new(provider);
-    let policies = policies::Policies::new(settings.policy_dir.as_deref(), settings.policy_deadline_ms)?.with_oci(
-        policies::OciSettings {
-            cache: settings.policy_oci_cache.clone(),
-            allow_tags: settings.policy_allow_tags,
-            insecure_registries: settings.policy_insecure_registries.clone(),
-        },
-    )?;
+    let policies = policies::Policies::new(settings.policy_dir.as_deref(), settings.policy_deadline_ms)?
+        .with_sources(policy_sources::PolicySources::from_settings(&settings)?)?;
     health::serve(
         metrics.clone(),
         policies.metrics.clone(),

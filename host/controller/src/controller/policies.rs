@@ -9,6 +9,7 @@
 //! (see oci_pull.rs) and resolved from the OCI cache once there.
 
 use super::oci_pull::Puller;
+use super::policy_sources::PolicySources;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -48,15 +49,6 @@ pub struct Policies {
     puller: Option<Puller>,
 }
 
-/// Where `oci://` policies come from and are kept.
-#[derive(Clone, Debug, Default)]
-pub struct OciSettings {
-    /// Default: [`OciCache::default_dir`].
-    pub cache: Option<std::path::PathBuf>,
-    pub allow_tags: bool,
-    pub insecure_registries: Vec<String>,
-}
-
 impl Policies {
     /// Without a directory, NodePools naming a policy are reported and fail safe, never
     /// silently ignored.
@@ -77,23 +69,26 @@ impl Policies {
         Ok(Policies { store, active, resolved: BTreeMap::new(), metrics, puller: None })
     }
 
-    /// Resolves `oci://` references, pulling them on the current Tokio runtime. Without a
-    /// cache directory they stay unavailable, with that reason.
-    pub fn with_oci(mut self, settings: OciSettings) -> anyhow::Result<Policies> {
+    /// Holds the store to the cluster admin's trust policy and, when it names OCI sources,
+    /// resolves `oci://` references from them, pulling on the current Tokio runtime. Without
+    /// a cache directory they stay unavailable, with that reason.
+    pub fn with_sources(mut self, sources: PolicySources) -> anyhow::Result<Policies> {
         let Some(store) = self.store.take() else { return Ok(self) };
-        let Some(dir) = settings.cache.or_else(OciCache::default_dir) else {
+        let store = store.with_trust(sources.trust.clone());
+        if sources.trust.oci_sources.is_empty() {
+            self.store = Some(store);
+            return Ok(self);
+        }
+        let Some(dir) = sources.cache.or_else(OciCache::default_dir) else {
             tracing::warn!(
                 "no directory for pulled policies (set TENON_POLICY_OCI_CACHE); oci:// references stay unavailable"
             );
             self.store = Some(store);
             return Ok(self);
         };
-        let options = tenon_oci::Options {
-            insecure: settings.insecure_registries,
-            credentials: tenon_oci::Options::credentials_from_env(),
-        };
-        self.puller = Some(Puller::new(tenon_oci::Registry::new(options), OciCache::new(&dir))?);
-        self.store = Some(store.with_oci(OciCache::new(dir), settings.allow_tags));
+        let registry = tenon_oci::Registry::new(sources.registry)?;
+        self.puller = Some(Puller::new(registry, OciCache::new(&dir), sources.keys, sources.max_pulls)?);
+        self.store = Some(store.with_oci(OciCache::new(dir), sources.trust.allow_tags));
         Ok(self)
     }
 
@@ -190,8 +185,11 @@ impl Policies {
         for a in annotations {
             let (parsed, _) = NodePoolPolicies::from_annotations(a);
             for (_, r) in parsed.named() {
+                // Nothing outside the trust policy is fetched: its refusal is the problem
+                // resolving reports.
+                let admitted = store.trust().is_none_or(|t| t.admit(r).is_ok());
                 if let Some(src) = &r.oci
-                    && (src.digest.is_some() || store.allows_tags())
+                    && admitted
                 {
                     puller.request(src);
                 }
@@ -234,6 +232,9 @@ impl Policies {
         }
     }
 }
+
+#[cfg(test)]
+mod trust_tests;
 
 #[cfg(test)]
 mod tests {

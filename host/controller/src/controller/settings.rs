@@ -76,6 +76,34 @@ pub struct Settings {
     /// digest when first pulled by this process; pinned digests are the safe default.
     #[arg(long, env = "TENON_POLICY_ALLOW_TAGS")]
     pub policy_allow_tags: bool,
+    /// The trust policy's OCI sources: `REGISTRY` or `REGISTRY/PATH` (that repository and
+    /// those under it), comma-separated. None (the default): no `oci://` policy is pulled.
+    #[arg(long, env = "TENON_POLICY_OCI_SOURCES", value_delimiter = ',', value_parser = oci_source_rule)]
+    pub policy_oci_sources: Vec<tenon_api::policy_trust::OciSourceRule>,
+    /// The store's policies NodePools may name (comma-separated); default: all of them.
+    #[arg(long, env = "TENON_POLICY_LOCAL_POLICIES", value_delimiter = ',')]
+    pub policy_local_policies: Option<Vec<String>>,
+    /// Cosign public keys (`cosign.pub` files, or directories of `*.pub`), comma-separated:
+    /// when given, every `oci://` policy must carry a signature by one of them.
+    #[arg(long, env = "TENON_POLICY_SIGNATURE_KEYS", value_delimiter = ',')]
+    pub policy_signature_keys: Vec<PathBuf>,
+    /// Registry credentials as a Docker `config.json` (a `kubernetes.io/dockerconfigjson`
+    /// Secret's `.dockerconfigjson`); each is offered only to the registry it is filed under.
+    #[arg(long, env = "TENON_POLICY_OCI_REGISTRY_CONFIG")]
+    pub policy_oci_registry_config: Option<PathBuf>,
+    /// Hosts (`host[:port]`) allowed registries may redirect to (blob storage) or name as
+    /// their token service, comma-separated. Default: none, only the registry itself.
+    #[arg(long, env = "TENON_POLICY_OCI_EXTRA_HOSTS", value_delimiter = ',')]
+    pub policy_oci_extra_hosts: Vec<String>,
+    /// PEM certificates trusted for registries besides the system's roots.
+    #[arg(long, env = "TENON_POLICY_OCI_CA_BUNDLE")]
+    pub policy_oci_ca_bundle: Option<PathBuf>,
+    /// The longest one pull (manifest, component and signatures) may take.
+    #[arg(long, env = "TENON_POLICY_OCI_PULL_TIMEOUT", default_value = "2m", value_parser = duration)]
+    pub policy_oci_pull_timeout: Duration,
+    /// Pulls at once; more wait their turn.
+    #[arg(long, env = "TENON_POLICY_OCI_MAX_PULLS", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub policy_oci_max_pulls: u32,
     /// Registries (`host[:port]`, comma-separated) spoken to over plain HTTP; loopback
     /// registries always are.
     #[arg(long, env = "TENON_POLICY_INSECURE_REGISTRIES", value_delimiter = ',')]
@@ -112,6 +140,10 @@ pub struct Settings {
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct BadValue(String);
+
+fn oci_source_rule(s: &str) -> Result<tenon_api::policy_trust::OciSourceRule, BadValue> {
+    s.parse().map_err(BadValue)
+}
 
 fn scheduler_config(s: &str) -> Result<SchedulerConfig, BadValue> {
     SchedulerConfig::parse(s).map_err(|e| BadValue(e.to_string()))
