@@ -200,23 +200,39 @@ controller.env after it). */}}
 - name: TENON_POLICY_DEADLINE_MS
   value: {{ .Values.policies.deadlineMs | quote }}
 - name: TENON_POLICY_ALLOW_TAGS
-  value: {{ .Values.policies.oci.allowTags | quote }}
+  value: {{ .Values.policies.trust.allowTags | quote }}
+{{- with .Values.policies.trust.ociSources }}
+- name: TENON_POLICY_OCI_SOURCES
+  value: {{ join "," . | quote }}
+{{- end }}
+{{- with .Values.policies.trust.localPolicies }}
+- name: TENON_POLICY_LOCAL_POLICIES
+  value: {{ join "," . | quote }}
+{{- end }}
+{{- if .Values.policies.trust.signatureKeysConfigMap }}
+- name: TENON_POLICY_SIGNATURE_KEYS
+  value: /etc/tenon/signature-keys
+{{- end }}
 {{- with .Values.policies.oci.insecureRegistries }}
 - name: TENON_POLICY_INSECURE_REGISTRIES
   value: {{ join "," . | quote }}
 {{- end }}
-{{- with .Values.policies.oci.credentialsSecret }}
-- name: TENON_OCI_USERNAME
-  valueFrom:
-    secretKeyRef:
-      name: {{ . }}
-      key: username
-- name: TENON_OCI_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ . }}
-      key: password
+{{- if .Values.policies.oci.registryConfigSecret }}
+- name: TENON_POLICY_OCI_REGISTRY_CONFIG
+  value: /etc/tenon/registry/config.json
 {{- end }}
+{{- with .Values.policies.oci.extraHosts }}
+- name: TENON_POLICY_OCI_EXTRA_HOSTS
+  value: {{ join "," . | quote }}
+{{- end }}
+{{- if .Values.policies.oci.caBundleConfigMap }}
+- name: TENON_POLICY_OCI_CA_BUNDLE
+  value: /etc/tenon/registry-ca/ca.crt
+{{- end }}
+- name: TENON_POLICY_OCI_PULL_TIMEOUT
+  value: {{ .Values.policies.oci.pullTimeout | quote }}
+- name: TENON_POLICY_OCI_MAX_PULLS
+  value: {{ .Values.policies.oci.maxConcurrentPulls | quote }}
 # The precompiled-policy cache and the policies pulled from OCI registries:
 # private to the controller's user, on the writable emptyDir (the root
 # filesystem is read-only).

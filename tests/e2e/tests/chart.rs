@@ -1,3 +1,4 @@
+//! (Long: tests only, one per chart behaviour; rendering helpers at the top.)
 //! The Helm charts: lint, render with default, full and Karpenter's values, apply to the API
 //! emulator, CRDs identical to `tenon crds`, the default policy bundle identical to a fresh
 //! build, RBAC that grants exactly what the controller calls in an end-to-end run, and a
@@ -407,4 +408,53 @@ async fn the_controller_a_karpenter_values_file_renders_provisions() {
     c.assert_controller_running();
     let log = c.controller_log();
     assert!(log.contains("SpotToSpotConsolidation"), "the rendered feature gates were read:\n{log}");
+}
+
+/// The trust policy's values reach the controller as settings and mounts; the RBAC names
+/// the controller's own Lease and the kube-dns Service, nothing wider.
+#[test]
+fn the_trust_policy_and_narrow_rbac_render() {
+    let objects = render_with(
+        "charts/tenon/ci/default-values.yaml",
+        &[
+            "--set",
+            "policies.trust.ociSources={ghcr.io/acme/policies,registry.internal:5000}",
+            "--set",
+            "policies.trust.signatureKeysConfigMap=cosign-keys",
+            "--set",
+            "policies.oci.registryConfigSecret=registry-creds",
+        ],
+    );
+    let settings = env(&objects);
+    let value = |k: &str| settings.get(k).cloned().flatten().unwrap_or_else(|| panic!("{k} in {settings:?}"));
+    assert_eq!(value("TENON_POLICY_OCI_SOURCES"), "ghcr.io/acme/policies,registry.internal:5000");
+    assert_eq!(value("TENON_POLICY_SIGNATURE_KEYS"), "/etc/tenon/signature-keys");
+    assert_eq!(value("TENON_POLICY_OCI_REGISTRY_CONFIG"), "/etc/tenon/registry/config.json");
+    let pod = &kind(&objects, "Deployment")[0]["spec"]["template"]["spec"];
+    let volumes = pod["volumes"].as_array().unwrap();
+    let volume = |name: &str| volumes.iter().find(|v| v["name"] == name).unwrap_or_else(|| panic!("{name}"));
+    assert_eq!(volume("tmp")["emptyDir"]["sizeLimit"], "1Gi");
+    assert_eq!(volume("signature-keys")["configMap"]["name"], "cosign-keys");
+    assert_eq!(volume("registry-config")["secret"]["items"][0]["key"], ".dockerconfigjson");
+
+    // By default: no OCI source, so no registry is ever contacted.
+    let default = env(&render("charts/tenon/ci/default-values.yaml"));
+    assert!(!default.contains_key("TENON_POLICY_OCI_SOURCES"), "{default:?}");
+    // The old single credential offered to every registry is gone, loudly.
+    let e = refusal(&["--set", "policies.oci.credentialsSecret=registry"]);
+    assert!(e.contains("credentialsSecret is not allowed"), "{e}");
+
+    let roles = kind(&objects, "Role");
+    let rules: Vec<&Value> = roles.iter().flat_map(|r| r["rules"].as_array().unwrap()).collect();
+    for rule in rules.iter().filter(|r| r["verbs"].as_array().unwrap().iter().any(|v| v == "get" || v == "patch")) {
+        assert!(rule["resourceNames"].is_array(), "a get or patch without a name: {rule}");
+    }
+    let dns = roles.iter().find(|r| r["rules"][0]["resourceNames"][0] == "kube-dns").expect("the kube-dns Role");
+    assert_eq!(dns["metadata"]["namespace"], "kube-system");
+    for role in kind(&objects, "ClusterRole") {
+        for rule in role["rules"].as_array().unwrap() {
+            assert!(!rule["resources"].as_array().unwrap().iter().any(|r| r == "leases"), "{rule}");
+            assert!(rule["resourceNames"].is_null(), "cluster-wide rule limited by name belongs in a Role: {rule}");
+        }
+    }
 }
