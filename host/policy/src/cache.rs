@@ -204,10 +204,85 @@ impl PrecompileCache {
     }
 }
 
+/// Removes files of `dir` that `evictable` accepts, least recently modified first, until
+/// what remains of them is at most `budget` bytes; how many were removed. Files it does not
+/// accept (in use, or not an entry) are neither counted nor removed.
+pub fn evict(dir: &Path, budget: u64, evictable: impl Fn(&Path) -> bool) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| evictable(p))
+        .filter_map(|p| {
+            let m = std::fs::symlink_metadata(&p).ok()?;
+            Some((m.modified().ok()?, tree_size(&p), p))
+        })
+        .collect();
+    files.sort();
+    let mut total: u64 = files.iter().map(|(_, size, _)| size).sum();
+    let mut removed = 0;
+    for (_, size, path) in files {
+        if total <= budget {
+            break;
+        }
+        let gone = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+        if gone.is_ok() {
+            total -= size;
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// The bytes of a file, or of the files under a directory.
+fn tree_size(path: &Path) -> u64 {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => {
+            std::fs::read_dir(path).map(|d| d.filter_map(|e| e.ok()).map(|e| tree_size(&e.path())).sum()).unwrap_or(0)
+        }
+        Ok(m) => m.len(),
+        Err(_) => 0,
+    }
+}
+
+impl PrecompileCache {
+    /// Keeps the cache within `budget` bytes besides the entries of components in `in_use`
+    /// (sha256s): older entries go first, those of another engine version before any.
+    pub fn prune(&self, in_use: &std::collections::BTreeSet<String>, compat: &str, budget: u64) -> usize {
+        let entry = |p: &Path| -> Option<(String, String)> {
+            let name = p.file_name()?.to_str()?.strip_suffix(".cwasm")?;
+            let (sha, c) = name.split_once('-')?;
+            Some((sha.to_string(), c.to_string()))
+        };
+        let stale = evict(&self.dir, 0, |p| entry(p).is_some_and(|(_, c)| c != compat));
+        stale + evict(&self.dir, budget, |p| entry(p).is_some_and(|(sha, _)| !in_use.contains(&sha)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn pruning_keeps_what_is_in_use_and_the_newest_within_the_budget() {
+        let dir = std::env::temp_dir().join(format!("tenon-precompile-prune-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let c = PrecompileCache::open(&dir).unwrap();
+        for (sha, compat) in [("aa", "e1"), ("bb", "e1"), ("cc", "e1"), ("dd", "e0")] {
+            c.put(sha, compat, &[0u8; 1000]).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let in_use = ["aa".to_string()].into();
+        // The other engine's entry goes; of the unused, the newest that fits the budget stays.
+        assert_eq!(c.prune(&in_use, "e1", 1100), 2);
+        assert!(c.get("aa", "e1").unwrap().is_some(), "in use, and older than the budget allows");
+        assert!(c.get("bb", "e1").unwrap().is_none());
+        assert!(c.get("cc", "e1").unwrap().is_some());
+        assert!(c.get("dd", "e0").unwrap().is_none());
+        assert!(dir.join("key").is_file(), "the key is not an entry");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     fn mode(path: &Path) -> std::io::Result<u32> {
         Ok(std::fs::symlink_metadata(path)?.permissions().mode() & 0o7777)

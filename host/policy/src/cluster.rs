@@ -261,6 +261,24 @@ impl ClusterPolicies {
         (out, problems)
     }
 
+    /// This set with `pools` failing safe on every hook they name a policy for, as while
+    /// their policies are being loaded off the control loop: price order, no consolidation
+    /// plans, no disruptions; the other NodePools keep theirs, call records and all.
+    pub fn pending(&self, pools: &[NodePoolInfo], why: &str) -> Self {
+        let mut out =
+            ClusterPolicies { pools: self.pools.clone(), metrics: self.metrics.clone(), log: self.log.clone() };
+        for pool in pools {
+            let mut p = PoolPolicies::default();
+            for hook in [Hook::Scoring, Hook::Consolidation, Hook::Budget] {
+                if let Some(named) = pool.annotations.get(annotation(hook)) {
+                    p.fail_safe(hook, FailSafe { policy: named.clone(), why: why.to_string() });
+                }
+            }
+            out.pools.insert(pool.name.clone(), Arc::new(p));
+        }
+        out
+    }
+
     fn bind(&self, policy: Arc<LoadedPolicy>, ctx: &NodePoolContext, mode: Mode) -> Bound {
         Bound::new(policy, ctx.clone(), mode, self.metrics.clone()).with_log(self.log.clone())
     }

@@ -119,6 +119,11 @@ impl PolicyEngine {
         self.cache_refused.as_deref()
     }
 
+    /// The precompile cache in use, if any.
+    pub fn precompile_cache(&self) -> Option<&PrecompileCache> {
+        self.cache.as_deref()
+    }
+
     pub fn limits(&self) -> &Limits {
         &self.limits
     }

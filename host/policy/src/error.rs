@@ -86,6 +86,18 @@ pub enum PolicyError {
     Load(String),
     #[error("{path}: {source}")]
     Io { path: String, source: std::io::Error },
+    #[error("policy {name:?} is {bytes} bytes, more than the {limit} a policy may be")]
+    TooLarge { name: String, bytes: u64, limit: u64 },
+    #[error(
+        "policy {name:?} is still compiling after {seconds} s; it is used once compiled (a component this slow to compile is likely not a policy)"
+    )]
+    StillCompiling { name: String, seconds: u64 },
+    #[error("policy {name:?} waits to be compiled: {other:?} has been compiling for {seconds} s")]
+    CompilerBusy { name: String, other: String, seconds: u64 },
+    #[error(
+        "policy {name:?} is not loaded: the controller holds {limit} loaded policies, its limit; NodePools name too many distinct policies"
+    )]
+    TooManyLoaded { name: String, limit: usize },
     #[error("cannot start the policy engine: {0}")]
     Engine(String),
     #[error(transparent)]

@@ -6,6 +6,7 @@
 //! circuit breaker.
 
 pub mod adapters;
+pub mod background;
 pub mod bindings;
 pub mod breaker;
 pub mod cache;

@@ -136,6 +136,15 @@ impl OciCache {
         std::fs::read_to_string(file).unwrap_or_default().lines().map(str::to_string).collect()
     }
 
+    /// Keeps the pulled artefacts within `budget` bytes besides those whose manifest digest
+    /// is in `in_use`, removing the least recently pulled first; a reference to a removed
+    /// one is pulled again when named.
+    pub fn prune(&self, in_use: &std::collections::BTreeSet<String>, budget: u64) -> usize {
+        let unused =
+            |p: &Path| p.file_name().and_then(|n| n.to_str()).is_some_and(|d| d.len() == 64 && !in_use.contains(d));
+        crate::cache::evict(&self.dir.join("sha256"), budget, unused)
+    }
+
     /// Keeps a pulled artefact after checking it: the manifest must hash to `digest` (and to
     /// the reference's pin), the component to its layer. A tag reference records its digest.
     /// `signers` are the keys whose signatures the puller verified (see [`OciCache::signers`]).
@@ -214,6 +223,29 @@ mod tests {
         std::fs::write(cache.component_path(&pinned).unwrap(), b"\0asm component bytez").unwrap();
         let e = cache.read(&pinned).unwrap_err().to_string();
         assert!(e.contains("does not match its layer"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn pruning_keeps_what_is_named_and_the_newest_within_the_budget() {
+        let dir = std::env::temp_dir().join(format!("tenon-oci-prune-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cache = OciCache::new(&dir);
+        let mut digests = Vec::new();
+        for n in 0..3u8 {
+            let component = vec![n; 1000];
+            let m = manifest(&component, oci_media::LAYER);
+            let digest = sha256_hex(&m);
+            cache.put(&source(None, Some(digest.clone())), &digest, &m, &component, &[]).unwrap();
+            digests.push(digest);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let named = [digests[0].clone()].into();
+        assert_eq!(cache.prune(&named, 1500), 1);
+        let held = |d: &String| cache.holds(&source(None, Some(d.clone())));
+        assert!(held(&digests[0]), "named, however old");
+        assert!(!held(&digests[1]), "the oldest unnamed goes");
+        assert!(held(&digests[2]));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

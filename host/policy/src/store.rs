@@ -5,6 +5,7 @@
 //! ConfigMap volume update swaps a symlink, a pull lands): [`PolicyStore::stamp`] tells a
 //! caller when to resolve again.
 
+use crate::background::BackgroundCompiles;
 use crate::engine::{PolicyEngine, sha256_hex};
 use crate::error::PolicyError;
 use crate::oci_cache::OciCache;
@@ -12,8 +13,19 @@ use crate::policy::LoadedPolicy;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use tenon_api::policy::PolicyRef;
+use tenon_api::policy::{PolicyRef, oci_media};
 use tenon_api::policy_trust::TrustPolicy;
+
+/// The largest component the store compiles, wherever it comes from (the default bundle's
+/// are ~0.3 MiB): the same bound as a pulled one.
+pub const MAX_COMPONENT_BYTES: u64 = oci_media::MAX_LAYER_BYTES;
+
+/// What each of the precompile and OCI caches may hold besides what is in use (the chart's
+/// `/tmp` emptyDir has a size limit; past it the kubelet evicts the pod).
+pub const CACHE_BUDGET: u64 = 256 << 20;
+
+/// The most distinct components the store holds compiled (about 1 MiB each and more).
+pub const MAX_LOADED: usize = 64;
 
 /// A policy file's identity and version as the file system reports them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +47,10 @@ pub struct PolicyStore {
     /// The cluster admin's trust policy, in a controller; `None` on a user's machine, where
     /// the user chose what was pulled.
     trust: Option<TrustPolicy>,
+    /// Compiles waited for up to a bound (a controller); `None`: compiled inline (the CLI).
+    background: Option<BackgroundCompiles>,
+    /// The most compiled components held (see [`MAX_LOADED`]).
+    max_loaded: usize,
 }
 
 impl PolicyStore {
@@ -46,6 +62,8 @@ impl PolicyStore {
             oci: None,
             allow_tags: false,
             trust: None,
+            background: None,
+            max_loaded: MAX_LOADED,
         }
     }
 
@@ -61,6 +79,19 @@ impl PolicyStore {
     pub fn with_trust(mut self, trust: TrustPolicy) -> Self {
         self.allow_tags = trust.allow_tags;
         self.trust = Some(trust);
+        self
+    }
+
+    /// Waits at most `wait` for a component to compile; one taking longer is refused with
+    /// "still compiling" until it has finished in the background (see background.rs).
+    pub fn with_compile_wait(mut self, wait: std::time::Duration) -> Self {
+        self.background = Some(BackgroundCompiles::new(wait));
+        self
+    }
+
+    /// Holds at most `n` compiled components instead of [`MAX_LOADED`].
+    pub fn with_max_loaded(mut self, n: usize) -> Self {
+        self.max_loaded = n;
         self
     }
 
@@ -105,6 +136,19 @@ impl PolicyStore {
         self.loaded.lock().unwrap_or_else(|e| e.into_inner()).retain(|sha, _| in_use.contains(sha));
     }
 
+    /// Keeps the precompile and OCI caches within their budgets (see [`CACHE_BUDGET`]),
+    /// never removing what `components` (sha256s of loaded components) or `references`
+    /// (what NodePools name) need.
+    pub fn prune_caches<'a>(&self, components: &BTreeSet<String>, references: impl Iterator<Item = &'a PolicyRef>) {
+        if let Some(c) = self.engine.precompile_cache() {
+            c.prune(components, &self.engine.compatibility_hash(), CACHE_BUDGET);
+        }
+        if let Some(oci) = &self.oci {
+            let named: BTreeSet<String> = references.filter_map(|r| oci.digest(r.oci.as_ref()?)).collect();
+            oci.prune(&named, CACHE_BUDGET);
+        }
+    }
+
     /// How many compiled components the store holds.
     pub fn loaded(&self) -> usize {
         self.loaded.lock().unwrap_or_else(|e| e.into_inner()).len()
@@ -139,6 +183,11 @@ impl PolicyStore {
                 if !path.is_file() {
                     return Err(PolicyError::NotFound { name: r.name.clone(), path: path.display().to_string() });
                 }
+                let io = |source| PolicyError::Io { path: path.display().to_string(), source };
+                let len = std::fs::metadata(&path).map_err(io)?.len();
+                if len > MAX_COMPONENT_BYTES {
+                    return Err(PolicyError::TooLarge { name: r.name.clone(), bytes: len, limit: MAX_COMPONENT_BYTES });
+                }
                 std::fs::read(&path).map_err(|source| PolicyError::Io { path: path.display().to_string(), source })?
             }
         };
@@ -148,13 +197,22 @@ impl PolicyStore {
         {
             return Err(PolicyError::DigestMismatch { name: r.name.clone(), want: want.clone(), found: sha });
         }
-        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = loaded.get(&sha) {
-            return Ok(p.clone());
+        {
+            let loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(p) = loaded.get(&sha) {
+                return Ok(p.clone());
+            }
+            if loaded.len() >= self.max_loaded {
+                return Err(PolicyError::TooManyLoaded { name: r.name.clone(), limit: self.max_loaded });
+            }
         }
-        let (policy, _) = self.engine.load(&r.name, &bytes)?;
-        let policy = Arc::new(policy);
-        loaded.insert(sha, policy.clone());
+        // Not under the lock: a compile takes its time, and callers of loaded policies
+        // need not wait for it.
+        let policy = match &self.background {
+            Some(b) => b.load(&self.engine, &r.name, &sha, bytes)?,
+            None => Arc::new(self.engine.load(&r.name, &bytes)?.0),
+        };
+        self.loaded.lock().unwrap_or_else(|e| e.into_inner()).insert(sha, policy.clone());
         Ok(policy)
     }
 }

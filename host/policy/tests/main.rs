@@ -4,4 +4,5 @@
 mod configs;
 mod defaults;
 mod hostile;
+mod store_limits;
 mod support;
