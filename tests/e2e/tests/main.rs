@@ -15,6 +15,7 @@ mod metrics;
 mod nodeclaim_lifecycle;
 mod policy_journey;
 mod policy_sandbox;
+mod policy_sources;
 mod policy_update;
 mod reconcilers;
 mod scale_benchmark;

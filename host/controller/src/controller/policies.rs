@@ -6,10 +6,13 @@
 //! with the fallbacks (price order, no consolidation plans, no disruptions), the same in
 //! both cases; other NodePools are unaffected and keep their policies' call records.
 //! `oci://` policies are pulled in the background when a NodePool needing them is resolved
-//! (see oci_pull.rs) and resolved from the OCI cache once there.
+//! (see oci_pull.rs) and resolved from the OCI cache once there. Resolving (compiling a
+//! component, asking it to validate its configuration) runs off the control loop too (see
+//! resolution.rs): a pass never waits on it for more than a moment.
 
 use super::oci_pull::Puller;
 use super::policy_sources::PolicySources;
+use resolution::{INLINE_WAIT, Resolving};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -28,6 +31,9 @@ type PolicyInput = (BTreeMap<String, String>, BTreeMap<String, String>);
 /// The first retry of an unavailable policy, doubled at each failure up to [`RETRY_MAX`].
 const RETRY_FIRST: Duration = Duration::from_secs(1);
 const RETRY_MAX: Duration = Duration::from_secs(60);
+/// The longest a resolution waits for one component to compile; a slower one finishes in
+/// the background and is used from the retry after (the default bundle's take ~0.1 s).
+const COMPILE_WAIT: Duration = Duration::from_secs(5);
 
 /// What one NodePool's policies were resolved from, and how that went.
 struct Resolved {
@@ -41,7 +47,9 @@ struct Resolved {
 }
 
 pub struct Policies {
-    store: Option<PolicyStore>,
+    /// Shared with the resolution running off the control loop.
+    store: Option<Arc<PolicyStore>>,
+    resolving: Option<Resolving>,
     /// Shared with the decisions, which run off the control loop's thread.
     pub active: Arc<ClusterPolicies>,
     resolved: BTreeMap<String, Resolved>,
@@ -60,35 +68,36 @@ impl Policies {
                 if let Some(why) = engine.cache_refused() {
                     tracing::warn!(%why, "policy precompile cache not used; policies are compiled at every start");
                 }
-                Some(PolicyStore::new(d, engine))
+                Some(Arc::new(PolicyStore::new(d, engine).with_compile_wait(COMPILE_WAIT)))
             }
             None => None,
         };
         let metrics = Arc::new(Metrics::default());
         let active = Arc::new(ClusterPolicies::empty(metrics.clone()));
-        Ok(Policies { store, active, resolved: BTreeMap::new(), metrics, puller: None })
+        Ok(Policies { store, resolving: None, active, resolved: BTreeMap::new(), metrics, puller: None })
     }
 
     /// Holds the store to the cluster admin's trust policy and, when it names OCI sources,
     /// resolves `oci://` references from them, pulling on the current Tokio runtime. Without
     /// a cache directory they stay unavailable, with that reason.
     pub fn with_sources(mut self, sources: PolicySources) -> anyhow::Result<Policies> {
-        let Some(store) = self.store.take() else { return Ok(self) };
+        // Built before any resolution starts: the only holder of the store.
+        let Some(store) = self.store.take().and_then(Arc::into_inner) else { return Ok(self) };
         let store = store.with_trust(sources.trust.clone());
         if sources.trust.oci_sources.is_empty() {
-            self.store = Some(store);
+            self.store = Some(Arc::new(store));
             return Ok(self);
         }
         let Some(dir) = sources.cache.or_else(OciCache::default_dir) else {
             tracing::warn!(
                 "no directory for pulled policies (set TENON_POLICY_OCI_CACHE); oci:// references stay unavailable"
             );
-            self.store = Some(store);
+            self.store = Some(Arc::new(store));
             return Ok(self);
         };
         let registry = tenon_oci::Registry::new(sources.registry)?;
         self.puller = Some(Puller::new(registry, OciCache::new(&dir), sources.keys, sources.max_pulls)?);
-        self.store = Some(store.with_oci(OciCache::new(dir), sources.trust.allow_tags));
+        self.store = Some(Arc::new(store.with_oci(OciCache::new(dir), sources.trust.allow_tags)));
         Ok(self)
     }
 
@@ -109,15 +118,20 @@ impl Policies {
                 (np.metadata.name.clone().unwrap_or_default(), (np.spec.template.metadata.labels.clone(), annotations))
             })
             .collect();
-        let files: BTreeMap<&String, Vec<Option<FileStamp>>> =
-            inputs.iter().map(|(name, (_, annotations))| (name, self.stamps(annotations))).collect();
-        let stale: Vec<&String> = inputs
+        // One resolution at a time: NodePools that change meanwhile are resolved after it.
+        self.finish(now, None);
+        if self.resolving.is_some() {
+            return;
+        }
+        let files: BTreeMap<String, Vec<Option<FileStamp>>> =
+            inputs.iter().map(|(name, (_, annotations))| (name.clone(), self.stamps(annotations))).collect();
+        let stale: BTreeMap<String, (PolicyInput, Vec<Option<FileStamp>>)> = inputs
             .iter()
             .filter(|(name, input)| match self.resolved.get(*name) {
                 None => true,
-                Some(r) => r.input != **input || r.files != files[name] || r.retry.is_some_and(|(at, _)| now >= at),
+                Some(r) => r.input != **input || r.files != files[*name] || r.retry.is_some_and(|(at, _)| now >= at),
             })
-            .map(|(name, _)| name)
+            .map(|(name, input)| (name.clone(), (input.clone(), files[name].clone())))
             .collect();
         let gone = self.resolved.keys().any(|name| !inputs.contains_key(name));
         if stale.is_empty() && !gone {
@@ -131,9 +145,31 @@ impl Policies {
                 annotations: annotations.clone(),
             })
             .collect();
-        self.pull(stale.iter().map(|name| &inputs[*name].1));
-        let keep = |name: &str| !stale.iter().any(|s| *s == name);
-        let (active, problems) = self.active.re_resolve(self.store.as_ref(), &infos, &keep);
+        self.pull(stale.values().map(|(input, _)| &input.1));
+        // A NodePool that names other policies than it did fails safe until they are loaded;
+        // one whose files changed keeps the version it has.
+        let changed: Vec<NodePoolInfo> = infos
+            .iter()
+            .filter(|i| {
+                stale
+                    .get(&i.name)
+                    .is_some_and(|(input, _)| self.resolved.get(&i.name).is_none_or(|r| r.input != *input))
+            })
+            .cloned()
+            .collect();
+        let resolving = Resolving::start(self.active.clone(), self.store.clone(), infos, stale);
+        if !changed.is_empty() {
+            self.active = Arc::new(self.active.pending(&changed, "being loaded"));
+        }
+        self.resolving = Some(resolving);
+        self.finish(now, Some(INLINE_WAIT));
+    }
+
+    /// Takes in the running resolution's outcome if it has finished (waiting up to `wait`).
+    fn finish(&mut self, now: Instant, wait: Option<Duration>) {
+        let Some(outcome) = self.resolving.as_ref().and_then(|r| r.outcome(wait)) else { return };
+        let Some(resolving) = self.resolving.take() else { return };
+        let (active, problems) = outcome;
         // Load problems are reported below and by the NodePool's condition.
         let _ = tenon_core::disruption::PolicySet::take_failures(&active);
         self.active = Arc::new(active);
@@ -148,14 +184,14 @@ impl Policies {
             }
             all.push_str(problem);
         }
-        self.resolved.retain(|name, _| inputs.contains_key(name));
-        for name in &stale {
-            let problem = found.remove(name.as_str()).map(|p| self.with_pull_failures(p, &inputs[*name].1));
-            let before = self.resolved.get(*name);
+        self.resolved.retain(|name, _| resolving.pools.contains(name));
+        for (name, (input, files)) in &resolving.stale {
+            let problem = found.remove(name.as_str()).map(|p| self.with_pull_failures(p, &input.1));
+            let before = self.resolved.get(name);
             let retry = problem.as_ref().map(|_| {
                 // Waits double while nothing the NodePool names changes; a change starts over.
                 let wait = match before {
-                    Some(b) if b.input == inputs[*name] && b.files == files[name] => {
+                    Some(b) if b.input == *input && b.files == *files => {
                         b.retry.map_or(RETRY_FIRST, |(_, w)| (w * 2).min(RETRY_MAX))
                     }
                     _ => RETRY_FIRST,
@@ -165,11 +201,25 @@ impl Policies {
             if let Some(p) = &problem {
                 tracing::warn!(nodepool = %name, problem = %p, "NodePool policy unavailable; its fail-safe applies");
             }
-            let r = Resolved { input: inputs[*name].clone(), files: files[name].clone(), problem, retry };
-            self.resolved.insert((*name).clone(), r);
+            let r = Resolved { input: input.clone(), files: files.clone(), problem, retry };
+            self.resolved.insert(name.clone(), r);
         }
         let unavailable = self.resolved.values().filter(|r| r.problem.is_some()).count();
-        tracing::info!(nodepools = inputs.len(), resolved = stale.len(), unavailable, "NodePool policies resolved");
+        tracing::info!(
+            nodepools = resolving.pools.len(),
+            resolved = resolving.stale.len(),
+            unavailable,
+            seconds = resolving.started.elapsed().as_secs_f64(),
+            "NodePool policies resolved"
+        );
+    }
+
+    /// Refreshes and waits for the resolution it starts (tests: a pass never waits).
+    #[cfg(test)]
+    pub fn refresh_and_wait(&mut self, pools: &[Arc<NodePool>], now: Instant) {
+        self.refresh(pools, now);
+        self.finish(now, Some(Duration::from_secs(120)));
+        assert!(self.resolving.is_none(), "the resolution did not finish in 120 s");
     }
 
     /// The files a NodePool's policy annotations name, in hook order.
@@ -217,6 +267,9 @@ impl Policies {
 
     /// Why `pool`'s policies are unhealthy: a load problem, or its policies' last failures.
     pub fn unhealthy(&self, pool: &str) -> Option<(&'static str, String)> {
+        if let Some(why) = self.resolving.as_ref().and_then(|r| r.slow(pool)) {
+            return Some(("PolicyUnavailable", why));
+        }
         if let Some(p) = self.resolved.get(pool).and_then(|r| r.problem.as_ref()) {
             return Some(("PolicyUnavailable", p.clone()));
         }
@@ -232,6 +285,8 @@ impl Policies {
         }
     }
 }
+
+mod resolution;
 
 #[cfg(test)]
 mod trust_tests;
@@ -280,22 +335,22 @@ mod tests {
         let mut policies = Policies::new(Some(&dir.0), 1000).unwrap();
         let t0 = Instant::now();
         let pools = [pool("lab", "no-such-policy")];
-        policies.refresh(&pools, t0);
+        policies.refresh_and_wait(&pools, t0);
         assert!(policies.unhealthy("lab").is_some_and(|(reason, _)| reason == "PolicyUnavailable"));
         let mut at = t0;
         let mut waits = Vec::new();
         for _ in 0..9 {
             let next = policies.retry_at("lab").expect("a retry is scheduled");
             // Not retried before it is due.
-            policies.refresh(&pools, next - Duration::from_millis(1));
+            policies.refresh_and_wait(&pools, next - Duration::from_millis(1));
             assert_eq!(policies.retry_at("lab"), Some(next));
             waits.push((next - at).as_secs());
             at = next;
-            policies.refresh(&pools, next);
+            policies.refresh_and_wait(&pools, next);
         }
         assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
         // A change to the NodePool starts the backoff over.
-        policies.refresh(&[pool("lab", "still-no-such-policy")], at);
+        policies.refresh_and_wait(&[pool("lab", "still-no-such-policy")], at);
         assert_eq!(policies.retry_at("lab"), Some(at + RETRY_FIRST));
     }
 
@@ -307,16 +362,16 @@ mod tests {
         let scorer = built("default_scoring.wasm");
         let pin = format!("team-scorer@sha256:{}", tenon_policy::engine::sha256_hex(&scorer));
         let pools = [pool("lab", &pin)];
-        policies.refresh(&pools, t0);
+        policies.refresh_and_wait(&pools, t0);
         assert!(policies.unhealthy("lab").is_some(), "not there yet");
 
         std::fs::write(dir.0.join("team-scorer.wasm"), b"an older, different file").unwrap();
-        policies.refresh(&pools, t0 + Duration::from_millis(10));
+        policies.refresh_and_wait(&pools, t0 + Duration::from_millis(10));
         let (_, why) = policies.unhealthy("lab").expect("the pin does not match");
         assert!(why.contains("team-scorer"), "{why}");
 
         std::fs::write(dir.0.join("team-scorer.wasm"), &scorer).unwrap();
-        policies.refresh(&pools, t0 + Duration::from_millis(20));
+        policies.refresh_and_wait(&pools, t0 + Duration::from_millis(20));
         assert_eq!(policies.unhealthy("lab"), None, "rewritten in place, long before a retry is due");
         assert_eq!(policies.retry_at("lab"), None);
     }
@@ -329,9 +384,9 @@ mod tests {
         let pools = [pool("lab", "team-scorer")];
         for (i, file) in ["default_scoring.wasm", "price_per_vcpu.wasm", "default_scoring.wasm"].iter().enumerate() {
             std::fs::write(dir.0.join("team-scorer.wasm"), built(file)).unwrap();
-            policies.refresh(&pools, t0 + Duration::from_millis(10 * i as u64));
+            policies.refresh_and_wait(&pools, t0 + Duration::from_millis(10 * i as u64));
             assert_eq!(policies.unhealthy("lab"), None, "{file}");
-            assert_eq!(policies.store.as_ref().map(PolicyStore::loaded), Some(1), "only {file} is held");
+            assert_eq!(policies.store.as_ref().map(|s| s.loaded()), Some(1), "only {file} is held");
         }
     }
 }

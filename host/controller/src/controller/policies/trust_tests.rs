@@ -81,7 +81,7 @@ async fn a_reference_outside_the_trust_policy_is_refused_and_never_fetched() {
     // The default trusts no registry at all: nothing to pull, and the condition says so.
     let mut default =
         Policies::new(Some(&dir.join("store")), 1000).unwrap().with_sources(PolicySources::default()).unwrap();
-    default.refresh(&pools[1..], Instant::now());
+    default.refresh_and_wait(&pools[1..], Instant::now());
     let (_, why) = default.unhealthy("platform").unwrap();
     assert!(why.contains("OCI policies are off"), "{why}");
     std::fs::remove_dir_all(&dir).unwrap();
