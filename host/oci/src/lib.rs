@@ -166,8 +166,12 @@ impl Registry {
             .read_timeout(options.limits.stall)
             .user_agent(concat!("tenon/", env!("CARGO_PKG_VERSION")));
         if let Some(pem) = &options.ca_bundle {
-            let certs = reqwest::Certificate::from_pem_bundle(pem)
-                .map_err(|e| OciError::Settings(format!("the registry CA bundle is not PEM certificates: {e}")))?;
+            let bad =
+                |why: String| OciError::Settings(format!("the registry CA bundle (TENON_POLICY_OCI_CA_BUNDLE): {why}"));
+            let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| bad(e.to_string()))?;
+            if certs.is_empty() {
+                return Err(bad("holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into()));
+            }
             builder = builder.tls_certs_merge(certs);
         }
         let http = builder.build().map_err(|e| OciError::Settings(format!("the HTTP client: {e}")))?;

@@ -206,3 +206,12 @@ async fn a_redirect_to_a_listed_blob_store_is_followed() {
     let listed = Registry::new(Options { extra_hosts: vec![store.addr.clone()], ..Options::default() }).unwrap();
     assert_eq!(listed.pull(&src, false).await.unwrap().digest, digest);
 }
+
+#[test]
+fn a_ca_bundle_without_certificates_is_refused_naming_the_setting() {
+    for bundle in [&b"not a certificate"[..], b"-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"] {
+        let options = Options { ca_bundle: Some(bundle.to_vec()), ..Options::default() };
+        let e = Registry::new(options).err().expect("refused").to_string();
+        assert!(e.contains("TENON_POLICY_OCI_CA_BUNDLE"), "{e}");
+    }
+}
