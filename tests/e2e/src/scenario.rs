@@ -216,3 +216,32 @@ pub async fn a_new_pod_is_nominated_within_5s(c: &Cluster, case: &str) {
     .await;
     eprintln!("e2e timing ({case}): new pod nominated {:.1}s after it was created", asked.elapsed().as_secs_f64());
 }
+
+/// A NodePool of lab-general's class with `annotations` (a flow-map body) and disruption
+/// `budgets` (a flow-sequence body), for pods labelled `capacity.example.io/pool: NAME`.
+pub fn tagged_pool(name: &str, annotations: &str, budgets: &str) -> String {
+    format!(
+        r#"apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: {name}
+  annotations: {{{annotations}}}
+spec:
+  template:
+    metadata:
+      labels:
+        capacity.example.io/pool: {name}
+    spec:
+      requirements:
+        - key: karpenter.sh/capacity-type
+          operator: In
+          values: ["on-demand"]
+      nodeClassRef:
+        group: karpenter.k8s.aws
+        kind: EC2NodeClass
+        name: lab-general
+  disruption:
+    budgets: [{budgets}]
+"#
+    )
+}

@@ -6,35 +6,10 @@
 use kube::Api;
 use std::time::Duration;
 use tenon_api::NodePool;
-use tenon_e2e::scenario::{INFLATE_NS, all_bound, apply_lab_general, nodeclass_ready, scale_inflate};
+use tenon_e2e::scenario::{
+    INFLATE_NS, all_bound, apply_lab_general, nodeclass_ready, scale_inflate, tagged_pool as pool,
+};
 use tenon_e2e::{Cluster, eventually};
-
-fn pool(name: &str, annotations: &str, budgets: &str) -> String {
-    format!(
-        r#"apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: {name}
-  annotations: {{{annotations}}}
-spec:
-  template:
-    metadata:
-      labels:
-        capacity.example.io/pool: {name}
-    spec:
-      requirements:
-        - key: karpenter.sh/capacity-type
-          operator: In
-          values: ["on-demand"]
-      nodeClassRef:
-        group: karpenter.k8s.aws
-        kind: EC2NodeClass
-        name: lab-general
-  disruption:
-    budgets: [{budgets}]
-"#
-    )
-}
 
 /// (status, reason, message) of `type_` on NodePool `name`, once it is written.
 async fn condition(c: &Cluster, name: &str, type_: &str) -> (String, String, String) {

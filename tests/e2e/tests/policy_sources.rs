@@ -4,7 +4,7 @@
 
 use sha2::Digest;
 use std::time::Duration;
-use tenon_e2e::scenario::{a_new_pod_is_nominated_within_5s, apply_lab_general, nodeclass_ready};
+use tenon_e2e::scenario::{a_new_pod_is_nominated_within_5s, apply_lab_general, nodeclass_ready, tagged_pool};
 use tenon_e2e::{Cluster, eventually};
 use tenon_oci::test_registry::{Answer, Request, ScriptedRegistry};
 
@@ -14,29 +14,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 /// A NodePool scored by `policy`, for pods labelled `capacity.example.io/pool: NAME`.
 fn nodepool(name: &str, policy: &str) -> String {
-    format!(
-        r#"apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: {name}
-  annotations:
-    tenon.dev/scoring-policy: "{policy}"
-spec:
-  template:
-    metadata:
-      labels:
-        capacity.example.io/pool: {name}
-    spec:
-      requirements:
-        - key: karpenter.sh/capacity-type
-          operator: In
-          values: ["on-demand"]
-      nodeClassRef:
-        group: karpenter.k8s.aws
-        kind: EC2NodeClass
-        name: lab-general
-"#
-    )
+    tagged_pool(name, &format!("tenon.dev/scoring-policy: \"{policy}\""), r#"{nodes: "10%"}"#)
 }
 
 /// The most memory replica 0 has held (VmHWM), in bytes.
