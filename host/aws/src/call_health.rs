@@ -1,8 +1,13 @@
 //! Whether AWS answers: every attempt of every SDK call is seen by an interceptor, which
-//! records per operation when an attempt last timed out and when one was last answered (an
-//! error answer counts: AWS answered). An operation whose attempts time out and that has
-//! not been answered since is hung, and the controller's `/healthz` says so (Karpenter's
-//! liveness probe likewise fails while its cloud provider is stuck).
+//! records per operation when its attempts started timing out, when one last did, and
+//! clears that when one is answered (an error answer counts: AWS answered).
+//!
+//! `/healthz` should fail only when the process cannot recover by itself: a restart drops
+//! the batcher, the unavailable-offerings cache and every launch in flight, so it must not
+//! follow one timed-out attempt of a rarely called operation (a pricing refresh, a template
+//! deletion), which its own retry recovers from. It fails when an operation launching needs
+//! (CreateFleet, DescribeInstances) has been timing out for longer than [`HUNG_FOR`] and is
+//! still being tried; the rest are named in the report only.
 
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::interceptors::Intercept;
@@ -20,35 +25,69 @@ pub fn retry_after(failures: u32) -> Duration {
     Duration::from_secs(1u64 << failures.saturating_sub(1).min(9)).min(Duration::from_secs(300))
 }
 
-/// Per operation (`service:Operation`): since when its attempts have been timing out
-/// without an answer in between.
+/// The operations launching needs: hung, they mean no capacity for pending pods.
+pub const LAUNCH_CRITICAL: [&str; 2] = ["CreateFleet", "DescribeInstances"];
+/// How long after its first timed-out attempt (30 s each) a launch-critical operation still
+/// without an answer makes `/healthz` fail: about 45 s from the call.
+pub const HUNG_FOR: Duration = Duration::from_secs(15);
+/// A streak whose last timeout is older than this is not evidence of anything now (nothing
+/// has tried the operation since): two attempt timeouts and a retry's backoff.
+pub const STALE_AFTER: Duration = Duration::from_secs(75);
+
+/// One operation's attempts timing out, without an answer in between.
+#[derive(Clone, Copy, Debug)]
+struct Streak {
+    since: Instant,
+    last: Instant,
+    timeouts: u32,
+}
+
+/// Per operation (`service:Operation`): its current streak of timed-out attempts.
 #[derive(Debug, Default)]
 pub struct CallHealth {
-    hung_since: Mutex<BTreeMap<String, Instant>>,
+    streaks: Mutex<BTreeMap<String, Streak>>,
+}
+
+/// Whether `operation` (`service:Name`) is one launching needs.
+fn launch_critical(operation: &str) -> bool {
+    let name = operation.rsplit(':').next().unwrap_or(operation);
+    LAUNCH_CRITICAL.contains(&name)
 }
 
 impl CallHealth {
     /// An attempt of `operation` ended at `now`: timed out, or answered.
     pub fn attempt(&self, operation: &str, timed_out: bool, now: Instant) {
-        let Ok(mut m) = self.hung_since.lock() else { return };
+        let Ok(mut m) = self.streaks.lock() else { return };
         if timed_out {
-            m.entry(operation.to_string()).or_insert(now);
+            let s = m.entry(operation.to_string()).or_insert(Streak { since: now, last: now, timeouts: 0 });
+            s.last = now;
+            s.timeouts += 1;
         } else {
             m.remove(operation);
         }
     }
 
-    /// `Err` naming every operation whose attempts time out, with since when.
-    pub fn check(&self, now: Instant) -> Result<(), String> {
-        let m = self.hung_since.lock().map(|m| m.clone()).unwrap_or_default();
-        if m.is_empty() {
-            return Ok(());
-        }
+    /// `Err` naming the launch-critical operations that have been timing out for more than
+    /// [`HUNG_FOR`] and are still tried; `Ok` with what else times out, if anything.
+    pub fn check(&self, now: Instant) -> Result<Option<String>, String> {
+        let m = self.streaks.lock().map(|m| m.clone()).unwrap_or_default();
+        let describe = |(op, s): (&String, &Streak)| {
+            format!("{op} ({} attempts, for {:.0}s)", s.timeouts, now.duration_since(s.since).as_secs_f64())
+        };
+        let live = |s: &Streak| now.duration_since(s.last) <= STALE_AFTER;
         let hung: Vec<String> = m
             .iter()
-            .map(|(op, since)| format!("{op} (for {:.0}s)", now.duration_since(*since).as_secs_f64()))
+            .filter(|(op, s)| launch_critical(op) && live(s) && now.duration_since(s.since) >= HUNG_FOR)
+            .map(describe)
             .collect();
-        Err(format!("AWS is not answering: every attempt of {} has timed out since", hung.join(", ")))
+        if !hung.is_empty() {
+            return Err(format!(
+                "AWS is not answering what launching needs: every attempt of {} has timed out since",
+                hung.join(", ")
+            ));
+        }
+        let slow: Vec<String> = m.iter().filter(|(_, s)| live(s)).map(describe).collect();
+        Ok((!slow.is_empty()).then(|| format!("timing out, retried: {}", slow.join(", "))))
     }
 }
 
@@ -90,16 +129,40 @@ mod tests {
     }
 
     #[test]
-    fn an_operation_is_hung_from_its_first_timeout_until_it_is_answered() {
+    fn a_launch_critical_operation_is_hung_once_it_has_timed_out_for_its_bound_until_answered() {
         let h = CallHealth::default();
         let t0 = Instant::now();
-        assert!(h.check(t0).is_ok());
-        h.attempt("ec2:CreateFleet", true, t0);
-        h.attempt("ec2:CreateFleet", true, t0 + Duration::from_secs(30));
-        h.attempt("ec2:DescribeInstances", false, t0);
+        assert_eq!(h.check(t0), Ok(None));
+        h.attempt("EC2:CreateFleet", true, t0);
+        assert!(h.check(t0 + Duration::from_secs(10)).is_ok(), "one timeout, within the bound");
+        h.attempt("EC2:CreateFleet", true, t0 + Duration::from_secs(30));
+        h.attempt("EC2:DescribeInstances", false, t0);
         let e = h.check(t0 + Duration::from_secs(40)).unwrap_err();
-        assert!(e.contains("ec2:CreateFleet (for 40s)") && !e.contains("DescribeInstances"), "{e}");
-        h.attempt("ec2:CreateFleet", false, t0 + Duration::from_secs(41));
-        assert!(h.check(t0 + Duration::from_secs(42)).is_ok(), "answered again");
+        assert!(e.contains("EC2:CreateFleet (2 attempts, for 40s)") && !e.contains("DescribeInstances"), "{e}");
+        h.attempt("EC2:CreateFleet", false, t0 + Duration::from_secs(41));
+        assert_eq!(h.check(t0 + Duration::from_secs(42)), Ok(None), "answered again");
+    }
+
+    #[test]
+    fn a_timed_out_pricing_or_template_call_never_fails_the_probe() {
+        let h = CallHealth::default();
+        let t0 = Instant::now();
+        h.attempt("Pricing:GetProducts", true, t0);
+        h.attempt("EC2:DeleteLaunchTemplate", true, t0);
+        for later in [30, 60, 600] {
+            let checked = h.check(t0 + Duration::from_secs(later));
+            assert!(checked.is_ok(), "{later}s: {checked:?}");
+        }
+        let reported = h.check(t0 + Duration::from_secs(30)).unwrap().unwrap();
+        assert!(reported.contains("Pricing:GetProducts"), "still named: {reported}");
+    }
+
+    #[test]
+    fn a_streak_nothing_retries_any_more_is_not_evidence() {
+        let h = CallHealth::default();
+        let t0 = Instant::now();
+        h.attempt("EC2:DescribeInstances", true, t0);
+        assert!(h.check(t0 + HUNG_FOR).is_err());
+        assert_eq!(h.check(t0 + STALE_AFTER + Duration::from_secs(1)), Ok(None));
     }
 }

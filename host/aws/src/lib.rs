@@ -395,9 +395,10 @@ impl AwsProvider {
         interruption::InterruptionQueue::new(self.clients.sqs.clone(), queue).await
     }
 
-    /// `Err` naming the AWS operations whose attempts have all timed out since their last
-    /// answer (what `/healthz` reports), as of `now`.
-    pub fn hung_calls(&self, now: Instant) -> Result<(), String> {
+    /// `Err` naming the launch-critical AWS operations hung past their bound (what makes
+    /// `/healthz` fail), as of `now`; `Ok` with the others timing out, if any (see
+    /// call_health.rs).
+    pub fn hung_calls(&self, now: Instant) -> Result<Option<String>, String> {
         self.clients.calls.check(now)
     }
 

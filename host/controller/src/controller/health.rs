@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 
 /// A reconcile running longer than this makes `/healthz` fail (the kubelet then restarts
 /// the controller): something it waits on is stuck. A reconcile takes well under a second;
-/// the AWS calls it makes give up an attempt after 30 s.
-pub const STUCK_AFTER: Duration = Duration::from_secs(60);
+/// an AWS call it makes can take 5 attempts of 30 s and their backoff (~3 minutes) and still
+/// end, so only past that is a restart the way out.
+pub const STUCK_AFTER: Duration = Duration::from_secs(240);
 
 /// `/healthz`'s answer while a reconcile is stuck (the probe's body).
 #[derive(Debug, thiserror::Error)]

@@ -71,8 +71,8 @@ pub trait Cloud: Instances + Send + Sync {
         &'a self,
         queue: &'a str,
     ) -> BoxFuture<'a, Result<Box<dyn InterruptionQueue>, CloudError>>;
-    /// The calls whose attempts have all timed out since their last answer, named for
-    /// `/healthz`; `None` when none has.
+    /// The calls launching needs that have been timing out past their bound, named for
+    /// `/healthz`; `None` when none has (other calls timing out never fail the probe).
     fn hung_calls(&self, now: Instant) -> Option<String>;
     /// This cloud's own metric series, in the Prometheus text format.
     fn render_metrics(&self) -> String;
