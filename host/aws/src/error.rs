@@ -64,7 +64,7 @@ const LAUNCH_REASONS: &[(&[&str], &str, &str)] = &[
         "the instance profile in the EC2NodeClass status does not exist",
     ),
     (
-        &["InvalidLaunchTemplateId.NotFound"],
+        &["InvalidLaunchTemplateId.NotFound", "InvalidLaunchTemplateName.NotFoundException"],
         "LaunchTemplateNotFound",
         "the launch template was deleted; it is recreated on the next attempt",
     ),

@@ -5,6 +5,7 @@
 //! whether or not another one launched.
 
 use crate::error::{api, launch_error};
+use crate::known_templates;
 use crate::launch_template;
 use crate::nodeclass::ami_serves;
 use crate::{AwsProvider, instances, templates};
@@ -162,10 +163,12 @@ pub(crate) async fn create(
         })
         .collect();
     let mut configs = Vec::new();
+    let mut used = Vec::new();
     for (spec, served) in templates::resolve(&launch, &choices)? {
-        let lt = launch_template::ensure(&p.clients.ec2, &spec)
+        let lt = launch_template::ensure(&p.clients.ec2, &p.templates, &spec)
             .await
             .map_err(|e| launch_error("Error getting launch template configs", e))?;
+        used.push(lt.clone());
         p.metrics.set_userdata_bytes(req.nodeclass.metadata.name.as_deref().unwrap_or_default(), spec.user_data.len());
         let mut cfg = FleetLaunchTemplateConfigRequest::builder().launch_template_specification(
             FleetLaunchTemplateSpecificationRequest::builder().launch_template_name(lt).version("$Latest").build(),
@@ -213,7 +216,19 @@ pub(crate) async fn create(
             OnDemandOptionsRequest::builder().allocation_strategy(FleetOnDemandAllocationStrategy::Prioritized).build(),
         )
     };
-    let out = fleet.send().await.map_err(|e| launch_error("Error creating fleet request", api("CreateFleet", e)))?;
+    let out = match fleet.send().await {
+        Ok(out) => out,
+        Err(e) => {
+            // A template deleted under us: described (and made) again on the retry.
+            if crate::error::code(&e).is_some_and(|c| known_templates::gone(&c)) {
+                p.templates.forget(&used);
+            }
+            return Err(launch_error("Error creating fleet request", api("CreateFleet", e)));
+        }
+    };
+    if out.errors().iter().any(|e| e.error_code().is_some_and(known_templates::gone)) {
+        p.templates.forget(&used);
+    }
     // Overrides tried before the one that launched failed: cached either way.
     let failure = fleet_failure(p, &capacity_type, &placements, out.errors());
     let id = out.instances().iter().flat_map(|i| i.instance_ids()).next().cloned();

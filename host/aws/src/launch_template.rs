@@ -3,6 +3,7 @@
 //! configuration so identical NodeClaims reuse one and a changed NodeClass gets a new one.
 
 use crate::error::{api, code};
+use crate::known_templates::KnownTemplates;
 use aws_sdk_ec2::types::{
     CapacityReservationPreference, ConnectionTrackingSpecificationRequest, Filter,
     LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateCapacityReservationSpecificationRequest,
@@ -341,9 +342,17 @@ fn data(spec: &LaunchTemplateSpec) -> RequestLaunchTemplateData {
     d.build()
 }
 
-/// The template for `spec`, created if no template of that name exists yet.
-pub(crate) async fn ensure(ec2: &aws_sdk_ec2::Client, spec: &LaunchTemplateSpec) -> Result<String, CloudError> {
+/// The template for `spec`, created if no template of that name exists yet; no call when
+/// `known` says it exists.
+pub(crate) async fn ensure(
+    ec2: &aws_sdk_ec2::Client,
+    known: &KnownTemplates,
+    spec: &LaunchTemplateSpec,
+) -> Result<String, CloudError> {
     let name = spec.name();
+    if known.contains(&name) {
+        return Ok(name);
+    }
     let found = ec2
         .describe_launch_templates()
         .filters(Filter::builder().name("launch-template-name").values(&name).build())
@@ -351,6 +360,7 @@ pub(crate) async fn ensure(ec2: &aws_sdk_ec2::Client, spec: &LaunchTemplateSpec)
         .await
         .map_err(|e| api("DescribeLaunchTemplates", e))?;
     if found.launch_templates().iter().any(|t| t.launch_template_name() == Some(name.as_str())) {
+        known.insert(&name);
         return Ok(name);
     }
     let res = ec2
@@ -366,11 +376,13 @@ pub(crate) async fn ensure(ec2: &aws_sdk_ec2::Client, spec: &LaunchTemplateSpec)
         .send()
         .await;
     match res {
-        Ok(_) => Ok(name),
+        Ok(_) => {}
         // Created concurrently by another launch: same name, same content.
-        Err(e) if code(&e).as_deref() == Some("InvalidLaunchTemplateName.AlreadyExistsException") => Ok(name),
-        Err(e) => Err(api("CreateLaunchTemplate", e)),
+        Err(e) if code(&e).as_deref() == Some("InvalidLaunchTemplateName.AlreadyExistsException") => {}
+        Err(e) => return Err(api("CreateLaunchTemplate", e)),
     }
+    known.insert(&name);
+    Ok(name)
 }
 
 /// The NodeClasses the cluster has launch templates for (by their tag).

@@ -17,6 +17,7 @@ pub mod fleet;
 pub mod instance_status;
 pub mod instances;
 pub mod interruption;
+pub mod known_templates;
 pub mod launch_template;
 pub mod metrics;
 pub mod nodeclass;
@@ -214,6 +215,8 @@ pub struct AwsProvider {
     /// Launches under way at once (CreateFleet and the calls around it), [`LAUNCHES_IN_FLIGHT`]
     /// unless [`AwsProvider::limit_launches`] says otherwise.
     launch_slots: Arc<tokio::sync::Semaphore>,
+    /// Launch templates known to exist, so a launch does not describe them again.
+    pub(crate) templates: known_templates::KnownTemplates,
 }
 
 impl AwsProvider {
@@ -234,6 +237,7 @@ impl AwsProvider {
             catalog: Arc::default(),
             shaped: ShapedCatalogs::default(),
             launch_slots: Arc::new(tokio::sync::Semaphore::new(LAUNCHES_IN_FLIGHT)),
+            templates: known_templates::KnownTemplates::default(),
         }
     }
 
@@ -430,6 +434,7 @@ impl AwsProvider {
     pub async fn finalize_nodeclass(&self, nc: &EC2NodeClass) -> Result<(), CloudError> {
         let name = nc.metadata.name.clone().unwrap_or_default();
         launch_template::delete_for(&self.clients.ec2, &self.settings.cluster.name, &name).await?;
+        self.templates.clear();
         self.metrics.forget_nodeclass(&name);
         profile::delete(&self.clients.iam, &self.settings.cluster.name, &self.settings.region, nc).await
     }
@@ -443,6 +448,7 @@ impl AwsProvider {
         for name in launch_template::nodeclasses_with_templates(&self.clients.ec2, cluster).await? {
             if !nodeclasses.contains(&name) {
                 n += launch_template::delete_for(&self.clients.ec2, cluster, &name).await?;
+                self.templates.clear();
                 self.metrics.forget_nodeclass(&name);
             }
         }

@@ -6,5 +6,6 @@ mod iam;
 mod karpenter_amifamily;
 mod karpenter_interruption;
 mod karpenter_launchtemplate;
+mod launch_calls;
 mod moto;
 mod support;
