@@ -5,17 +5,16 @@
 //! whether or not another one launched.
 
 use crate::error::{api, launch_error};
+pub use crate::fleet_batcher::tag_specifications;
+use crate::fleet_batcher::{FleetRequest, Member};
 use crate::known_templates;
 use crate::launch_template;
 use crate::nodeclass::ami_serves;
 use crate::{AwsProvider, instances, templates};
 use aws_sdk_ec2::types::{
-    DefaultTargetCapacityType, Filter, FleetLaunchTemplateConfigRequest, FleetLaunchTemplateOverridesRequest,
-    FleetLaunchTemplateSpecificationRequest, FleetOnDemandAllocationStrategy, FleetType, InstanceType,
-    OnDemandOptionsRequest, ResourceType, SpotAllocationStrategy, SpotOptionsRequest, Tag, TagSpecification,
-    TargetCapacitySpecificationRequest,
+    Filter, FleetLaunchTemplateConfigRequest, FleetLaunchTemplateOverridesRequest,
+    FleetLaunchTemplateSpecificationRequest, InstanceType, Tag,
 };
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tenon_api::wellknown as wk;
@@ -185,56 +184,57 @@ pub(crate) async fn create(
         configs.push(cfg.build());
     }
     let tags = instance_tags(p, req);
-    let spot = capacity_type == wk::CAPACITY_TYPE_SPOT;
+    // What is the NodeClaim's own (Tenon's Name unless the NodeClass names its instances)
+    // is left out of a batch's call and tagged on its instance after.
+    let mut shared = tags.clone();
+    shared.remove(wk::TAG_NODECLAIM);
+    if !req.nodeclass.spec.tags.contains_key("Name") {
+        shared.remove("Name");
+    }
+    let own: BTreeMap<String, String> =
+        tags.iter().filter(|(k, _)| !shared.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
     p.fence.check("CreateFleet")?;
-    let mut fleet = p
-        .clients
-        .ec2
-        .create_fleet()
-        .r#type(FleetType::Instant)
-        .set_launch_template_configs(Some(configs))
-        .target_capacity_specification(
-            TargetCapacitySpecificationRequest::builder()
-                .total_target_capacity(1)
-                .default_target_capacity_type(if spot {
-                    DefaultTargetCapacityType::Spot
-                } else {
-                    DefaultTargetCapacityType::OnDemand
-                })
-                .build(),
-        )
-        .set_tag_specifications(Some(tag_specifications(&tags)))
-        .client_token(client_token(&p.settings.cluster.name, req, &placements));
-    fleet = if spot {
-        fleet.spot_options(
-            SpotOptionsRequest::builder()
-                .allocation_strategy(SpotAllocationStrategy::CapacityOptimizedPrioritized)
-                .build(),
-        )
-    } else {
-        fleet.on_demand_options(
-            OnDemandOptionsRequest::builder().allocation_strategy(FleetOnDemandAllocationStrategy::Prioritized).build(),
-        )
+    let request = FleetRequest {
+        configs,
+        spot: capacity_type == wk::CAPACITY_TYPE_SPOT,
+        shared_tags: shared,
+        token_seed: token_seed(&p.settings.cluster.name, &placements),
     };
-    let out = match fleet.send().await {
+    let member = Member { nodeclaim: req.nodeclaim.clone(), attempt: req.attempt, tags };
+    let share = p.fleets.launch(&p.clients.ec2, &p.fence, request, member).await;
+    let out = match share.answer {
         Ok(out) => out,
-        Err(e) => {
+        Err((code, message)) => {
             // A template deleted under us: described (and made) again on the retry.
-            if crate::error::code(&e).is_some_and(|c| known_templates::gone(&c)) {
+            if code.is_some_and(|c| known_templates::gone(&c)) {
                 p.templates.forget(&used);
             }
-            return Err(launch_error("Error creating fleet request", api("CreateFleet", e)));
+            let e = CloudError::Api { operation: "CreateFleet".into(), message };
+            return Err(launch_error("Error creating fleet request", e));
         }
     };
     if out.errors().iter().any(|e| e.error_code().is_some_and(known_templates::gone)) {
         p.templates.forget(&used);
     }
-    // Overrides tried before the one that launched failed: cached either way.
-    let failure = fleet_failure(p, &capacity_type, &placements, out.errors());
-    let id = out.instances().iter().flat_map(|i| i.instance_ids()).next().cloned();
-    let Some(id) = id else {
+    // Overrides tried before the ones that launched failed: cached either way (counted once
+    // per call, by its first caller).
+    let failure = fleet_failure(p, &capacity_type, &placements, out.errors(), share.index == 0);
+    let ids: Vec<&String> = out.instances().iter().flat_map(|i| i.instance_ids()).collect();
+    let Some(id) = ids.get(share.index).map(|id| id.to_string()) else {
         return Err(failure);
     };
+    if share.size > 1 {
+        let tagged = p
+            .clients
+            .ec2
+            .create_tags()
+            .resources(&id)
+            .set_tags(Some(own.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect()))
+            .send()
+            .await;
+        // Untagged, the instance is no NodeClaim's: garbage collection terminates it.
+        tagged.map_err(|e| launch_error("Error tagging the launched instance", api("CreateTags", e)))?;
+    }
     // A just-launched instance can take a moment to appear in DescribeInstances.
     for attempt in 0..5 {
         match instances::get(&p.clients.ec2, &id).await {
@@ -297,11 +297,12 @@ fn fleet_failure(
     capacity_type: &str,
     placements: &[Placement],
     errors: &[aws_sdk_ec2::types::CreateFleetError],
+    count: bool,
 ) -> CloudError {
     let zone_of: BTreeMap<String, String> =
         placements.iter().map(|pl| (pl.subnet.clone(), pl.option.zone.clone())).collect();
     // Karpenter counts every offering's error, its reason read from "code: message".
-    for e in errors {
+    for e in errors.iter().filter(|_| count) {
         let subnet = e.launch_template_and_overrides().and_then(|l| l.overrides()).and_then(|o| o.subnet_id());
         let zone = subnet.and_then(|s| zone_of.get(s)).map_or("", String::as_str);
         let text = format!("{}: {}", e.error_code().unwrap_or_default(), e.error_message().unwrap_or_default());
@@ -336,32 +337,14 @@ pub(crate) fn instance_tags(p: &AwsProvider, req: &LaunchRequest) -> BTreeMap<St
     tags
 }
 
-/// CreateFleet's tag specifications: the fleet (the policy's request-tag condition covers
-/// fleet/*), its instances and their volumes, all with `tags`.
-pub fn tag_specifications(tags: &BTreeMap<String, String>) -> Vec<TagSpecification> {
-    [ResourceType::Fleet, ResourceType::Instance, ResourceType::Volume]
-        .into_iter()
-        .map(|rt| {
-            TagSpecification::builder()
-                .resource_type(rt)
-                .set_tags(Some(tags.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect()))
-                .build()
-        })
-        .collect()
-}
-
-/// The same attempt repeated (same NodeClaim, attempt and overrides: a crash between the
-/// call and the record of its result) carries the same token, so EC2 answers with that
-/// attempt's result instead of launching again; a new attempt after a failure does not.
-fn client_token(cluster: &str, req: &LaunchRequest, placements: &[Placement]) -> String {
-    let mut h = Sha256::new();
-    h.update(cluster.as_bytes());
-    h.update(req.nodeclaim.as_bytes());
-    h.update(format!("#{}", req.attempt).as_bytes());
+/// What a launch's client token is made from besides its NodeClaims and attempts: the
+/// cluster and the overrides.
+fn token_seed(cluster: &str, placements: &[Placement]) -> String {
+    let mut seed = cluster.to_string();
     for pl in placements {
-        h.update(format!("|{}|{}|{}", pl.option.instance_type, pl.subnet, pl.ami).as_bytes());
+        seed.push_str(&format!("|{}|{}|{}", pl.option.instance_type, pl.subnet, pl.ami));
     }
-    h.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect()
+    seed
 }
 
 /// Live instances launched for `nodeclaim` in this cluster.
@@ -403,7 +386,7 @@ mod tests {
     }
 
     #[test]
-    fn each_attempt_has_its_own_client_token_and_a_repeat_has_the_same() {
+    fn the_token_seed_names_the_cluster_and_every_override() {
         let option = LaunchOption {
             instance_type: "m5.large".into(),
             zone: "us-east-1a".into(),
@@ -412,8 +395,7 @@ mod tests {
             labels: Default::default(),
         };
         let placements = [Placement { option: &option, subnet: "subnet-1".into(), ami: "ami-1".into() }];
-        let token = |attempt| client_token("lab", &request(attempt), &placements);
-        assert_eq!(token(0), token(0), "a crash retry of the same attempt reuses the token");
-        assert_ne!(token(0), token(1), "a retry after a failure is a new request");
+        assert_eq!(token_seed("lab", &placements), "lab|m5.large|subnet-1|ami-1");
+        assert_eq!(request(0).attempt, 0);
     }
 }

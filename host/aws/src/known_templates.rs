@@ -3,8 +3,8 @@
 //! launch need not describe it again: one DescribeLaunchTemplates per template, not per
 //! launch. Forgotten when EC2 says a template is gone and when templates are deleted.
 
-use std::collections::BTreeSet;
-use std::sync::Mutex;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 
 /// The error codes EC2 gives for a launch template that does not exist.
 pub const GONE: [&str; 2] = ["InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound"];
@@ -15,9 +15,15 @@ pub fn gone(code: &str) -> bool {
 }
 
 #[derive(Debug, Default)]
-pub struct KnownTemplates(Mutex<BTreeSet<String>>);
+pub struct KnownTemplates(Mutex<BTreeSet<String>>, Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<()>>>>);
 
 impl KnownTemplates {
+    /// The gate of one template name: launches that find it unknown at once describe (and
+    /// make) it one at a time, the others then finding it known.
+    pub fn gate(&self, name: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.1.lock().unwrap_or_else(|e| e.into_inner()).entry(name.to_string()).or_default().clone()
+    }
+
     pub fn contains(&self, name: &str) -> bool {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).contains(name)
     }

@@ -353,6 +353,11 @@ pub(crate) async fn ensure(
     if known.contains(&name) {
         return Ok(name);
     }
+    let gate = known.gate(&name);
+    let _one_at_a_time = gate.lock().await;
+    if known.contains(&name) {
+        return Ok(name);
+    }
     let found = ec2
         .describe_launch_templates()
         .filters(Filter::builder().name("launch-template-name").values(&name).build())

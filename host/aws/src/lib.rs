@@ -14,6 +14,7 @@ mod error;
 pub mod catalog;
 pub mod cluster;
 pub mod fleet;
+pub mod fleet_batcher;
 pub mod instance_status;
 pub mod instances;
 pub mod interruption;
@@ -217,6 +218,8 @@ pub struct AwsProvider {
     launch_slots: Arc<tokio::sync::Semaphore>,
     /// Launch templates known to exist, so a launch does not describe them again.
     pub(crate) templates: known_templates::KnownTemplates,
+    /// Identical CreateFleet requests in flight together become one call.
+    pub(crate) fleets: fleet_batcher::FleetBatcher,
 }
 
 impl AwsProvider {
@@ -238,6 +241,7 @@ impl AwsProvider {
             shaped: ShapedCatalogs::default(),
             launch_slots: Arc::new(tokio::sync::Semaphore::new(LAUNCHES_IN_FLIGHT)),
             templates: known_templates::KnownTemplates::default(),
+            fleets: fleet_batcher::FleetBatcher::default(),
         }
     }
 

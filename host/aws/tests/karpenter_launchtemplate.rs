@@ -1324,10 +1324,17 @@ async fn equal_nodeclaims_share_a_template_which_comes_back_if_deleted() {
     assert_eq!(first.len(), 1);
     assert!(launch(&p, &nc, "reuse-b").await.is_empty(), "the second NodeClaim reuses the first's template");
     let names: Vec<String> = template_tags(&p).await.into_keys().collect();
-    // Deleted behind Tenon's back: the next launch makes it again, under the same name.
+    // Deleted behind Tenon's back: known to exist, it is not described again, so the next
+    // launch fails as EC2 says it is gone (as in Karpenter, whose template cache is
+    // invalidated by that error); the launch after makes it again, under the same name.
     p.clients.ec2.delete_launch_template().launch_template_name(&names[0]).send().await.unwrap();
     assert!(template_tags(&p).await.is_empty());
-    p.create(&request("reuse-c", &nc, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap();
+    let c = request("reuse-c", &nc, vec![option("m5.large", "us-east-1a", "amd64")]);
+    match p.create(&c).await {
+        Err(tenon_core::cloud::CloudError::Launch { reason, .. }) => assert_eq!(reason, "LaunchTemplateNotFound"),
+        other => panic!("expected LaunchTemplateNotFound, got {other:?}"),
+    }
+    p.create(&c).await.unwrap();
     assert_eq!(template_tags(&p).await.into_keys().collect::<Vec<_>>(), names);
 }
 

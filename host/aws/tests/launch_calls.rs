@@ -56,3 +56,48 @@ async fn a_template_is_described_once_and_again_only_when_ec2_says_it_is_gone() 
     launch(5).await.unwrap();
     assert_eq!(descriptions(), 2);
 }
+
+/// A wave: 50 NodeClaims of one NodePool, launched at once, as the controller launches a
+/// provisioning batch (one task per NodeClaim).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_nodeclaims_launched_together_cost_a_few_createfleet_calls() {
+    let moto = Moto::start();
+    let fleets = tenon_fault_proxy::slow_matching(&moto.url, "Action=CreateFleet", Duration::ZERO).await;
+    let described =
+        tenon_fault_proxy::slow_matching(&fleets.url, "Action=DescribeLaunchTemplates&", Duration::ZERO).await;
+    let setup = moto.provider("wave").await;
+    lab(&setup, "wave").await;
+    let nc = resolved(&setup, lab_nodeclass("wave")).await;
+    let mut conn = moto.connection();
+    conn.endpoint_url = Some(described.url.clone());
+    let p = AwsProvider::connect(&conn, setup.settings.clone()).await.expect("the connection names its region");
+    let reqs: Vec<_> = (0..50)
+        .map(|i| {
+            request(
+                &format!("wave-{i}"),
+                &nc,
+                vec![option("m5.large", "us-east-1a", "amd64"), option("m5.large", "us-east-1b", "amd64")],
+            )
+        })
+        .collect();
+    let launched = futures_util::future::join_all(reqs.iter().map(|r| p.create(r))).await;
+    let mut ids = std::collections::BTreeSet::new();
+    for (r, l) in reqs.iter().zip(&launched) {
+        let i = l.as_ref().unwrap_or_else(|e| panic!("{}: {e}", r.nodeclaim));
+        assert!(ids.insert(i.id.clone()), "{} got an instance another NodeClaim has", r.nodeclaim);
+        // Each instance carries its own NodeClaim's tags, as EC2 reports them.
+        assert_eq!(i.tags.get("karpenter.sh/nodeclaim"), Some(&r.nodeclaim), "{:?}", i.tags);
+        assert_eq!(i.tags.get("Name"), Some(&format!("lab-general/{}", r.nodeclaim)));
+    }
+    let calls = fleets.seen.load(Ordering::SeqCst);
+    eprintln!(
+        "launch calls: 50 NodeClaims, {calls} CreateFleet, {} DescribeLaunchTemplates",
+        described.seen.load(Ordering::SeqCst)
+    );
+    assert!(calls <= 5, "{calls} CreateFleet calls for 50 NodeClaims");
+    assert_eq!(described.seen.load(Ordering::SeqCst), 1, "the template is described once");
+    // A NodeClaim launched again finds its instance by its tag, launching nothing.
+    let again = p.create(&reqs[7]).await.unwrap();
+    assert_eq!(again.id, launched[7].as_ref().unwrap().id);
+    assert_eq!(fleets.seen.load(Ordering::SeqCst), calls);
+}

@@ -857,7 +857,9 @@ async fn launches_beyond_the_bound_wait_for_a_free_slot_instead_of_piling_onto_e
     for (r, l) in reqs.iter().zip(&launched) {
         assert!(l.is_ok(), "{}: {l:?}", r.nodeclaim);
     }
-    assert_eq!(proxy.seen.load(Ordering::SeqCst), 9, "one CreateFleet per NodeClaim");
+    // Identical requests may share a call (fleet_batcher.rs); never more than one each.
+    let calls = proxy.seen.load(Ordering::SeqCst);
+    assert!((1..=9).contains(&calls), "{calls} CreateFleet calls for 9 NodeClaims");
     let peak = proxy.peak_in_flight.load(Ordering::SeqCst);
     assert!(peak <= 3, "{peak} CreateFleet calls waited on EC2 at once; the bound is 3");
 }

@@ -265,7 +265,8 @@ async fn every_dashboard_metric_appears_with_help_and_type() {
     assert!(seen.value("client_go_request_total{", &["code=\"201\"", "method=\"POST\""]).is_some());
     let fleets =
         seen.value("aws_sdk_go_request_total{", &["service=\"EC2\"", "action=\"CreateFleet\"", "code=\"200\""]);
-    assert!(fleets.is_some_and(|n| n >= 3.0), "each launch is a CreateFleet call: {fleets:?}");
+    // Launches are CreateFleet calls; identical ones in flight together share one.
+    assert!(fleets.is_some_and(|n| n >= 1.0), "launches are CreateFleet calls: {fleets:?}");
 
     // What the cloud offers and what the NodePool costs.
     let cost = seen.value("karpenter_nodepools_cost_total{", &["nodepool=\"lab-general\""]);
