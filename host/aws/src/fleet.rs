@@ -10,10 +10,10 @@ use crate::fleet_batcher::{FleetRequest, Member};
 use crate::known_templates;
 use crate::launch_template;
 use crate::nodeclass::ami_serves;
-use crate::{AwsProvider, instances, templates};
+use crate::{AwsProvider, templates};
 use aws_sdk_ec2::types::{
-    Filter, FleetLaunchTemplateConfigRequest, FleetLaunchTemplateOverridesRequest,
-    FleetLaunchTemplateSpecificationRequest, InstanceType, Tag,
+    FleetLaunchTemplateConfigRequest, FleetLaunchTemplateOverridesRequest, FleetLaunchTemplateSpecificationRequest,
+    InstanceType, Tag,
 };
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -237,7 +237,7 @@ pub(crate) async fn create(
     }
     // A just-launched instance can take a moment to appear in DescribeInstances.
     for attempt in 0..5 {
-        match instances::get(&p.clients.ec2, &id).await {
+        match p.describes.get(&p.clients.ec2, &p.settings.cluster.name, &id).await {
             Ok(i) => return Ok(i),
             Err(CloudError::NotFound(_)) if attempt < 4 => {
                 tokio::time::sleep(Duration::from_millis(200 << attempt)).await
@@ -345,22 +345,6 @@ fn token_seed(cluster: &str, placements: &[Placement]) -> String {
         seed.push_str(&format!("|{}|{}|{}", pl.option.instance_type, pl.subnet, pl.ami));
     }
     seed
-}
-
-/// Live instances launched for `nodeclaim` in this cluster.
-pub(crate) async fn find_by_nodeclaim(
-    ec2: &aws_sdk_ec2::Client,
-    cluster: &str,
-    nodeclaim: &str,
-) -> Result<Option<Instance>, CloudError> {
-    let filters = vec![
-        Filter::builder().name(format!("tag:{}", wk::TAG_NODECLAIM)).values(nodeclaim).build(),
-        Filter::builder().name(format!("tag:{}{cluster}", wk::TAG_CLUSTER_PREFIX)).values("owned").build(),
-        Filter::builder().name("instance-state-name").values("pending").values("running").build(),
-    ];
-    let mut found = instances::describe(ec2, filters).await?;
-    found.sort_by(|a, b| a.launched_at.cmp(&b.launched_at).then(a.id.cmp(&b.id)));
-    Ok(found.into_iter().next())
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Instances the cluster owns: get, list (for garbage collection), terminate, and drift
+//! Instances the cluster owns: describe, list (for garbage collection), terminate, and drift
 //! against the NodeClass' resolved status. Describe and terminate calls take many ids at
 //! once, in chunks EC2 accepts.
 
@@ -65,13 +65,6 @@ pub(crate) async fn get_many(
         }
     }
     Ok(out)
-}
-
-pub(crate) async fn get(ec2: &aws_sdk_ec2::Client, id: &str) -> Result<Instance, CloudError> {
-    match get_many(ec2, &[id.to_string()]).await?.remove(id) {
-        Some(i) if i.state != InstanceState::Terminated => Ok(i),
-        _ => Err(CloudError::NotFound(id.to_string())),
-    }
 }
 
 /// Live instances of this cluster launched for a NodePool.

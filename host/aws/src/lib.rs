@@ -13,6 +13,7 @@ mod error;
 
 pub mod catalog;
 pub mod cluster;
+pub mod describe_batcher;
 pub mod fleet;
 pub mod fleet_batcher;
 pub mod instance_status;
@@ -220,6 +221,8 @@ pub struct AwsProvider {
     pub(crate) templates: known_templates::KnownTemplates,
     /// Identical CreateFleet requests in flight together become one call.
     pub(crate) fleets: fleet_batcher::FleetBatcher,
+    /// Lookups of instances by id or NodeClaim in flight together become one call.
+    pub(crate) describes: describe_batcher::DescribeBatcher,
 }
 
 impl AwsProvider {
@@ -242,6 +245,7 @@ impl AwsProvider {
             launch_slots: Arc::new(tokio::sync::Semaphore::new(LAUNCHES_IN_FLIGHT)),
             templates: known_templates::KnownTemplates::default(),
             fleets: fleet_batcher::FleetBatcher::default(),
+            describes: describe_batcher::DescribeBatcher::default(),
         }
     }
 
@@ -461,7 +465,7 @@ impl AwsProvider {
     }
 
     pub(crate) async fn find_by_nodeclaim(&self, nodeclaim: &str) -> Result<Option<Instance>, CloudError> {
-        fleet::find_by_nodeclaim(&self.clients.ec2, &self.settings.cluster.name, nodeclaim).await
+        self.describes.find_by_nodeclaim(&self.clients.ec2, &self.settings.cluster.name, nodeclaim).await
     }
 
     /// Instances by id in as few DescribeInstances calls as EC2 allows.
@@ -543,7 +547,7 @@ impl CloudProvider for AwsProvider {
     }
 
     async fn get(&self, id: &str) -> Result<Instance, CloudError> {
-        self.measured("Get", instances::get(&self.clients.ec2, id)).await
+        self.measured("Get", self.describes.get(&self.clients.ec2, &self.settings.cluster.name, id)).await
     }
 
     async fn list(&self) -> Result<Vec<Instance>, CloudError> {

@@ -62,9 +62,12 @@ async fn a_template_is_described_once_and_again_only_when_ec2_says_it_is_gone() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_nodeclaims_launched_together_cost_a_few_createfleet_calls() {
     let moto = Moto::start();
-    let fleets = tenon_fault_proxy::slow_matching(&moto.url, "Action=CreateFleet", Duration::ZERO).await;
+    // Pass-through proxies, each counting one kind of call (every EC2 call, by its Action).
+    let all = tenon_fault_proxy::slow_matching(&moto.url, "Action=", Duration::ZERO).await;
+    let fleets = tenon_fault_proxy::slow_matching(&all.url, "Action=CreateFleet", Duration::ZERO).await;
+    let lookups = tenon_fault_proxy::slow_matching(&fleets.url, "Action=DescribeInstances&", Duration::ZERO).await;
     let described =
-        tenon_fault_proxy::slow_matching(&fleets.url, "Action=DescribeLaunchTemplates&", Duration::ZERO).await;
+        tenon_fault_proxy::slow_matching(&lookups.url, "Action=DescribeLaunchTemplates&", Duration::ZERO).await;
     let setup = moto.provider("wave").await;
     lab(&setup, "wave").await;
     let nc = resolved(&setup, lab_nodeclass("wave")).await;
@@ -90,12 +93,15 @@ async fn fifty_nodeclaims_launched_together_cost_a_few_createfleet_calls() {
         assert_eq!(i.tags.get("Name"), Some(&format!("lab-general/{}", r.nodeclaim)));
     }
     let calls = fleets.seen.load(Ordering::SeqCst);
+    let (describes, total) = (lookups.seen.load(Ordering::SeqCst), all.seen.load(Ordering::SeqCst));
     eprintln!(
-        "launch calls: 50 NodeClaims, {calls} CreateFleet, {} DescribeLaunchTemplates",
+        "launch calls: 50 NodeClaims, {total} EC2 calls in all (the catalog's included): {calls} CreateFleet, {describes} DescribeInstances, {} DescribeLaunchTemplates",
         described.seen.load(Ordering::SeqCst)
     );
     assert!(calls <= 5, "{calls} CreateFleet calls for 50 NodeClaims");
     assert_eq!(described.seen.load(Ordering::SeqCst), 1, "the template is described once");
+    assert!(describes <= 20, "{describes} DescribeInstances calls for 50 NodeClaims (two each unbatched)");
+    assert!(total <= 75, "{total} EC2 calls for 50 NodeClaims: more than 1.5 each");
     // A NodeClaim launched again finds its instance by its tag, launching nothing.
     let again = p.create(&reqs[7]).await.unwrap();
     assert_eq!(again.id, launched[7].as_ref().unwrap().id);

@@ -1,0 +1,145 @@
+//! DescribeInstances batching, as Karpenter's provider does it: the lookups launches make
+//! (an instance by id, the instance tagged with a NodeClaim) arriving within a short window
+//! become one call per kind, with every id or NodeClaim name as a filter value, and each
+//! caller gets its own part of the answer. A wave of launches then describes in a handful of
+//! calls instead of two per NodeClaim.
+
+use crate::instances::{CHUNK, describe};
+use aws_sdk_ec2::types::Filter;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tenon_api::wellknown as wk;
+use tenon_core::cloud::{CloudError, Instance, InstanceState};
+use tokio::sync::oneshot;
+
+/// How long the first lookup of a batch waits for others.
+pub const WINDOW: Duration = Duration::from_millis(20);
+/// NodeClaim names per tag filter.
+const TAG_VALUES: usize = 200;
+
+type Reply = oneshot::Sender<Result<Vec<Instance>, String>>;
+
+#[derive(Default)]
+struct Pending {
+    by_id: Vec<(String, Reply)>,
+    by_nodeclaim: Vec<(String, Reply)>,
+    scheduled: bool,
+}
+
+#[derive(Default)]
+pub struct DescribeBatcher {
+    pending: Arc<Mutex<Pending>>,
+}
+
+fn failed(message: String) -> CloudError {
+    CloudError::Api { operation: "DescribeInstances".into(), message }
+}
+
+impl DescribeBatcher {
+    /// The live instance `id` (`NotFound` when EC2 does not know it or it is terminated).
+    pub async fn get(&self, ec2: &aws_sdk_ec2::Client, cluster: &str, id: &str) -> Result<Instance, CloudError> {
+        let found = self.ask(ec2, cluster, |p, tx| p.by_id.push((id.to_string(), tx))).await?;
+        found
+            .into_iter()
+            .find(|i| i.state != InstanceState::Terminated)
+            .ok_or_else(|| CloudError::NotFound(id.to_string()))
+    }
+
+    /// The earliest launched live instance of this cluster tagged with `nodeclaim`.
+    pub async fn find_by_nodeclaim(
+        &self,
+        ec2: &aws_sdk_ec2::Client,
+        cluster: &str,
+        nodeclaim: &str,
+    ) -> Result<Option<Instance>, CloudError> {
+        let mut found = self.ask(ec2, cluster, |p, tx| p.by_nodeclaim.push((nodeclaim.to_string(), tx))).await?;
+        found.sort_by(|a, b| a.launched_at.cmp(&b.launched_at).then(a.id.cmp(&b.id)));
+        Ok(found.into_iter().next())
+    }
+
+    async fn ask(
+        &self,
+        ec2: &aws_sdk_ec2::Client,
+        cluster: &str,
+        enqueue: impl FnOnce(&mut Pending, Reply),
+    ) -> Result<Vec<Instance>, CloudError> {
+        let (tx, rx) = oneshot::channel();
+        let start = {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            enqueue(&mut p, tx);
+            !std::mem::replace(&mut p.scheduled, true)
+        };
+        if start {
+            tokio::spawn(flush(self.pending.clone(), ec2.clone(), cluster.to_string()));
+        }
+        match rx.await {
+            Ok(answer) => answer.map_err(failed),
+            Err(_) => Err(failed("the DescribeInstances batch was dropped before it was sent".into())),
+        }
+    }
+}
+
+async fn flush(pending: Arc<Mutex<Pending>>, ec2: aws_sdk_ec2::Client, cluster: String) {
+    tokio::time::sleep(WINDOW).await;
+    let Pending { by_id, by_nodeclaim, .. } = std::mem::take(&mut *pending.lock().unwrap_or_else(|e| e.into_inner()));
+    if !by_id.is_empty() {
+        let ids: Vec<String> = by_id.iter().map(|(id, _)| id.clone()).collect();
+        let mut answer: Result<BTreeMap<String, Vec<Instance>>, String> = Ok(BTreeMap::new());
+        for chunk in ids.chunks(CHUNK) {
+            // An id filter (unlike InstanceIds) ignores ids EC2 does not know.
+            let filter = Filter::builder().name("instance-id").set_values(Some(dedup(chunk))).build();
+            merge(&mut answer, describe(&ec2, vec![filter]).await, |i| Some(i.id.clone()));
+        }
+        reply(by_id, answer);
+    }
+    if !by_nodeclaim.is_empty() {
+        let names: Vec<String> = by_nodeclaim.iter().map(|(n, _)| n.clone()).collect();
+        let mut answer: Result<BTreeMap<String, Vec<Instance>>, String> = Ok(BTreeMap::new());
+        for chunk in names.chunks(TAG_VALUES) {
+            let filters = vec![
+                Filter::builder().name(format!("tag:{}", wk::TAG_NODECLAIM)).set_values(Some(dedup(chunk))).build(),
+                Filter::builder().name(format!("tag:{}{cluster}", wk::TAG_CLUSTER_PREFIX)).values("owned").build(),
+                Filter::builder().name("instance-state-name").values("pending").values("running").build(),
+            ];
+            merge(&mut answer, describe(&ec2, filters).await, |i| i.tags.get(wk::TAG_NODECLAIM).cloned());
+        }
+        reply(by_nodeclaim, answer);
+    }
+}
+
+fn dedup(values: &[String]) -> Vec<String> {
+    let mut v = values.to_vec();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Files a call's instances under `key`; the first error is the whole answer's.
+fn merge(
+    answer: &mut Result<BTreeMap<String, Vec<Instance>>, String>,
+    call: Result<Vec<Instance>, CloudError>,
+    key: impl Fn(&Instance) -> Option<String>,
+) {
+    match (answer.as_mut(), call) {
+        (Ok(found), Ok(instances)) => {
+            for i in instances {
+                if let Some(k) = key(&i) {
+                    found.entry(k).or_default().push(i);
+                }
+            }
+        }
+        (Ok(_), Err(e)) => *answer = Err(e.to_string()),
+        (Err(_), _) => {}
+    }
+}
+
+fn reply(waiting: Vec<(String, Reply)>, answer: Result<BTreeMap<String, Vec<Instance>>, String>) {
+    for (key, tx) in waiting {
+        let mine = match &answer {
+            Ok(found) => Ok(found.get(&key).cloned().unwrap_or_default()),
+            Err(e) => Err(e.clone()),
+        };
+        let _ = tx.send(mine);
+    }
+}
