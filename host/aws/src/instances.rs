@@ -1,8 +1,8 @@
-//! Instances the cluster owns: describe, list (for garbage collection), terminate, and drift
-//! against the NodeClass' resolved status. Describe and terminate calls take many ids at
-//! once, in chunks EC2 accepts.
+//! Instances the cluster owns: describe, list (for garbage collection), and drift
+//! against the NodeClass' resolved status. Describe calls take many ids at once, in chunks
+//! EC2 accepts (terminations go through terminate_batcher.rs).
 
-use crate::error::{api, code};
+use crate::error::api;
 use crate::nodeclass::ami_serves;
 use aws_sdk_ec2::types::Filter;
 use std::collections::BTreeMap;
@@ -86,28 +86,6 @@ pub(crate) async fn list(ec2: &aws_sdk_ec2::Client, cluster: &str) -> Result<Vec
             .build(),
     ];
     describe(ec2, filters).await
-}
-
-pub(crate) async fn terminate(
-    ec2: &aws_sdk_ec2::Client,
-    ids: &[String],
-    metrics: &crate::metrics::Metrics,
-) -> Result<(), CloudError> {
-    let existing = get_many(ec2, ids).await?;
-    let live: Vec<String> = existing.values().filter(|i| i.state.is_live()).map(|i| i.id.clone()).collect();
-    for chunk in live.chunks(CHUNK) {
-        match ec2.terminate_instances().set_instance_ids(Some(chunk.to_vec())).send().await {
-            Ok(_) => {}
-            Err(e) if code(&e).as_deref() == Some("InvalidInstanceID.NotFound") => {}
-            Err(e) => {
-                for i in chunk.iter().filter_map(|id| existing.get(id)) {
-                    metrics.termination_failure(&i.zone);
-                }
-                return Err(api("TerminateInstances", e));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Why the instance no longer matches the NodeClass' resolved status: its AMI, subnet or

@@ -26,6 +26,7 @@ pub mod nodeclass;
 pub mod profile;
 pub mod sdk_metrics;
 pub mod templates;
+pub mod terminate_batcher;
 pub mod unavailable;
 pub mod userdata;
 
@@ -223,6 +224,8 @@ pub struct AwsProvider {
     pub(crate) fleets: fleet_batcher::FleetBatcher,
     /// Lookups of instances by id or NodeClaim in flight together become one call.
     pub(crate) describes: describe_batcher::DescribeBatcher,
+    /// Terminations asked for together become one call.
+    pub(crate) terminations: terminate_batcher::TerminateBatcher,
 }
 
 impl AwsProvider {
@@ -246,6 +249,7 @@ impl AwsProvider {
             templates: known_templates::KnownTemplates::default(),
             fleets: fleet_batcher::FleetBatcher::default(),
             describes: describe_batcher::DescribeBatcher::default(),
+            terminations: terminate_batcher::TerminateBatcher::default(),
         }
     }
 
@@ -541,7 +545,12 @@ impl CloudProvider for AwsProvider {
     async fn delete(&self, ids: &[String]) -> Result<(), CloudError> {
         self.measured("Delete", async {
             self.fence.check("TerminateInstances")?;
-            instances::terminate(&self.clients.ec2, ids, &self.metrics).await
+            self.terminations.terminate(&self.clients.ec2, ids).await.map_err(|(message, zones)| {
+                for z in &zones {
+                    self.metrics.termination_failure(z);
+                }
+                CloudError::Api { operation: "TerminateInstances".into(), message }
+            })
         })
         .await
     }

@@ -57,10 +57,10 @@ async fn a_template_is_described_once_and_again_only_when_ec2_says_it_is_gone() 
     assert_eq!(descriptions(), 2);
 }
 
-/// A wave: 50 NodeClaims of one NodePool, launched at once, as the controller launches a
-/// provisioning batch (one task per NodeClaim).
+/// A wave: 50 NodeClaims of one NodePool, launched at once (as the controller launches a
+/// provisioning batch, one task per NodeClaim), then deleted at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fifty_nodeclaims_launched_together_cost_a_few_createfleet_calls() {
+async fn a_wave_of_fifty_nodeclaims_launches_and_terminates_in_a_few_calls() {
     let moto = Moto::start();
     // Pass-through proxies, each counting one kind of call (every EC2 call, by its Action).
     let all = tenon_fault_proxy::slow_matching(&moto.url, "Action=", Duration::ZERO).await;
@@ -68,11 +68,13 @@ async fn fifty_nodeclaims_launched_together_cost_a_few_createfleet_calls() {
     let lookups = tenon_fault_proxy::slow_matching(&fleets.url, "Action=DescribeInstances&", Duration::ZERO).await;
     let described =
         tenon_fault_proxy::slow_matching(&lookups.url, "Action=DescribeLaunchTemplates&", Duration::ZERO).await;
+    let terminations =
+        tenon_fault_proxy::slow_matching(&described.url, "Action=TerminateInstances", Duration::ZERO).await;
     let setup = moto.provider("wave").await;
     lab(&setup, "wave").await;
     let nc = resolved(&setup, lab_nodeclass("wave")).await;
     let mut conn = moto.connection();
-    conn.endpoint_url = Some(described.url.clone());
+    conn.endpoint_url = Some(terminations.url.clone());
     let p = AwsProvider::connect(&conn, setup.settings.clone()).await.expect("the connection names its region");
     let reqs: Vec<_> = (0..50)
         .map(|i| {
@@ -106,4 +108,15 @@ async fn fifty_nodeclaims_launched_together_cost_a_few_createfleet_calls() {
     let again = p.create(&reqs[7]).await.unwrap();
     assert_eq!(again.id, launched[7].as_ref().unwrap().id);
     assert_eq!(fleets.seen.load(Ordering::SeqCst), calls);
+
+    // The wave consolidated away: 50 deletions at once, one TerminateInstances.
+    let ids: Vec<String> = launched.iter().map(|l| l.as_ref().unwrap().id.clone()).collect();
+    let before = lookups.seen.load(Ordering::SeqCst);
+    let deleted = futures_util::future::join_all(ids.iter().map(|id| p.delete(std::slice::from_ref(id)))).await;
+    assert!(deleted.iter().all(Result::is_ok), "{deleted:?}");
+    let terminated = terminations.seen.load(Ordering::SeqCst);
+    assert!(terminated <= 2, "{terminated} TerminateInstances calls for 50 deletions");
+    assert!(lookups.seen.load(Ordering::SeqCst) - before <= 2, "their states read in one call");
+    let gone = p.get_many(&ids).await.unwrap();
+    assert!(gone.values().all(|i| !i.state.is_live()), "every instance terminated");
 }
