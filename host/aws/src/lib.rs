@@ -48,11 +48,11 @@ pub const TAG_CLUSTER: &str = "karpenter.k8s.aws/cluster";
 /// Tag on instances and launch templates: the EC2NodeClass they were made for.
 pub const TAG_NODECLASS: &str = "karpenter.k8s.aws/ec2nodeclass";
 
-/// Launches the provider has under way at once. Karpenter folds a wave's identical requests
-/// into batched CreateFleet calls; Tenon makes one call per NodeClaim, so a wave of a thousand
-/// NodeClaims would otherwise put a thousand requests (and their DescribeInstances) on EC2 at
-/// once, where they are throttled or time out together and all retry. At ~1–2 s per launch, 64
-/// in flight still launches a thousand NodeClaims in well under a minute.
+/// Launches the provider has under way at once. Identical requests share a CreateFleet call
+/// (fleet_batcher.rs), but requests that differ (each NodeClaim's ranked offerings are its
+/// own) would otherwise all land on EC2 at once, where they are throttled or time out
+/// together and all retry. At ~1–2 s per launch, 64 in flight still launches a thousand
+/// NodeClaims in well under a minute.
 pub const LAUNCHES_IN_FLIGHT: usize = 64;
 
 /// How long a fetched catalog (types, offerings, prices) is reused.
