@@ -6,6 +6,7 @@
 //! a controller on a node in eu-west-1 talks to eu-west-1 without being told.
 
 use crate::call_health::{CallHealth, Watch};
+use crate::rate_gate::{Gated, RateGate, Throttles};
 use crate::sdk_metrics::{Measure, SdkMetrics};
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
@@ -78,6 +79,8 @@ pub struct Clients {
     pub eks: aws_sdk_eks::Client,
     /// Whether AWS answers (every client's attempts feed it).
     pub calls: Arc<CallHealth>,
+    /// Every EC2 attempt waits for it; EC2's throttling slows it (rate_gate.rs).
+    pub ec2_gate: Arc<RateGate>,
     /// Every client's calls and attempts, counted and timed.
     pub sdk: SdkMetrics,
 }
@@ -91,8 +94,10 @@ impl Clients {
             .with_max_attempts(c.max_attempts.max(1))
             .with_initial_backoff(Duration::from_millis(100))
             .with_max_backoff(Duration::from_secs(20));
-        let mut loader =
-            aws_config::defaults(BehaviorVersion::latest()).http_client(http).retry_config(retry).timeout_config(
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .http_client(http.clone())
+            .retry_config(retry)
+            .timeout_config(
                 TimeoutConfig::builder()
                     .connect_timeout(Duration::from_secs(10))
                     .operation_attempt_timeout(c.attempt_timeout)
@@ -120,12 +125,16 @@ impl Clients {
         let watch = Watch(calls.clone());
         let sdk = SdkMetrics::default();
         let measure = Measure(sdk.clone());
+        let ec2_gate =
+            Arc::new(RateGate::new(sdk.ec2_rate.clone(), sdk.ec2_throttled.clone(), std::time::Instant::now()));
         Ok(Clients {
             region,
             ec2: aws_sdk_ec2::Client::from_conf(
                 aws_sdk_ec2::config::Builder::from(&cfg)
+                    .http_client(Gated { inner: http, gate: ec2_gate.clone() })
                     .interceptor(watch.clone())
                     .interceptor(measure.clone())
+                    .interceptor(Throttles(ec2_gate.clone()))
                     .build(),
             ),
             iam: aws_sdk_iam::Client::from_conf(
@@ -153,6 +162,7 @@ impl Clients {
                 aws_sdk_eks::config::Builder::from(&cfg).interceptor(watch).interceptor(measure).build(),
             ),
             calls,
+            ec2_gate,
             sdk,
         })
     }

@@ -24,6 +24,7 @@ pub mod launch_template;
 pub mod metrics;
 pub mod nodeclass;
 pub mod profile;
+pub mod rate_gate;
 pub mod sdk_metrics;
 pub mod templates;
 pub mod terminate_batcher;

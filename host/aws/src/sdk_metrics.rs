@@ -12,7 +12,9 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::{ConfigBag, Storable, StoreReplace};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 type Labels = Vec<(&'static str, String)>;
@@ -34,6 +36,9 @@ pub struct SdkMetrics {
     request_seconds: Family<Labels, Histogram, fn() -> Histogram>,
     attempt_seconds: Family<Labels, Histogram, fn() -> Histogram>,
     retries: Family<Labels, Histogram, fn() -> Histogram>,
+    /// The EC2 rate gate's current rate and the attempts EC2 throttled (rate_gate.rs).
+    pub(crate) ec2_rate: Gauge<f64, AtomicU64>,
+    pub(crate) ec2_throttled: Counter,
 }
 
 impl Default for SdkMetrics {
@@ -44,6 +49,8 @@ impl Default for SdkMetrics {
             request_seconds: Family::new_with_constructor(latency_histogram),
             attempt_seconds: Family::new_with_constructor(latency_histogram),
             retries: Family::new_with_constructor(retries_histogram),
+            ec2_rate: Gauge::default(),
+            ec2_throttled: Counter::default(),
         }
     }
 }
@@ -74,6 +81,16 @@ impl SdkMetrics {
             "aws_sdk_go_request_retry_count",
             "Retries each AWS API call took, by service, action and HTTP status code",
             self.retries.clone(),
+        );
+        registry.register(
+            "tenon_aws_ec2_request_rate_limit",
+            "EC2 requests per second the client-side gate allows now: 100 until EC2 throttles, halved at each throttled second, recovering 2 per quiet second",
+            self.ec2_rate.clone(),
+        );
+        registry.register(
+            "tenon_aws_ec2_throttled",
+            "EC2 attempts answered 503 or 429 (RequestLimitExceeded, Unavailable), which slow the gate down",
+            self.ec2_throttled.clone(),
         );
     }
 }

@@ -120,3 +120,45 @@ async fn a_wave_of_fifty_nodeclaims_launches_and_terminates_in_a_few_calls() {
     let gone = p.get_many(&ids).await.unwrap();
     assert!(gone.values().all(|i| !i.state.is_live()), "every instance terminated");
 }
+
+/// EC2 throttling one kind of call slows every EC2 call of the process (the gate is
+/// account-wide), and the series say so.
+#[tokio::test]
+async fn throttling_slows_every_ec2_call_and_the_series_show_the_rate() {
+    let moto = Moto::start();
+    // DescribeSubnets is throttled three times; other calls pass.
+    let proxy = tenon_fault_proxy::throttle_matching(&moto.url, 3, "Action=DescribeSubnets").await;
+    let mut conn = moto.connection();
+    conn.endpoint_url = Some(proxy.url.clone());
+    conn.max_attempts = 5;
+    let p = AwsProvider::connect(&conn, moto.provider("gate").await.settings.clone())
+        .await
+        .expect("the connection names its region");
+    assert_eq!(p.clients.ec2_gate.rate(), tenon_aws::rate_gate::MAX_RATE);
+    p.clients.ec2.describe_subnets().send().await.expect("retried past the throttles");
+    let slowed = p.clients.ec2_gate.rate();
+    assert!(slowed < tenon_aws::rate_gate::MAX_RATE, "the gate slowed down: {slowed}");
+    let text = p.metrics.render();
+    let line = |name: &str| text.lines().find(|l| l.starts_with(name)).map(str::to_string);
+    assert!(line("tenon_aws_ec2_throttled_total").is_some_and(|l| l.ends_with(" 3")), "{text}");
+    assert_eq!(line("tenon_aws_ec2_request_rate_limit "), Some(format!("tenon_aws_ec2_request_rate_limit {slowed:?}")));
+    // Another operation, never throttled itself, now waits on the same gate: of a burst of
+    // calls, EC2 sees in the first second only what the slowed rate allows (its tokens, at
+    // most the rate, and a second's worth).
+    let counted = tenon_fault_proxy::slow_matching(&proxy.url, "Action=DescribeInstances&", Duration::ZERO).await;
+    let mut conn = moto.connection();
+    conn.endpoint_url = Some(counted.url.clone());
+    let gated = AwsProvider::connect(&conn, p.settings.clone()).await.expect("the connection names its region");
+    gated.clients.ec2_gate.throttled(std::time::Instant::now());
+    let rate = gated.clients.ec2_gate.rate();
+    let ec2 = gated.clients.ec2.clone();
+    let burst =
+        tokio::spawn(
+            async move { futures_util::future::join_all((0..300).map(|_| ec2.describe_instances().send())).await },
+        );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let first_second = counted.seen.load(Ordering::SeqCst);
+    eprintln!("gate: {first_second} of 300 DescribeInstances reached EC2 in the first second at {rate}/s");
+    assert!(first_second as f64 <= 2.0 * rate + 5.0, "{first_second} calls in a second at {rate}/s");
+    assert!(burst.await.unwrap().iter().all(Result::is_ok));
+}
