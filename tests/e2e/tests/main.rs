@@ -3,6 +3,7 @@
 
 mod api_faults;
 mod bad_input;
+mod brownout;
 mod chart;
 mod differential;
 mod disruption;

@@ -1,6 +1,6 @@
 //! A proxy in front of moto for the errors and delays moto never gives: each request is
 //! read whole, matched against a needle (an operation's name, a filter value), and failed,
-//! held, or forwarded unchanged.
+//! held, or forwarded unchanged; or, in a brownout, a fraction of them failed in turns.
 
 /// A fault injector in front of moto: the first `failures` requests get an error (EC2's
 /// throttling error, HTTP 503 `RequestLimitExceeded`, unless [`fault_matching`] names
@@ -53,6 +53,10 @@ pub async fn fault_while(
 /// Which matching requests fail, by their index among the matching ones.
 type Fails = std::sync::Arc<dyn Fn(usize) -> bool + Send + Sync>;
 
+/// What happens to a matching request, by its index among the matching ones: a fault, or
+/// (`None`) forwarding.
+type Decide = std::sync::Arc<dyn Fn(usize) -> Option<Fault> + Send + Sync>;
+
 async fn fault_when(
     upstream: &str,
     needle: &str,
@@ -60,8 +64,12 @@ async fn fault_when(
     fails: Fails,
     delay: std::time::Duration,
 ) -> Throttle {
+    let fault = Fault::Respond(response);
+    serve(upstream, needle, std::sync::Arc::new(move |n| fails(n).then(|| fault.clone())), delay).await
+}
+
+async fn serve(upstream: &str, needle: &str, decide: Decide, delay: std::time::Duration) -> Throttle {
     let needle = needle.to_string();
-    let response = std::sync::Arc::new(response);
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -79,8 +87,7 @@ async fn fault_when(
             let count = count.clone();
             let (in_flight, peak) = (in_flight.clone(), peak.clone());
             let needle = needle.clone();
-            let response = response.clone();
-            let fails = fails.clone();
+            let decide = decide.clone();
             tokio::spawn(async move {
                 // Read one request: headers, then Content-Length bytes of body.
                 let mut buf = Vec::new();
@@ -109,9 +116,16 @@ async fn fault_when(
                     buf.extend_from_slice(&chunk[..r]);
                 }
                 let matches = String::from_utf8_lossy(&buf).contains(&needle);
-                if matches && fails(count.fetch_add(1, Ordering::SeqCst)) {
-                    let _ = client.write_all(response.as_bytes()).await;
-                    return;
+                match matches.then(|| decide(count.fetch_add(1, Ordering::SeqCst))).flatten() {
+                    Some(Fault::Respond(response)) => {
+                        let _ = client.write_all(response.as_bytes()).await;
+                        return;
+                    }
+                    Some(Fault::Hang(d)) => {
+                        tokio::time::sleep(d).await;
+                        return;
+                    }
+                    None => {}
                 }
                 if matches {
                     peak.fetch_max(in_flight.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
@@ -132,4 +146,67 @@ async fn fault_when(
         }
     });
     Throttle { url, seen, peak_in_flight }
+}
+
+/// What a brownout answers a matching request with, when it picks it.
+#[derive(Clone, Debug)]
+pub enum Fault {
+    /// This whole HTTP response.
+    Respond(String),
+    /// No answer for this long, then the connection is closed (a call past its timeout).
+    Hang(std::time::Duration),
+}
+
+impl Fault {
+    /// EC2's error `code` with HTTP `status` (e.g. 503 `Unavailable`, 503 `RequestLimitExceeded`,
+    /// 500 `InternalError`).
+    pub fn ec2_error(status: u16, code: &str) -> Fault {
+        let body = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>{code}</Code><Message>{code} (brownout)</Message></Error></Errors><RequestID>brownout</RequestID></Response>"
+        );
+        Fault::Respond(format!(
+            "HTTP/1.1 {status} Brownout\r\nContent-Type: text/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ))
+    }
+}
+
+/// A brownout in front of moto: while `active` is set, each matching request is picked with
+/// probability `fraction` (a seeded sequence, the same in every run) and answered with the
+/// next of `faults` in turn; the others, and every request while inactive, are forwarded.
+/// `seen` counts the matching requests, `peak_in_flight` those forwarded at once.
+pub async fn brownout(
+    upstream: &str,
+    needle: &str,
+    fraction: f64,
+    faults: Vec<Fault>,
+    active: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Throttle {
+    let faults = std::sync::Arc::new(faults);
+    let decide: Decide = std::sync::Arc::new(move |n| {
+        if !active.load(std::sync::atomic::Ordering::SeqCst) || faults.is_empty() {
+            return None;
+        }
+        (uniform(n) < fraction).then(|| faults[n % faults.len()].clone())
+    });
+    serve(upstream, needle, decide, std::time::Duration::ZERO).await
+}
+
+/// A draw in [0, 1) for the `n`th request: SplitMix64 of `n`, uniform and the same every run.
+fn uniform(n: usize) -> f64 {
+    let mut z = (n as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_brownout_picks_about_its_fraction_of_requests() {
+        let picked = (0..10_000).filter(|n| super::uniform(*n) < 0.3).count();
+        assert!((2_800..3_200).contains(&picked), "{picked} of 10,000");
+        assert!((0..10_000).all(|n| (0.0..1.0).contains(&super::uniform(n))));
+    }
 }
