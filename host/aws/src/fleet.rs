@@ -234,6 +234,11 @@ pub(crate) async fn create(
             .await;
         // Untagged, the instance is no NodeClaim's: garbage collection terminates it.
         tagged.map_err(|e| launch_error("Error tagging the launched instance", api("CreateTags", e)))?;
+        // Read with the batch, before this NodeClaim's tags: they are on it now.
+        if let Some(mut i) = share.described.get(&id).cloned() {
+            i.tags.extend(own);
+            return Ok(i);
+        }
     }
     // A just-launched instance can take a moment to appear in DescribeInstances.
     for attempt in 0..5 {

@@ -102,7 +102,7 @@ async fn a_wave_of_fifty_nodeclaims_launches_and_terminates_in_a_few_calls() {
     );
     assert!(calls <= 5, "{calls} CreateFleet calls for 50 NodeClaims");
     assert_eq!(described.seen.load(Ordering::SeqCst), 1, "the template is described once");
-    assert!(describes <= 20, "{describes} DescribeInstances calls for 50 NodeClaims (two each unbatched)");
+    assert!(describes <= 8, "{describes} DescribeInstances calls for 50 NodeClaims (two each unbatched)");
     assert!(total <= 75, "{total} EC2 calls for 50 NodeClaims: more than 1.5 each");
     // A NodeClaim launched again finds its instance by its tag, launching nothing.
     let again = p.create(&reqs[7]).await.unwrap();
