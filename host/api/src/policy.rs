@@ -1,3 +1,4 @@
+//! (Long: the annotations, references and OCI sources are read here, with their tests.)
 //! Tenon's policy annotations on a NodePool: which Wasm policies decide for
 //! it, their configuration, and whether they act or only shadow the defaults.
 

@@ -1,3 +1,4 @@
+//! (Long: the template data built field group by field group, then ensure and delete; tests last.)
 //! Launch templates: one per distinct launch configuration (AMI, user data, security groups,
 //! instance profile, block devices, metadata options…), named by a hash of that
 //! configuration so identical NodeClaims reuse one and a changed NodeClass gets a new one.

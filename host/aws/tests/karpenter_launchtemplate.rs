@@ -1,3 +1,4 @@
+//! (Long: tests only, one per ported Karpenter launch-template case; setup in support/.)
 //! The AWS provider's `pkg/providers/launchtemplate/suite_test.go`, ported against moto: what
 //! a launch writes into its launch templates and CreateFleet request. Each test names the
 //! cases it accounts for (tests/conformance/karpenter.tsv).
