@@ -65,8 +65,12 @@ async fn each_nodeclaim_expires_from_its_own_expire_after_even_while_a_drain_is_
         s.is_none_or(|nc| nc.metadata.deletion_timestamp.is_some()).then_some(())
     })
     .await;
-    let events = c.events_for(&second_name).await;
-    assert!(events.iter().any(|e| e.reason.as_deref() == Some("Expired")), "{events:#?}");
+    // The Event is written just after the deletion it reports.
+    eventually(Duration::from_secs(10), "an Expired Event on the 40 s NodeClaim", || async {
+        let events = c.events_for(&second_name).await;
+        events.iter().any(|e| e.reason.as_deref() == Some("Expired")).then_some(())
+    })
+    .await;
     let held = c.nodeclaims().await;
     assert!(
         held.iter().any(|nc| nc.metadata.name.as_deref() == Some(first_name.as_str())),
