@@ -5,9 +5,9 @@
 //! calls instead of two per NodeClaim.
 
 use crate::instances::{CHUNK, describe};
+use crate::window::Window;
 use aws_sdk_ec2::types::Filter;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tenon_api::wellknown as wk;
 use tenon_core::cloud::{CloudError, Instance, InstanceState};
@@ -20,16 +20,16 @@ const TAG_VALUES: usize = 200;
 
 type Reply = oneshot::Sender<Result<Vec<Instance>, String>>;
 
-#[derive(Default)]
-struct Pending {
-    by_id: Vec<(String, Reply)>,
-    by_nodeclaim: Vec<(String, Reply)>,
-    scheduled: bool,
+/// A lookup waiting for its window: by instance id, or by the NodeClaim an instance is
+/// tagged with.
+enum Lookup {
+    Id(String, Reply),
+    NodeClaim(String, Reply),
 }
 
 #[derive(Default)]
 pub struct DescribeBatcher {
-    pending: Arc<Mutex<Pending>>,
+    window: Window<Lookup>,
 }
 
 fn failed(message: String) -> CloudError {
@@ -39,7 +39,7 @@ fn failed(message: String) -> CloudError {
 impl DescribeBatcher {
     /// The live instance `id` (`NotFound` when EC2 does not know it or it is terminated).
     pub async fn get(&self, ec2: &aws_sdk_ec2::Client, cluster: &str, id: &str) -> Result<Instance, CloudError> {
-        let found = self.ask(ec2, cluster, |p, tx| p.by_id.push((id.to_string(), tx))).await?;
+        let found = self.ask(ec2, cluster, |tx| Lookup::Id(id.to_string(), tx)).await?;
         found
             .into_iter()
             .find(|i| i.state != InstanceState::Terminated)
@@ -53,7 +53,7 @@ impl DescribeBatcher {
         cluster: &str,
         nodeclaim: &str,
     ) -> Result<Option<Instance>, CloudError> {
-        let mut found = self.ask(ec2, cluster, |p, tx| p.by_nodeclaim.push((nodeclaim.to_string(), tx))).await?;
+        let mut found = self.ask(ec2, cluster, |tx| Lookup::NodeClaim(nodeclaim.to_string(), tx)).await?;
         found.sort_by(|a, b| a.launched_at.cmp(&b.launched_at).then(a.id.cmp(&b.id)));
         Ok(found.into_iter().next())
     }
@@ -62,17 +62,11 @@ impl DescribeBatcher {
         &self,
         ec2: &aws_sdk_ec2::Client,
         cluster: &str,
-        enqueue: impl FnOnce(&mut Pending, Reply),
+        lookup: impl FnOnce(Reply) -> Lookup,
     ) -> Result<Vec<Instance>, CloudError> {
         let (tx, rx) = oneshot::channel();
-        let start = {
-            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            enqueue(&mut p, tx);
-            !std::mem::replace(&mut p.scheduled, true)
-        };
-        if start {
-            tokio::spawn(flush(self.pending.clone(), ec2.clone(), cluster.to_string()));
-        }
+        let (ec2, cluster) = (ec2.clone(), cluster.to_string());
+        self.window.add(lookup(tx), WINDOW, move |lookups| flush(lookups, ec2, cluster));
         match rx.await {
             Ok(answer) => answer.map_err(failed),
             Err(_) => Err(failed("the DescribeInstances batch was dropped before it was sent".into())),
@@ -80,9 +74,14 @@ impl DescribeBatcher {
     }
 }
 
-async fn flush(pending: Arc<Mutex<Pending>>, ec2: aws_sdk_ec2::Client, cluster: String) {
-    tokio::time::sleep(WINDOW).await;
-    let Pending { by_id, by_nodeclaim, .. } = std::mem::take(&mut *pending.lock().unwrap_or_else(|e| e.into_inner()));
+async fn flush(lookups: Vec<Lookup>, ec2: aws_sdk_ec2::Client, cluster: String) {
+    let (mut by_id, mut by_nodeclaim) = (Vec::new(), Vec::new());
+    for l in lookups {
+        match l {
+            Lookup::Id(id, tx) => by_id.push((id, tx)),
+            Lookup::NodeClaim(name, tx) => by_nodeclaim.push((name, tx)),
+        }
+    }
     if !by_id.is_empty() {
         let ids: Vec<String> = by_id.iter().map(|(id, _)| id.clone()).collect();
         let mut answer: Result<BTreeMap<String, Vec<Instance>>, String> = Ok(BTreeMap::new());

@@ -202,20 +202,22 @@ pub(crate) async fn create(
     };
     let member = Member { nodeclaim: req.nodeclaim.clone(), attempt: req.attempt, tags };
     let share = p.fleets.launch(&p.clients.ec2, &p.fence, request, member).await;
+    // A template deleted under us (the call's error or an override's): described (and made)
+    // again on the retry.
+    let gone = match &share.answer {
+        Ok(out) => out.errors().iter().any(|e| e.error_code().is_some_and(known_templates::gone)),
+        Err((code, _)) => code.as_deref().is_some_and(known_templates::gone),
+    };
+    if gone {
+        p.templates.forget(&used);
+    }
     let out = match share.answer {
         Ok(out) => out,
-        Err((code, message)) => {
-            // A template deleted under us: described (and made) again on the retry.
-            if code.is_some_and(|c| known_templates::gone(&c)) {
-                p.templates.forget(&used);
-            }
+        Err((_, message)) => {
             let e = CloudError::Api { operation: "CreateFleet".into(), message };
             return Err(launch_error("Error creating fleet request", e));
         }
     };
-    if out.errors().iter().any(|e| e.error_code().is_some_and(known_templates::gone)) {
-        p.templates.forget(&used);
-    }
     // Overrides tried before the ones that launched failed: cached either way (counted once
     // per call, by its first caller).
     let failure = fleet_failure(p, &capacity_type, &placements, out.errors(), share.index == 0);

@@ -39,7 +39,9 @@ impl KnownTemplates {
         }
     }
 
+    /// Forgets every template, and their gates (held ones live on with their holders).
     pub fn clear(&self) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.1.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 }

@@ -30,6 +30,7 @@ pub mod templates;
 pub mod terminate_batcher;
 pub mod unavailable;
 pub mod userdata;
+pub mod window;
 
 pub use clients::{Clients, Connection, NoRegion};
 pub use nodeclass::Resolution;

@@ -5,8 +5,8 @@
 
 use crate::error::{api, code};
 use crate::instances::{CHUNK, get_many};
+use crate::window::Window;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
@@ -20,35 +20,21 @@ pub type Failed = (String, Vec<String>);
 type Reply = oneshot::Sender<Result<(), Failed>>;
 
 #[derive(Default)]
-struct Pending {
-    waiting: Vec<(Vec<String>, Reply)>,
-    scheduled: bool,
-}
-
-#[derive(Default)]
 pub struct TerminateBatcher {
-    pending: Arc<Mutex<Pending>>,
+    window: Window<(Vec<String>, Reply)>,
 }
 
 impl TerminateBatcher {
     /// Terminates `ids` with whatever else is asked within the window.
     pub async fn terminate(&self, ec2: &aws_sdk_ec2::Client, ids: &[String]) -> Result<(), Failed> {
         let (tx, rx) = oneshot::channel();
-        let start = {
-            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            p.waiting.push((ids.to_vec(), tx));
-            !std::mem::replace(&mut p.scheduled, true)
-        };
-        if start {
-            tokio::spawn(flush(self.pending.clone(), ec2.clone()));
-        }
+        let ec2 = ec2.clone();
+        self.window.add((ids.to_vec(), tx), WINDOW, move |waiting| flush(waiting, ec2));
         rx.await.unwrap_or_else(|_| Err(("the TerminateInstances batch was dropped before it was sent".into(), vec![])))
     }
 }
 
-async fn flush(pending: Arc<Mutex<Pending>>, ec2: aws_sdk_ec2::Client) {
-    tokio::time::sleep(WINDOW).await;
-    let waiting = std::mem::take(&mut *pending.lock().unwrap_or_else(|e| e.into_inner())).waiting;
+async fn flush(waiting: Vec<(Vec<String>, Reply)>, ec2: aws_sdk_ec2::Client) {
     let mut ids: Vec<String> = waiting.iter().flat_map(|(ids, _)| ids.iter().cloned()).collect();
     ids.sort();
     ids.dedup();
