@@ -890,6 +890,10 @@ pub struct ClusterObjects {
     pub replication_controllers: Vec<core::ReplicationController>,
     /// The cluster's kube-scheduler settings the simulation mirrors (`SCHEDULER_CONFIG`).
     pub scheduler: SchedulerConfig,
+    /// When the pods on each node (by name) last changed as the pod watch saw it, Unix
+    /// seconds. `status.lastPodEventTime` is written after the change and reaches the cache
+    /// later still; a decision that sees the pods must see the time too.
+    pub pod_changes: std::collections::BTreeMap<String, i64>,
 }
 
 /// Builds the snapshot a decision sees. Objects that cannot be read are left out and
@@ -932,7 +936,11 @@ pub fn snapshot(
                         .and_then(|p| snap.nodepools.iter().find(|t| &t.name == p))
                         .map(|t| t.instance_types.clone())
                         .unwrap_or_default();
-                    converted.claim = Some(claim_info(nc, n, &types));
+                    let mut info = claim_info(nc, n, &types);
+                    if let Some(&seen) = objects.pod_changes.get(&converted.name) {
+                        info.last_pod_event = Some(info.last_pod_event.map_or(seen, |t| t.max(seen)));
+                    }
+                    converted.claim = Some(info);
                     // Until the kubelet reports allocatable, the NodeClaim's (from launch)
                     // stands in, so the pods it was made for are not provisioned for again.
                     if converted.allocatable == Resources::default()

@@ -136,3 +136,27 @@ status:
     waiting.status.as_mut().unwrap().nominated_node_name = None;
     assert!(convert::is_provisionable(&waiting));
 }
+
+#[test]
+fn a_pod_change_the_watch_saw_restarts_consolidate_after_before_the_status_says_so() {
+    // The NodeClaim's lastPodEventTime is an hour old, but the pod watch saw the node's pods
+    // change 10 s ago (the status write has not reached the cache yet): not consolidatable.
+    use crate::support::karpenter::{Cluster, NOW, assorted};
+    let mut c = Cluster::new(assorted());
+    c.now = NOW + 3600;
+    c.nodepool(
+        "default",
+        "  template:\n    spec:\n      requirements: []\n  disruption:\n    consolidateAfter: 30s\n    consolidationPolicy: WhenEmpty\n",
+    );
+    c.initialized_node("node-1", "default", "1-cpu-1-mem-amd64-linux-test-zone-1-on-demand", "{cpu: \"32\"}", NOW);
+    let consolidatable = |c: &Cluster| {
+        let snap = c.snapshot();
+        let d = tenon_core::disruption::disrupt(&snap, &tenon_core::disruption::DefaultPolicies);
+        d.candidates.iter().map(|k| k.consolidatable).collect::<Vec<_>>()
+    };
+    assert_eq!(consolidatable(&c), [true], "an hour after the last pod event");
+    c.objects.pod_changes.insert("node-1".into(), c.now - 10);
+    assert_eq!(consolidatable(&c), [false], "10 s after a change the watch saw");
+    c.objects.pod_changes.insert("node-1".into(), c.now - 30);
+    assert_eq!(consolidatable(&c), [true], "consolidateAfter has passed since that change");
+}

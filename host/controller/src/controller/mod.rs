@@ -26,6 +26,7 @@ pub mod nodeclaim;
 pub mod nodeclass;
 pub mod nodepool;
 pub mod oci_pull;
+pub mod pod_changes;
 pub mod policies;
 pub mod policy_sources;
 pub mod provisioning;

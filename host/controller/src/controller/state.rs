@@ -2,6 +2,7 @@
 //! and a change count every reconciler wakes on. Decisions read snapshots built from these
 //! stores.
 
+use super::pod_changes::PodChanges;
 use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
@@ -15,7 +16,7 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 use std::hash::Hash;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tenon_api::scheduler_config::SchedulerConfig;
 use tenon_api::{EC2NodeClass, NodeClaim, NodePool};
 use tenon_core::convert::ClusterObjects;
@@ -43,11 +44,27 @@ pub struct Stores {
     /// What selects pods, watched only when default spread constraints need it.
     pub selecting: Option<Selecting>,
     pub scheduler: SchedulerConfig,
+    /// When each node's pods last changed, recorded as the pod watch delivers them.
+    pub pod_changes: Arc<Mutex<PodChanges>>,
     /// The number of changes the reflectors have seen: every reconciler wakes on it.
     pub changed: Arc<watch::Sender<u64>>,
 }
 
 fn reflect<K>(client: &Client, changed: Arc<watch::Sender<u64>>) -> Store<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    reflect_observed(client, changed, |_| {})
+}
+
+/// [`reflect`], and `observe` sees each event just before the store takes it in: whoever
+/// reads the store after `observe`'s record reads it as of that event or later.
+fn reflect_observed<K>(
+    client: &Client,
+    changed: Arc<watch::Sender<u64>>,
+    mut observe: impl FnMut(&watcher::Event<K>) + Send + 'static,
+) -> Store<K>
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Eq + Hash + Clone,
@@ -59,13 +76,20 @@ where
     // whole; every write is a patch).
     let stream = reflector::reflector(
         writer,
-        watcher(api, watcher::Config::default().any_semantic()).default_backoff().modify(|o: &mut K| {
-            let meta = o.meta_mut();
-            meta.managed_fields = None;
-            if let Some(a) = meta.annotations.as_mut() {
-                a.remove(LAST_APPLIED);
-            }
-        }),
+        watcher(api, watcher::Config::default().any_semantic())
+            .default_backoff()
+            .modify(|o: &mut K| {
+                let meta = o.meta_mut();
+                meta.managed_fields = None;
+                if let Some(a) = meta.annotations.as_mut() {
+                    a.remove(LAST_APPLIED);
+                }
+            })
+            .inspect(move |ev| {
+                if let Ok(event) = ev {
+                    observe(event);
+                }
+            }),
     );
     tokio::spawn(async move {
         stream
@@ -80,6 +104,18 @@ where
             .await;
     });
     reader
+}
+
+/// The pods, and when each node's pods last changed (recorded before the store takes the
+/// change in).
+fn reflect_pods(client: &Client, changed: Arc<watch::Sender<u64>>) -> (Store<Pod>, Arc<Mutex<PodChanges>>) {
+    let pod_changes = Arc::new(Mutex::new(PodChanges::default()));
+    let seen = pod_changes.clone();
+    let pods = reflect_observed(client, changed, move |event| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+        seen.lock().unwrap_or_else(|e| e.into_inner()).observe(event, now);
+    });
+    (pods, pod_changes)
 }
 
 /// The objects kube-scheduler deduces a default spread selector from.
@@ -100,8 +136,9 @@ impl Stores {
             stateful_sets: reflect(client, changed.clone()),
             replication_controllers: reflect(client, changed.clone()),
         });
+        let (pods, pod_changes) = reflect_pods(client, changed.clone());
         Stores {
-            pods: reflect(client, changed.clone()),
+            pods,
             nodes: reflect(client, changed.clone()),
             nodeclaims: reflect(client, changed.clone()),
             nodepools: reflect(client, changed.clone()),
@@ -115,6 +152,7 @@ impl Stores {
             volume_attachments: reflect(client, changed.clone()),
             selecting,
             scheduler: scheduler.clone(),
+            pod_changes,
             changed,
         }
     }
@@ -187,6 +225,8 @@ impl Stores {
                 .map(|s| all(&s.replication_controllers))
                 .unwrap_or_default(),
             scheduler: self.scheduler.clone(),
+            // After the pods (fields are evaluated in order): a change among them is here.
+            pod_changes: self.pod_changes.lock().unwrap_or_else(|e| e.into_inner()).times(),
         }
     }
 }
@@ -225,6 +265,42 @@ mod tests {
             let annotations = meta.annotations.clone().unwrap_or_default();
             assert!(!annotations.contains_key(LAST_APPLIED));
             assert_eq!(annotations.get("karpenter.sh/do-not-disrupt").map(String::as_str), Some("true"), "others stay");
+        });
+        drop(rt);
+        drop(emu);
+    }
+
+    #[test]
+    fn a_snapshot_that_sees_a_pod_bound_sees_when_its_node_changed() {
+        let emu = tenon_kube_emulator::Emulator::start().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        rt.block_on(async {
+            let client = Client::try_from(kube::Config::new(emu.url.parse().unwrap())).unwrap();
+            let (pods, changes) = reflect_pods(&client, Arc::new(watch::Sender::new(0)));
+            tokio::time::timeout(std::time::Duration::from_secs(10), pods.wait_until_ready())
+                .await
+                .expect("the pod cache syncs")
+                .unwrap();
+            let pod: Pod = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "p", "namespace": "default"},
+                "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
+            }))
+            .unwrap();
+            Api::<Pod>::namespaced(client.clone(), "default").create(&Default::default(), &pod).await.unwrap();
+            // Read as `Stores::objects` reads: the pods, then the times.
+            let times = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+                loop {
+                    let seen = !pods.state().is_empty();
+                    let times = changes.lock().unwrap().times();
+                    if seen {
+                        return times;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+            })
+            .await
+            .expect("the pod reaches the cache");
+            assert_eq!(times.keys().collect::<Vec<_>>(), ["n1"]);
         });
         drop(rt);
         drop(emu);

@@ -1,10 +1,11 @@
 //! Karpenter's `pod.events` controller: `status.lastPodEventTime` of each registered
-//! NodeClaim, bumped when the set of (non-DaemonSet) pods on its node changes, which
+//! NodeClaim, bumped when the set of pods counted on its node changes (`pod_changes`), which
 //! restarts `consolidateAfter`.
 
 use crate::controller::conditions;
 use crate::controller::context::Context;
 use crate::controller::error::{Error, Failures};
+use crate::controller::pod_changes::counted_on;
 use crate::controller::runner::Reconciler;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
@@ -12,7 +13,7 @@ use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tenon_api::NodeClaim;
-use tenon_core::convert::{is_active, is_daemon, pod_key};
+use tenon_core::convert::pod_key;
 
 pub struct PodEvents {
     ctx: Arc<Context>,
@@ -33,11 +34,10 @@ impl Reconciler for PodEvents {
     /// (non-DaemonSet) pods on its node changes, which restarts `consolidateAfter`.
     async fn reconcile(&mut self) -> Result<(), Error> {
         let objects = self.ctx.objects();
-        let mut on_node: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+        let mut on_node: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         let mut failures = Failures::default();
         for p in &objects.pods {
-            let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.as_deref()) else { continue };
-            if !is_daemon(p) && is_active(p) {
+            if let Some(node) = counted_on(p) {
                 on_node.entry(node).or_default().insert(pod_key(p));
             }
         }
@@ -52,16 +52,18 @@ impl Reconciler for PodEvents {
             };
             seen.insert(name.to_string());
             let pods = on_node.get(node).unwrap_or(&empty);
-            // First sight since start: nothing to compare with, only remembered.
+            // First sight since start: nothing to compare with, only remembered. A failed
+            // write is not remembered: the next reconcile tries again.
             let changed = self.pods_on.get(name).map(|before| before != pods);
-            if changed != Some(false) {
-                self.pods_on.insert(name.to_string(), pods.clone());
-            }
             if changed == Some(true) {
                 let patch = json!({"status": {"lastPodEventTime": conditions::now_time()}});
                 if let Err(e) = api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
                     failures.push(Error::kube(format!("writing lastPodEventTime of NodeClaim {name}"), e));
+                    continue;
                 }
+            }
+            if changed != Some(false) {
+                self.pods_on.insert(name.to_string(), pods.clone());
             }
         }
         self.pods_on.retain(|k, _| seen.contains(k));
