@@ -252,7 +252,7 @@ pub fn is_provisionable(p: &core::Pod) -> bool {
 /// it is not marked `karpenter.sh/do-not-disrupt`; and no PodDisruptionBudget fully blocks
 /// its eviction (more than one selects it, or one allows no disruption whatever the count:
 /// `maxUnavailable: 0` or `0%`, `minAvailable: 100%`).
-pub fn is_reschedulable(p: &core::Pod, pdbs: &[policy::PodDisruptionBudget]) -> bool {
+pub fn is_reschedulable(p: &core::Pod, pdbs: &[Arc<policy::PodDisruptionBudget>]) -> bool {
     let owned_by = |kind: &str| p.metadata.owner_references.iter().flatten().any(|o| o.kind == kind);
     let terminating = p.metadata.deletion_timestamp.is_some();
     let active = is_active(p) && !terminating;
@@ -266,13 +266,14 @@ pub fn is_reschedulable(p: &core::Pod, pdbs: &[policy::PodDisruptionBudget]) -> 
         && !(active && fully_blocked(p, pdbs))
 }
 
-fn fully_blocked(p: &core::Pod, pdbs: &[policy::PodDisruptionBudget]) -> bool {
+fn fully_blocked(p: &core::Pod, pdbs: &[Arc<policy::PodDisruptionBudget>]) -> bool {
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
     let labels = p.metadata.labels.clone().unwrap_or_default();
     let matching: Vec<&policy::PodDisruptionBudget> = pdbs
         .iter()
         .filter(|b| b.metadata.namespace == p.metadata.namespace)
         .filter(|b| selector(b.spec.as_ref().and_then(|s| s.selector.as_ref())).matches(&labels))
+        .map(|b| &**b)
         .collect();
     let unready = || {
         p.status
@@ -429,15 +430,18 @@ fn pod_claims(p: &core::Pod) -> Vec<(String, String)> {
 }
 
 fn find_claim<'a>(
-    claims: &'a [core::PersistentVolumeClaim],
+    claims: &'a [Arc<core::PersistentVolumeClaim>],
     ns: &str,
     name: &str,
 ) -> Option<&'a core::PersistentVolumeClaim> {
-    claims.iter().find(|c| c.metadata.namespace.as_deref() == Some(ns) && c.metadata.name.as_deref() == Some(name))
+    claims
+        .iter()
+        .find(|c| c.metadata.namespace.as_deref() == Some(ns) && c.metadata.name.as_deref() == Some(name))
+        .map(|c| &**c)
 }
 
-fn find_named<'a, T: k8s_openapi::Metadata<Ty = meta::ObjectMeta>>(objects: &'a [T], name: &str) -> Option<&'a T> {
-    objects.iter().find(|o| o.metadata().name.as_deref() == Some(name))
+fn find_named<'a, T: k8s_openapi::Metadata<Ty = meta::ObjectMeta>>(objects: &'a [Arc<T>], name: &str) -> Option<&'a T> {
+    objects.iter().find(|o| o.metadata().name.as_deref() == Some(name)).map(|o| &**o)
 }
 
 /// Set by the PV controller once a claim's binding is complete.
@@ -450,9 +454,9 @@ const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
 /// when no volume constrains the node; one impossible alternative when none can hold.
 pub fn volume_requirements(
     p: &core::Pod,
-    claims: &[core::PersistentVolumeClaim],
-    volumes: &[core::PersistentVolume],
-    classes: &[storage::StorageClass],
+    claims: &[Arc<core::PersistentVolumeClaim>],
+    volumes: &[Arc<core::PersistentVolume>],
+    classes: &[Arc<storage::StorageClass>],
 ) -> Vec<Requirements> {
     let ns = p.metadata.namespace.as_deref().unwrap_or("default");
     let mut out: Vec<Requirements> = Vec::new();
@@ -517,9 +521,9 @@ pub fn volume_requirements(
 /// bound yet; or it is unbound and its StorageClass is missing, unnamed or binds Immediately.
 pub fn volume_problem(
     p: &core::Pod,
-    claims: &[core::PersistentVolumeClaim],
-    volumes: &[core::PersistentVolume],
-    classes: &[storage::StorageClass],
+    claims: &[Arc<core::PersistentVolumeClaim>],
+    volumes: &[Arc<core::PersistentVolume>],
+    classes: &[Arc<storage::StorageClass>],
 ) -> Option<ConvertError> {
     let ns = p.metadata.namespace.as_deref().unwrap_or("default");
     let object = format!("Pod {ns}/{}", p.metadata.name.as_deref().unwrap_or(""));
@@ -867,27 +871,33 @@ pub fn api_requirements(reqs: &Requirements) -> Vec<NodeSelectorRequirementWithM
     out
 }
 
+/// `objects`, each behind its own [`Arc`], as [`ClusterObjects`] holds them.
+pub fn shared<T>(objects: impl IntoIterator<Item = T>) -> Vec<Arc<T>> {
+    objects.into_iter().map(Arc::new).collect()
+}
+
 /// Everything read from the API server that a decision needs, and the kube-scheduler
-/// settings it mirrors.
+/// settings it mirrors. The objects are the cache's own, shared: a view of ten thousand pods
+/// costs ten thousand pointers, not ten thousand copies.
 #[derive(Clone, Debug, Default)]
 pub struct ClusterObjects {
-    pub nodepools: Vec<NodePool>,
-    pub nodeclaims: Vec<NodeClaim>,
-    pub nodes: Vec<core::Node>,
-    pub pods: Vec<core::Pod>,
-    pub daemonsets: Vec<apps::DaemonSet>,
-    pub pdbs: Vec<policy::PodDisruptionBudget>,
-    pub namespaces: Vec<core::Namespace>,
-    pub claims: Vec<core::PersistentVolumeClaim>,
-    pub volumes: Vec<core::PersistentVolume>,
-    pub storage_classes: Vec<storage::StorageClass>,
+    pub nodepools: Vec<Arc<NodePool>>,
+    pub nodeclaims: Vec<Arc<NodeClaim>>,
+    pub nodes: Vec<Arc<core::Node>>,
+    pub pods: Vec<Arc<core::Pod>>,
+    pub daemonsets: Vec<Arc<apps::DaemonSet>>,
+    pub pdbs: Vec<Arc<policy::PodDisruptionBudget>>,
+    pub namespaces: Vec<Arc<core::Namespace>>,
+    pub claims: Vec<Arc<core::PersistentVolumeClaim>>,
+    pub volumes: Vec<Arc<core::PersistentVolume>>,
+    pub storage_classes: Vec<Arc<storage::StorageClass>>,
     /// Volumes attached to nodes: a node's termination waits for them to detach.
-    pub volume_attachments: Vec<storage::VolumeAttachment>,
+    pub volume_attachments: Vec<Arc<storage::VolumeAttachment>>,
     /// What selects pods, for default spread constraints (read only when they are set).
-    pub services: Vec<core::Service>,
-    pub replica_sets: Vec<apps::ReplicaSet>,
-    pub stateful_sets: Vec<apps::StatefulSet>,
-    pub replication_controllers: Vec<core::ReplicationController>,
+    pub services: Vec<Arc<core::Service>>,
+    pub replica_sets: Vec<Arc<apps::ReplicaSet>>,
+    pub stateful_sets: Vec<Arc<apps::StatefulSet>>,
+    pub replication_controllers: Vec<Arc<core::ReplicationController>>,
     /// The cluster's kube-scheduler settings the simulation mirrors (`SCHEDULER_CONFIG`).
     pub scheduler: SchedulerConfig,
     /// When the pods on each node (by name) last changed as the pod watch saw it, Unix
@@ -1009,7 +1019,7 @@ pub fn snapshot(
             Err(e) => errors.push(e),
         }
     }
-    snap.pdbs = objects.pdbs.iter().map(pdb).collect();
+    snap.pdbs = objects.pdbs.iter().map(|p| pdb(p)).collect();
     snap.namespaces = objects
         .namespaces
         .iter()

@@ -15,6 +15,7 @@ use k8s_openapi::api::apps::v1 as apps;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// What a decision reads to deduce selectors: the configured defaults and the objects that
 /// select pods. Build one per snapshot; it remembers what it deduced.
@@ -29,10 +30,10 @@ pub struct DefaultSpread<'a> {
 /// The objects a default selector is deduced from.
 #[derive(Clone, Copy)]
 pub struct Selecting<'a> {
-    pub services: &'a [core::Service],
-    pub replica_sets: &'a [apps::ReplicaSet],
-    pub stateful_sets: &'a [apps::StatefulSet],
-    pub replication_controllers: &'a [core::ReplicationController],
+    pub services: &'a [Arc<core::Service>],
+    pub replica_sets: &'a [Arc<apps::ReplicaSet>],
+    pub stateful_sets: &'a [Arc<apps::StatefulSet>],
+    pub replication_controllers: &'a [Arc<core::ReplicationController>],
 }
 
 /// What a controller adds to the services' labels.

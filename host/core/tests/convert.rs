@@ -75,14 +75,15 @@ allowedTopologies:
   - matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [us-east-1a, us-east-1b]}]
 "#,
     );
-    let reqs = convert::volume_requirements(&p, &claims, std::slice::from_ref(&pv), std::slice::from_ref(&sc));
+    let claims = convert::shared(claims);
+    let reqs = convert::volume_requirements(&p, &claims, &convert::shared([pv.clone()]), &convert::shared([sc]));
     assert_eq!(reqs.len(), 1, "{reqs:?}");
     assert_eq!(reqs[0].get("topology.kubernetes.io/zone").unwrap().values(), ["us-east-1b"]);
     // Volumes no zone serves together leave the pod one impossible alternative.
     let only_a: storage::StorageClass = yaml(
         "metadata: {name: zonal}\nprovisioner: ebs.csi.aws.com\nallowedTopologies: [{matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [us-east-1a]}]}]\n",
     );
-    let reqs = convert::volume_requirements(&p, &claims, &[pv], &[only_a]);
+    let reqs = convert::volume_requirements(&p, &claims, &convert::shared([pv]), &convert::shared([only_a]));
     assert_eq!(reqs.len(), 1, "{reqs:?}");
     assert!(reqs[0].get("topology.kubernetes.io/zone").unwrap().is_empty(), "{reqs:?}");
 }

@@ -121,7 +121,7 @@ fn snapshot(c: &Cluster) -> ClusterSnapshot {
             catalog.clone()
         }
     };
-    let (mut snap, ignored) = convert::snapshot(&c.objects, &types, c.now);
+    let (mut snap, ignored) = convert::snapshot(&c.objects.shared(), &types, c.now);
     assert!(ignored.is_empty(), "objects the controller could not read: {ignored:?}");
     snap.spot_to_spot = true;
     snap

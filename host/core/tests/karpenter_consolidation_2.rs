@@ -833,7 +833,7 @@ fn can_delete_nodes_while_an_invalid_nodepool_exists() {
     let types = move |np: &tenon_api::NodePool| {
         if np.metadata.name.as_deref() == Some("bad-nodepool") { Arc::new(vec![]) } else { catalog.clone() }
     };
-    let (mut snap, ignored) = tenon_core::convert::snapshot(&c.objects, &types, c.now);
+    let (mut snap, ignored) = tenon_core::convert::snapshot(&c.objects.shared(), &types, c.now);
     assert!(ignored.is_empty(), "{ignored:?}");
     snap.spot_to_spot = true;
     let d = disrupt(&snap, &DefaultPolicies);

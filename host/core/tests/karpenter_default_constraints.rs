@@ -29,8 +29,7 @@ fn controller(api_version: &str, kind: &str, name: &str) -> String {
     format!("{{apiVersion: {api_version}, kind: {kind}, name: {name}, uid: {name}-uid, controller: true}}")
 }
 
-fn injector(c: &Cluster) -> DefaultSpread<'_> {
-    let o = &c.objects;
+fn injector(o: &tenon_core::convert::ClusterObjects) -> DefaultSpread<'_> {
     DefaultSpread::new(
         o.scheduler.default_constraints(),
         Selecting {
@@ -44,7 +43,7 @@ fn injector(c: &Cluster) -> DefaultSpread<'_> {
 
 /// The selector of the one zonal default the pod gets, or `None` when it gets no default.
 fn inject(c: &Cluster, pod: &core::Pod) -> Option<LabelSelector> {
-    let got = injector(c).for_pod(pod);
+    let got = injector(&c.objects.shared()).for_pod(pod);
     if got.is_empty() {
         return None;
     }
@@ -268,7 +267,8 @@ fn pods_of_one_owner_with_different_labels_get_different_selectors() {
     let frontend = pod(&mut c, "frontend", "app: web, tier: frontend", &[&owner]);
     let plain = pod(&mut c, "plain", "app: web", &[&owner]);
     // One injector for both: what it remembers of the first must not answer for the second.
-    let mut one = injector(&c);
+    let shared = c.objects.shared();
+    let mut one = injector(&shared);
     let (a, b) = (one.for_pod(&frontend), one.for_pod(&plain));
     assert_eq!(a[0].label_selector.as_ref().map(match_labels), Some(labels(&[("tier", "frontend")])));
     assert_eq!(b[0].label_selector.as_ref().map(match_labels), Some(BTreeMap::new()));
@@ -282,7 +282,8 @@ fn identically_labelled_pods_in_different_namespaces_get_their_own_selectors() {
     let selected = pod(&mut c, "selected", "app: web", &[]);
     let mut other = pod(&mut c, "other", "app: web", &[]);
     other.metadata.namespace = Some("elsewhere".into());
-    let mut one = injector(&c);
+    let shared = c.objects.shared();
+    let mut one = injector(&shared);
     assert_eq!(one.for_pod(&selected).len(), 1);
     assert!(one.for_pod(&other).is_empty());
 }
@@ -297,7 +298,7 @@ fn a_pod_with_constraints_of_its_own_is_left_as_it_is() {
         "  topologySpreadConstraints: [{topologyKey: kubernetes.io/hostname, maxSkew: 5, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {app: web}}}]\n",
     );
     let p = c.objects.pods.last().unwrap().clone();
-    assert!(injector(&c).for_pod(&p).is_empty());
+    assert!(injector(&c.objects.shared()).for_pod(&p).is_empty());
     // What the scheduler sees is the pod's own constraint, alone and unchanged.
     let d = c.decide();
     let seen = &d.snap.pods.iter().find(|x| x.name == "p").unwrap().spread;
@@ -314,7 +315,7 @@ fn the_configured_fields_are_kept_on_the_injected_constraint() {
     );
     c.replica_set("rs", "{matchLabels: {app: web}}");
     let p = pod(&mut c, "p", "app: web", &[&controller("apps/v1", "ReplicaSet", "rs")]);
-    let got = injector(&c).for_pod(&p);
+    let got = injector(&c.objects.shared()).for_pod(&p);
     assert_eq!(got.len(), 1);
     let t = &got[0];
     assert_eq!((t.max_skew, t.when_unsatisfiable.as_str(), t.min_domains), (4, "ScheduleAnyway", Some(3)));
@@ -335,7 +336,8 @@ fn pods_of_different_workloads_in_one_pass_get_independent_selectors() {
     let web = pod(&mut c, "web", "app: web", &[&controller("apps/v1", "ReplicaSet", "web")]);
     let api = pod(&mut c, "api", "app: api", &[&controller("apps/v1", "ReplicaSet", "api")]);
     let orphan = pod(&mut c, "orphan", "app: orphan", &[]);
-    let mut one = injector(&c);
+    let shared = c.objects.shared();
+    let mut one = injector(&shared);
     let selector_of = |got: Vec<core::TopologySpreadConstraint>| expressions(got[0].label_selector.as_ref().unwrap());
     assert_eq!(selector_of(one.for_pod(&web)), vec![is_in("app", "web")]);
     assert_eq!(selector_of(one.for_pod(&api)), vec![is_in("app", "api")]);

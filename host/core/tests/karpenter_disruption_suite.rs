@@ -463,7 +463,10 @@ fn a_node_with_a_local_volume_pinned_to_it_can_be_replaced() {
     .unwrap();
     let mut p = bound("p", "n", 100, 0);
     p.owner_kind = Some("StatefulSet".into());
-    p.volume_requirements = tenon_core::convert::volume_requirements(&k8s_pod, &[pvc], &[pv], &[sc]);
+    p.volume_requirements = {
+        use tenon_core::convert::shared;
+        tenon_core::convert::volume_requirements(&k8s_pod, &shared([pvc]), &shared([pv]), &shared([sc]))
+    };
     s.pods.push(p);
     let plan = decide(&s).plan.expect("a replacement despite the PV's hostname affinity");
     assert_eq!(plan.candidates, [0]);

@@ -224,7 +224,11 @@ fn snapshot_from_cluster_objects() {
     gated.metadata.name = Some("gated".into());
     gated.spec.as_mut().unwrap().scheduling_gates = Some(vec![core::PodSchedulingGate { name: "wait".into() }]);
     pods.extend([fresh, gated]);
-    let objects = convert::ClusterObjects { nodepools: vec![np], pods, ..Default::default() };
+    let objects = convert::ClusterObjects {
+        nodepools: vec![std::sync::Arc::new(np)],
+        pods: pods.into_iter().map(std::sync::Arc::new).collect(),
+        ..Default::default()
+    };
     let (snap, errors) = convert::snapshot(&objects, &|_| cat.clone(), 0);
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(snap.pods.len(), 3);

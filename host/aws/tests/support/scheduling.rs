@@ -39,7 +39,7 @@ impl Cluster {
             "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: default}}\nspec:\n  template:\n    metadata:\n      labels: {{testing/cluster: unspecified}}\n    spec:\n      requirements: [{}]\n      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: {nodeclass}}}\n",
             reqs.join(", ")
         ));
-        let objects = ClusterObjects { nodepools: vec![np], ..Default::default() };
+        let objects = ClusterObjects { nodepools: vec![Arc::new(np)], ..Default::default() };
         Cluster { objects, catalog: Arc::new(catalog), generated: 0 }
     }
 
@@ -51,7 +51,7 @@ impl Cluster {
             "metadata: {{name: {name}, namespace: default, uid: uid-{}}}\nspec:\n  containers: [{{name: app, image: app, resources: {{requests: {requests}}}}}]\nstatus: {{phase: Pending, conditions: [{{type: PodScheduled, status: \"False\", reason: Unschedulable}}]}}\n",
             self.generated
         ));
-        self.objects.pods.push(p);
+        self.objects.pods.push(Arc::new(p));
         self
     }
 
@@ -60,13 +60,13 @@ impl Cluster {
         let ds: apps::DaemonSet = yaml(&format!(
             "metadata: {{name: {name}, namespace: default}}\nspec:\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers: [{{name: app, image: app, resources: {{requests: {requests}}}}}]\n"
         ));
-        self.objects.daemonsets.push(ds);
+        self.objects.daemonsets.push(Arc::new(ds));
         self
     }
 
     /// Labels on the NodePool's template, beside `testing/cluster`.
     pub fn template_labels(&mut self, labels: &[(&str, &str)]) -> &mut Self {
-        let l = &mut self.objects.nodepools[0].spec.template.metadata.labels;
+        let l = &mut Arc::make_mut(&mut self.objects.nodepools[0]).spec.template.metadata.labels;
         l.extend(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         self
     }
@@ -81,7 +81,7 @@ impl Cluster {
         let (snap, ignored) = convert::snapshot(&self.objects, &move |_| catalog.clone(), NOW);
         assert!(ignored.is_empty(), "objects the controller could not read: {ignored:?}");
         let plan = tenon_core::schedule(&snap, &PriceScorer);
-        Decision { nodepools: self.objects.nodepools.clone(), snap, plan }
+        Decision { nodepools: self.objects.nodepools.iter().map(|np| (**np).clone()).collect(), snap, plan }
     }
 }
 

@@ -239,14 +239,18 @@ async fn publish_leadership(ctx: Arc<context::Context>) {
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// The Node of a NodeClaim: the one with its providerID.
-fn node_of<'a>(nc: &NodeClaim, nodes: impl IntoIterator<Item = &'a Node>) -> Option<&'a Node> {
+fn node_of<'a>(nc: &NodeClaim, nodes: impl IntoIterator<Item = &'a Arc<Node>>) -> Option<&'a Node> {
     nodes_of(nc, nodes).into_iter().next()
 }
 
 /// Every Node with the NodeClaim's providerID.
-fn nodes_of<'a>(nc: &NodeClaim, nodes: impl IntoIterator<Item = &'a Node>) -> Vec<&'a Node> {
+fn nodes_of<'a>(nc: &NodeClaim, nodes: impl IntoIterator<Item = &'a Arc<Node>>) -> Vec<&'a Node> {
     let Some(id) = nc.status.as_ref().and_then(|s| s.provider_id.as_deref()) else { return Vec::new() };
-    nodes.into_iter().filter(|n| n.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(id)).collect()
+    nodes
+        .into_iter()
+        .filter(|n| n.spec.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(id))
+        .map(|n| &**n)
+        .collect()
 }
 
 /// The UID of the `kind` object named `name` in this pass's view.

@@ -192,11 +192,13 @@ impl Stores {
     }
 
     pub fn objects(&self) -> ClusterObjects {
-        fn all<K: Clone + Resource + 'static>(s: &Store<K>) -> Vec<K>
+        fn all<K: Clone + Resource + 'static>(s: &Store<K>) -> Vec<Arc<K>>
         where
             K::DynamicType: Eq + Hash + Clone,
         {
-            let mut v: Vec<K> = s.state().iter().map(|o| (**o).clone()).collect();
+            // The cache's objects themselves: nothing writes a cached object back (every
+            // write is a patch), so a pass may hold them as long as it likes.
+            let mut v = s.state();
             // Deterministic order: the core's decisions depend on it.
             v.sort_by(|a, b| {
                 (a.meta().namespace.as_deref(), a.meta().name.as_deref())

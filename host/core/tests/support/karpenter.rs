@@ -10,9 +10,11 @@
 use super::GIB;
 use k8s_openapi::api::apps::v1 as apps;
 use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::policy::v1 as policy;
 use k8s_openapi::api::storage::v1 as storage;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use tenon_api::NodeClaim;
 use tenon_api::NodePool;
 use tenon_core::convert::{self, ClusterObjects};
 use tenon_core::instancetype::{InstanceType, Offering};
@@ -178,9 +180,58 @@ pub fn assorted() -> Arc<Vec<InstanceType>> {
     Arc::new(out)
 }
 
+/// [`ClusterObjects`] owned, so that cases can edit them in place.
+#[derive(Clone, Default)]
+pub struct Objects {
+    pub nodepools: Vec<NodePool>,
+    pub nodeclaims: Vec<NodeClaim>,
+    pub nodes: Vec<core::Node>,
+    pub pods: Vec<core::Pod>,
+    pub daemonsets: Vec<apps::DaemonSet>,
+    pub pdbs: Vec<policy::PodDisruptionBudget>,
+    pub namespaces: Vec<core::Namespace>,
+    pub claims: Vec<core::PersistentVolumeClaim>,
+    pub volumes: Vec<core::PersistentVolume>,
+    pub storage_classes: Vec<storage::StorageClass>,
+    pub services: Vec<core::Service>,
+    pub replica_sets: Vec<apps::ReplicaSet>,
+    pub stateful_sets: Vec<apps::StatefulSet>,
+    pub replication_controllers: Vec<core::ReplicationController>,
+    pub scheduler: tenon_api::scheduler_config::SchedulerConfig,
+    pub pod_changes: BTreeMap<String, i64>,
+}
+
+impl Objects {
+    /// The view the controller decides from.
+    pub fn shared(&self) -> ClusterObjects {
+        fn arcs<T: Clone>(v: &[T]) -> Vec<Arc<T>> {
+            v.iter().cloned().map(Arc::new).collect()
+        }
+        ClusterObjects {
+            nodepools: arcs(&self.nodepools),
+            nodeclaims: arcs(&self.nodeclaims),
+            nodes: arcs(&self.nodes),
+            pods: arcs(&self.pods),
+            daemonsets: arcs(&self.daemonsets),
+            pdbs: arcs(&self.pdbs),
+            namespaces: arcs(&self.namespaces),
+            claims: arcs(&self.claims),
+            volumes: arcs(&self.volumes),
+            storage_classes: arcs(&self.storage_classes),
+            volume_attachments: Vec::new(),
+            services: arcs(&self.services),
+            replica_sets: arcs(&self.replica_sets),
+            stateful_sets: arcs(&self.stateful_sets),
+            replication_controllers: arcs(&self.replication_controllers),
+            scheduler: self.scheduler.clone(),
+            pod_changes: self.pod_changes.clone(),
+        }
+    }
+}
+
 /// Kubernetes objects to decide from, each written as YAML.
 pub struct Cluster {
-    pub objects: ClusterObjects,
+    pub objects: Objects,
     pub catalog: Arc<Vec<InstanceType>>,
     pub now: i64,
     /// Karpenter's `scheduling.MaxInstanceTypes`, lowered by some of its cases.
@@ -198,7 +249,7 @@ impl Cluster {
     /// Every NodePool launches from `catalog`.
     pub fn new(catalog: Arc<Vec<InstanceType>>) -> Cluster {
         Cluster {
-            objects: ClusterObjects::default(),
+            objects: Objects::default(),
             catalog,
             now: NOW,
             max_instance_types: None,
@@ -340,7 +391,7 @@ impl Cluster {
     /// The snapshot decisions see (no decision made); objects that cannot be read fail.
     pub fn snapshot(&self) -> ClusterSnapshot {
         let catalog = self.catalog.clone();
-        let (snap, ignored) = convert::snapshot(&self.objects, &move |_| catalog.clone(), self.now);
+        let (snap, ignored) = convert::snapshot(&self.objects.shared(), &move |_| catalog.clone(), self.now);
         assert!(ignored.is_empty(), "objects the controller could not read: {ignored:?}");
         snap
     }
@@ -363,7 +414,7 @@ impl Cluster {
     /// (Karpenter's ignored pods) in [`Decision::ignored`].
     pub fn decide_ignoring(&self) -> Decision {
         let catalog = self.catalog.clone();
-        let (mut snap, ignored) = convert::snapshot(&self.objects, &move |_| catalog.clone(), self.now);
+        let (mut snap, ignored) = convert::snapshot(&self.objects.shared(), &move |_| catalog.clone(), self.now);
         snap.max_instance_types = self.max_instance_types;
         snap.ignore_preferences = self.ignore_preferences;
         let plan = schedule(&snap, &PriceScorer);

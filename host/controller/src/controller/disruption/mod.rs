@@ -333,7 +333,7 @@ impl Disruption {
 }
 
 fn find<'a>(objects: &'a ClusterObjects, name: &str) -> Option<&'a NodeClaim> {
-    objects.nodeclaims.iter().find(|nc| nc.metadata.name.as_deref() == Some(name))
+    objects.nodeclaims.iter().find(|nc| nc.metadata.name.as_deref() == Some(name)).map(|nc| &**nc)
 }
 
 #[cfg(test)]

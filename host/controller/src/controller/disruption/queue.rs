@@ -323,7 +323,10 @@ mod tests {
         let mut created = claim(&[]);
         created.metadata.name = Some("r1".into());
         let pass = ClusterObjects::default();
-        let latest = std::sync::Arc::new(ClusterObjects { nodeclaims: vec![created], ..Default::default() });
+        let latest = std::sync::Arc::new(ClusterObjects {
+            nodeclaims: tenon_core::convert::shared([created]),
+            ..Default::default()
+        });
         let seen_since = replacement_state("r1", &pass, false, || latest.clone());
         assert_eq!(seen_since, Replacement::Launching, "the cache shows it now: it is launching");
         let unobserved = replacement_state("r1", &pass, true, || latest.clone());

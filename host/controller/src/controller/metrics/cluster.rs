@@ -161,7 +161,7 @@ pub fn nodes(objects: &ClusterObjects, now: i64) -> NodeSeries {
 }
 
 /// `karpenter_nodepools_usage` (from `status.resources`) and `_limit` (from `spec.limits`).
-pub fn nodepools(pools: &[NodePool]) -> (Gauges, Gauges) {
+pub fn nodepools(pools: &[std::sync::Arc<NodePool>]) -> (Gauges, Gauges) {
     let mut usage = Vec::new();
     let mut limit = Vec::new();
     for np in pools {
@@ -181,7 +181,7 @@ fn is_ready(p: &Pod) -> Option<&k8s_openapi::api::core::v1::PodCondition> {
 /// `karpenter_pods_state`: 1 for each pod, with its node's labels.
 pub fn pod_states(objects: &ClusterObjects) -> Gauges {
     let nodes: BTreeMap<&str, &Node> =
-        objects.nodes.iter().filter_map(|n| Some((n.metadata.name.as_deref()?, n))).collect();
+        objects.nodes.iter().filter_map(|n| Some((n.metadata.name.as_deref()?, &**n))).collect();
     objects
         .pods
         .iter()
@@ -225,6 +225,7 @@ pub fn pod_states(objects: &ClusterObjects) -> Gauges {
 mod tests {
     use super::*;
     use serde_json::json;
+    use tenon_core::convert::shared;
 
     fn node(name: &str, pool: &str) -> Node {
         serde_json::from_value(json!({
@@ -260,12 +261,12 @@ mod tests {
     #[test]
     fn node_series_sum_bound_pods_and_daemons_apart() {
         let objects = ClusterObjects {
-            nodes: vec![node("n1", "default")],
-            pods: vec![
+            nodes: shared([node("n1", "default")]),
+            pods: shared([
                 pod("a", "n1", "500m", false, "Running"),
                 pod("d", "n1", "100m", true, "Running"),
                 pod("done", "n1", "4", false, "Succeeded"),
-            ],
+            ]),
             ..Default::default()
         };
         let s = nodes(&objects, 1_767_225_600 + 3600);
@@ -294,8 +295,8 @@ mod tests {
     #[test]
     fn pods_state_carries_the_nodes_labels() {
         let objects = ClusterObjects {
-            nodes: vec![node("n1", "default")],
-            pods: vec![pod("a", "n1", "1", false, "Running"), pod("p", "", "1", false, "Pending")],
+            nodes: shared([node("n1", "default")]),
+            pods: shared([pod("a", "n1", "1", false, "Running"), pod("p", "", "1", false, "Pending")]),
             ..Default::default()
         };
         let s = pod_states(&objects);
@@ -319,7 +320,7 @@ mod tests {
             "status": {"resources": {"cpu": "4500m", "nodes": "2"}}
         }))
         .unwrap();
-        let (usage, limit) = nodepools(&[np]);
+        let (usage, limit) = nodepools(&shared([np]));
         assert_eq!(value(&usage, &[("nodepool", "default"), ("resource_type", "cpu")]), Some(4.5));
         assert_eq!(value(&usage, &[("resource_type", "nodes")]), Some(2.0));
         assert_eq!(value(&limit, &[("resource_type", "nvidia.com/gpu")]), Some(4.0));

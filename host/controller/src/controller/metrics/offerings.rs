@@ -5,6 +5,7 @@
 
 use super::cluster::Gauges;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use tenon_api::wellknown as wk;
 use tenon_api::{NodeClaim, NodePool};
 use tenon_core::instancetype::InstanceType;
@@ -90,7 +91,7 @@ impl Prices {
 /// Each NodePool's hourly cost: the price of the offering each of its NodeClaims was
 /// launched on (those labelled with instance type, zone and capacity type), priced from its
 /// EC2NodeClass' instance types. Every NodePool has a series, 0 without NodeClaims.
-pub fn nodepool_costs(pools: &[NodePool], nodeclaims: &[NodeClaim], prices: &Prices) -> Gauges {
+pub fn nodepool_costs(pools: &[Arc<NodePool>], nodeclaims: &[Arc<NodeClaim>], prices: &Prices) -> Gauges {
     let mut cost: BTreeMap<&str, f64> = pools.iter().filter_map(|p| Some((p.metadata.name.as_deref()?, 0.0))).collect();
     let class_of: BTreeMap<&str, &str> = pools
         .iter()
@@ -119,6 +120,7 @@ pub fn nodepool_costs(pools: &[NodePool], nodeclaims: &[NodeClaim], prices: &Pri
 mod tests {
     use super::*;
     use serde_json::json;
+    use tenon_core::convert::shared;
     use tenon_core::instancetype::Offering;
     use tenon_core::requirements::{Requirement, Requirements};
     use tenon_core::resources::Resources;
@@ -177,7 +179,7 @@ mod tests {
             std::sync::Arc::new(vec![m5_large(vec![offering("z1", "on-demand", 0.096, false)])]),
         )]);
         let claims = vec![claim(launched.clone()), claim(launched), claim(json!({"karpenter.sh/nodepool": "a"}))];
-        let costs = nodepool_costs(&[pool("a"), pool("b")], &claims, &Prices::new(&catalogs));
+        let costs = nodepool_costs(&shared([pool("a"), pool("b")]), &shared(claims), &Prices::new(&catalogs));
         let a = value(&costs, &[("nodepool", "a")]).unwrap();
         assert!((a - 0.192).abs() < 1e-12, "two launched NodeClaims, the unlaunched one costs nothing: {a}");
         assert_eq!(value(&costs, &[("nodepool", "b")]), Some(0.0));

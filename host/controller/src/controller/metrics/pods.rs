@@ -94,7 +94,7 @@ impl PodTimes {
     }
 
     /// This pass's series over every pod, at `now`.
-    pub fn observe(&mut self, pods: &[Pod], now: f64) -> PodSeries {
+    pub fn observe(&mut self, pods: &[std::sync::Arc<Pod>], now: f64) -> PodSeries {
         let mut out = PodSeries::default();
         let mut live = BTreeSet::new();
         for p in pods {
@@ -169,6 +169,7 @@ impl PodTimes {
 mod tests {
     use super::*;
     use serde_json::json;
+    use tenon_core::convert::shared;
 
     const T0: i64 = 1_767_225_600;
 
@@ -193,17 +194,17 @@ mod tests {
     fn a_pod_is_timed_from_creation_and_from_the_decision_until_bound_and_started() {
         let mut t = PodTimes::default();
         let pending = pod(json!({"phase": "Pending"}));
-        let s = t.observe(std::slice::from_ref(&pending), (T0 + 2) as f64);
+        let s = t.observe(&shared([pending.clone()]), (T0 + 2) as f64);
         assert_eq!(value(&s.unbound), Some(2.0));
         assert_eq!(value(&s.unstarted), Some(2.0));
         assert!(s.undecided.is_empty(), "not seen by the provisioner yet");
         t.ack(["default/a"], (T0 + 3) as f64);
-        let s = t.observe(std::slice::from_ref(&pending), (T0 + 5) as f64);
+        let s = t.observe(&shared([pending.clone()]), (T0 + 5) as f64);
         assert_eq!(value(&s.undecided), Some(2.0));
         assert!(s.provisioning_unbound.is_empty(), "no decision yet");
         assert_eq!(t.decided(&["default/a".into()], &[], (T0 + 6) as f64), vec![3.0]);
         assert!(t.decided(&["default/a".into()], &[], (T0 + 7) as f64).is_empty(), "the first decision only");
-        let s = t.observe(std::slice::from_ref(&pending), (T0 + 10) as f64);
+        let s = t.observe(&shared([pending.clone()]), (T0 + 10) as f64);
         assert!(s.undecided.is_empty());
         assert_eq!(value(&s.provisioning_unbound), Some(4.0));
         assert_eq!(value(&s.provisioning_unstarted), Some(4.0));
@@ -211,7 +212,7 @@ mod tests {
 
         let bound = pod(json!({"phase": "Pending", "conditions": [
             {"type": "PodScheduled", "status": "True", "lastTransitionTime": at(20)}]}));
-        let s = t.observe(std::slice::from_ref(&bound), (T0 + 21) as f64);
+        let s = t.observe(&shared([bound.clone()]), (T0 + 21) as f64);
         assert!(s.unbound.is_empty(), "bound");
         assert!(s.bound.is_empty(), "measured once it leaves Pending, as Karpenter does");
         assert_eq!(value(&s.unstarted), Some(21.0));
@@ -219,11 +220,11 @@ mod tests {
         let running = pod(json!({"phase": "Running", "conditions": [
             {"type": "PodScheduled", "status": "True", "lastTransitionTime": at(20)},
             {"type": "Ready", "status": "True", "lastTransitionTime": at(30)}]}));
-        let s = t.observe(std::slice::from_ref(&running), (T0 + 31) as f64);
+        let s = t.observe(&shared([running.clone()]), (T0 + 31) as f64);
         assert_eq!((s.bound, s.provisioning_bound), (vec![20.0], vec![14.0]));
         assert_eq!((s.startup, s.provisioning_startup), (vec![30.0], vec![24.0]));
         assert!(s.unstarted.is_empty());
-        let s = t.observe(&[running], (T0 + 40) as f64);
+        let s = t.observe(&shared([running]), (T0 + 40) as f64);
         assert!(s.startup.is_empty() && s.bound.is_empty(), "counted once");
     }
 
@@ -234,7 +235,7 @@ mod tests {
         t.ack(["default/a"], T0 as f64);
         t.decided(&["default/a".into()], &[], (T0 + 1) as f64);
         t.decided(&[], &["default/a".into()], (T0 + 2) as f64);
-        let s = t.observe(&[pending], (T0 + 5) as f64);
+        let s = t.observe(&shared([pending]), (T0 + 5) as f64);
         assert!(s.provisioning_unbound.is_empty() && s.undecided.is_empty());
         assert_eq!(value(&s.unbound), Some(5.0));
     }
@@ -244,10 +245,10 @@ mod tests {
         let mut t = PodTimes::default();
         let running = pod(json!({"phase": "Running", "conditions": [
             {"type": "Ready", "status": "True", "lastTransitionTime": at(30)}]}));
-        assert!(t.observe(&[running], (T0 + 31) as f64).startup.is_empty());
+        assert!(t.observe(&shared([running]), (T0 + 31) as f64).startup.is_empty());
         let mut t = PodTimes::default();
-        t.observe(&[pod(json!({"phase": "Pending"}))], (T0 + 1) as f64);
-        let s = t.observe(&[pod(json!({"phase": "Failed"}))], (T0 + 2) as f64);
+        t.observe(&shared([pod(json!({"phase": "Pending"}))]), (T0 + 1) as f64);
+        let s = t.observe(&shared([pod(json!({"phase": "Failed"}))]), (T0 + 2) as f64);
         assert!(s.startup.is_empty() && s.unstarted.is_empty());
     }
 
@@ -255,7 +256,7 @@ mod tests {
     fn gone_pods_are_forgotten() {
         let mut t = PodTimes::default();
         t.ack(["default/a"], T0 as f64);
-        t.observe(&[pod(json!({"phase": "Pending"}))], (T0 + 1) as f64);
+        t.observe(&shared([pod(json!({"phase": "Pending"}))]), (T0 + 1) as f64);
         t.observe(&[], (T0 + 2) as f64);
         assert!(t.acked.is_empty() && t.pending.is_empty() && t.unbound.is_empty());
     }

@@ -122,7 +122,7 @@ impl Publisher {
                 "karpenter.sh/v1",
                 "NodePool",
             ),
-            ("node", &mc::NODE_STATUS, objects.nodes.iter().map(st::tracked_node).collect(), "v1", "Node"),
+            ("node", &mc::NODE_STATUS, objects.nodes.iter().map(|n| st::tracked_node(n)).collect(), "v1", "Node"),
             (
                 "ec2nodeclass",
                 &mc::EC2NODECLASS_STATUS,

@@ -37,7 +37,7 @@ impl Reconciler for Expiration {
     async fn reconcile(&mut self) -> Result<(), Error> {
         let objects = self.ctx.objects();
         let mut failures = Failures::default();
-        let lifetimes: Vec<Lifetime> = objects.nodeclaims.iter().map(lifetime).collect();
+        let lifetimes: Vec<Lifetime> = objects.nodeclaims.iter().map(|nc| lifetime(nc)).collect();
         let api: Api<NodeClaim> = Api::all(self.ctx.client.clone());
         for name in expiration::due(&lifetimes, unix_now()) {
             let Some(nc) = objects.nodeclaims.iter().find(|nc| nc.metadata.name.as_deref() == Some(name)) else {

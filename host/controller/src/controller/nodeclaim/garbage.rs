@@ -102,7 +102,7 @@ impl Garbage {
                 }
             }
         }
-        let claims: Vec<&NodeClaim> = objects.nodeclaims.iter().collect();
+        let claims: Vec<&NodeClaim> = objects.nodeclaims.iter().map(|nc| &**nc).collect();
         if !leaks.is_empty() {
             let ids: Vec<String> = leaks.iter().map(|i| i.id.clone()).collect();
             match self.ctx.cloud.delete(&ids).await {
@@ -139,7 +139,7 @@ impl Garbage {
         }
         let live: BTreeSet<&str> = instances.iter().map(|i| i.provider_id.as_str()).collect();
         let api: Api<NodeClaim> = Api::all(self.ctx.client.clone());
-        let nodes: Vec<&Node> = objects.nodes.iter().collect();
+        let nodes: Vec<&Node> = objects.nodes.iter().map(|n| &**n).collect();
         for nc in gone_nodeclaims(&claims, &live, &nodes) {
             let Some(id) = nc.status.as_ref().and_then(|s| s.provider_id.as_deref()).and_then(instance_id) else {
                 continue;

@@ -55,7 +55,7 @@ pub fn registration_stale(np: &NodePool, nodeclass: Option<&EC2NodeClass>) -> bo
 /// policies fail).
 pub fn status(
     np: &NodePool,
-    nodeclaims: &[NodeClaim],
+    nodeclaims: &[std::sync::Arc<NodeClaim>],
     nodeclass: Option<&EC2NodeClass>,
     observed: &Observed,
 ) -> NodePoolStatus {
@@ -63,6 +63,7 @@ pub fn status(
     let mine: Vec<&NodeClaim> = nodeclaims
         .iter()
         .filter(|nc| nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL)) == Some(&name))
+        .map(|nc| &**nc)
         .collect();
     let mut total = Resources::default();
     for nc in &mine {
@@ -264,7 +265,7 @@ mod tests {
     fn counts_its_nodeclaims_and_is_ready_with_a_ready_nodeclass() {
         let s = status(
             &pool(""),
-            &[claim("lab", "4"), claim("lab", "8"), claim("other", "2")],
+            &tenon_core::convert::shared([claim("lab", "4"), claim("lab", "8"), claim("other", "2")]),
             Some(&nodeclass("True")),
             &Observed::default(),
         );

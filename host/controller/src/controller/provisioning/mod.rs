@@ -71,7 +71,9 @@ pub fn with_displaced_pods(objects: &ClusterObjects) -> std::borrow::Cow<'_, Clu
         if !on_leaving || !is_reschedulable(p, &objects.pdbs) {
             continue;
         }
-        // What provisioning sees is the pod's replacement (a StatefulSet's keeps the name).
+        // What provisioning sees is the pod's replacement (a StatefulSet's keeps the name),
+        // a copy: the cache's pod stays as it is.
+        let p = std::sync::Arc::make_mut(p);
         p.metadata.deletion_timestamp = None;
         if let Some(spec) = p.spec.as_mut() {
             spec.node_name = None;
@@ -189,7 +191,7 @@ impl Provisioner {
             .pods
             .iter()
             .filter(|p| tenon_core::convert::is_provisionable(p))
-            .map(tenon_core::convert::pod_key)
+            .map(|p| tenon_core::convert::pod_key(p))
             .collect();
         self.ctx.pod_times().ack(pending.iter().map(String::as_str), crate::controller::unix_now_ms() as f64 / 1000.0);
         let (idle, max) = (self.ctx.settings.batch_idle_duration, self.ctx.settings.batch_max_duration);
@@ -356,6 +358,7 @@ mod tests {
     }
 
     use super::*;
+    use tenon_core::convert::shared;
 
     /// A cluster whose NodeClaim `a` (node `node-a`) is being deleted, holding pod `p` (its
     /// metadata extra fields in `meta`, e.g. owners), with `pdbs` selecting `app: p`: how many
@@ -372,17 +375,19 @@ mod tests {
         ))
         .unwrap();
         let objects = ClusterObjects {
-            nodepools: vec![np],
-            nodeclaims: vec![nc],
-            pods: vec![pod],
+            nodepools: shared([np]),
+            nodeclaims: shared([nc]),
+            pods: shared([pod]),
             pdbs: pdbs
                 .iter()
                 .enumerate()
                 .map(|(i, spec)| {
-                    serde_yaml::from_str(&format!(
-                        "metadata: {{name: pdb-{i}, namespace: d}}\nspec: {{selector: {{matchLabels: {{app: p}}}}, {spec}}}\n"
-                    ))
-                    .unwrap()
+                    std::sync::Arc::new(
+                        serde_yaml::from_str(&format!(
+                            "metadata: {{name: pdb-{i}, namespace: d}}\nspec: {{selector: {{matchLabels: {{app: p}}}}, {spec}}}\n"
+                        ))
+                        .unwrap(),
+                    )
                 })
                 .collect(),
             ..Default::default()
@@ -442,7 +447,7 @@ mod tests {
     /// synthetic catalog (`fake-it-0` …, in `test-zone-1` to `test-zone-3`).
     fn decide(requirements: &str, pods: &[(&str, &str)]) -> ProvisioningPlan {
         let np: tenon_api::NodePool = serde_yaml::from_str(&format!("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: default}}\nspec:\n  template:\n    spec:\n      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n      requirements: {requirements}\n")).unwrap();
-        let pods = pods
+        let pods: Vec<k8s_openapi::api::core::v1::Pod> = pods
             .iter()
             .map(|(name, selector)| {
                 serde_yaml::from_str(&format!(
@@ -451,7 +456,7 @@ mod tests {
                 .unwrap()
             })
             .collect();
-        let objects = ClusterObjects { nodepools: vec![np], pods, ..Default::default() };
+        let objects = ClusterObjects { nodepools: shared([np]), pods: shared(pods), ..Default::default() };
         let cat = std::sync::Arc::new(tenon_core::catalog::synthetic(4));
         let (snap, errors) = tenon_core::convert::snapshot(&objects, &move |_| cat.clone(), 0);
         assert!(errors.is_empty(), "{errors:?}");
@@ -537,12 +542,12 @@ mod tests {
             .unwrap()
         };
         let objects = ClusterObjects {
-            nodeclaims: vec![nc],
-            pods: vec![
+            nodeclaims: shared([nc]),
+            pods: shared([
                 pod("web", "node-a", "ReplicaSet"),
                 pod("agent", "node-a", "DaemonSet"),
                 pod("other", "node-b", "ReplicaSet"),
-            ],
+            ]),
             ..Default::default()
         };
         let view = with_displaced_pods(&objects);

@@ -31,6 +31,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, EvictParams};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use tenon_api::NodeClaim;
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_core::ClusterSnapshot;
@@ -124,11 +125,11 @@ pub fn deadline_to_record(nc: &NodeClaim) -> Option<String> {
 }
 
 /// The one NodeClaim whose providerID is the node's (several, or none: none).
-pub fn claim_of_node<'a>(node: &Node, claims: &'a [NodeClaim]) -> Option<&'a NodeClaim> {
+pub fn claim_of_node<'a>(node: &Node, claims: &'a [Arc<NodeClaim>]) -> Option<&'a NodeClaim> {
     let id = node.spec.as_ref()?.provider_id.as_deref()?;
     let mut of = claims.iter().filter(|c| c.status.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(id));
     match (of.next(), of.next()) {
-        (Some(c), None) => Some(c),
+        (Some(c), None) => Some(&**c),
         _ => None,
     }
 }
@@ -148,10 +149,10 @@ pub fn node_ready(node: &Node) -> bool {
 /// pods stuck terminating) use.
 pub fn pending_volume_attachments(
     node: &str,
-    vas: &[VolumeAttachment],
-    pods: &[Pod],
+    vas: &[Arc<VolumeAttachment>],
+    pods: &[Arc<Pod>],
     snap: &ClusterSnapshot,
-    claims: &[k8s_openapi::api::core::v1::PersistentVolumeClaim],
+    claims: &[Arc<k8s_openapi::api::core::v1::PersistentVolumeClaim>],
 ) -> Vec<String> {
     let mut kept: BTreeSet<String> = BTreeSet::new();
     for p in pods.iter().filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node)) {
@@ -292,6 +293,7 @@ fn delete_params_uid(pod: &tenon_core::model::Pod, grace: Option<i64>) -> Delete
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tenon_core::convert::shared;
 
     fn node(yaml: &str) -> Node {
         serde_yaml::from_str(yaml).unwrap()
@@ -358,10 +360,10 @@ mod tests {
         let n = node("metadata: {name: n}\nspec: {providerID: 'aws:///a/i-1'}");
         let one = claim("metadata: {name: one}\nstatus: {providerID: 'aws:///a/i-1'}");
         let other = claim("metadata: {name: other}\nstatus: {providerID: 'aws:///a/i-2'}");
-        assert_eq!(claim_of_node(&n, std::slice::from_ref(&one)).and_then(|c| c.metadata.name.as_deref()), Some("one"));
+        assert_eq!(claim_of_node(&n, &shared([one.clone()])).and_then(|c| c.metadata.name.as_deref()), Some("one"));
         let twin = claim("metadata: {name: twin}\nstatus: {providerID: 'aws:///a/i-1'}");
-        assert!(claim_of_node(&n, &[one, twin]).is_none());
-        assert!(claim_of_node(&n, &[other]).is_none());
+        assert!(claim_of_node(&n, &shared([one, twin])).is_none());
+        assert!(claim_of_node(&n, &shared([other])).is_none());
     }
 
     /// karpenter:pkg/controllers/node/termination/suite_test.go:935
@@ -391,8 +393,12 @@ mod tests {
             .unwrap()
         };
         let vas = vec![va("va-app", "pv-app", "n"), va("va-agent", "pv-agent", "n"), va("va-elsewhere", "pv-x", "m")];
-        let objects = tenon_core::convert::ClusterObjects { pods: pods.clone(), ..Default::default() };
+        let objects = tenon_core::convert::ClusterObjects {
+            pods: tenon_core::convert::shared(pods.clone()),
+            ..Default::default()
+        };
         let (snap, _) = tenon_core::convert::snapshot(&objects, &|_| Default::default(), 0);
+        let (vas, pods, claims) = (shared(vas), shared(pods), shared(claims));
         assert_eq!(pending_volume_attachments("n", &vas, &pods, &snap, &claims), ["va-app"]);
         assert!(pending_volume_attachments("m", &vas, &pods, &snap, &claims) == ["va-elsewhere"]);
     }

@@ -34,11 +34,13 @@ impl Reconciler for Termination {
             .nodes
             .iter()
             .filter(|n| n.metadata.deletion_timestamp.is_some() && termination::is_ours(n))
+            .map(|n| &**n)
             .collect();
         let claims: Vec<&NodeClaim> = objects
             .nodeclaims
             .iter()
             .filter(|nc| nc.metadata.deletion_timestamp.is_some() && lifecycle::is_managed(nc))
+            .map(|nc| &**nc)
             .collect();
         if nodes.is_empty() && claims.is_empty() {
             return Ok(());

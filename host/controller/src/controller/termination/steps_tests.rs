@@ -22,7 +22,7 @@ use std::time::Duration;
 use tenon_api::NodeClaim;
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_core::cloud::CloudError;
-use tenon_core::convert::ClusterObjects;
+use tenon_core::convert::{ClusterObjects, shared};
 use tenon_core::disruption::drain::PdbAllowance;
 use tenon_kube_emulator::{Emulator, Options};
 
@@ -203,10 +203,12 @@ impl World {
     async fn objects(&self) -> ClusterObjects {
         let lp = ListParams::default();
         ClusterObjects {
-            nodes: self.nodes().list(&lp).await.unwrap().items,
-            nodeclaims: self.claims().list(&lp).await.unwrap().items,
-            pods: Api::<Pod>::all(self.client.clone()).list(&lp).await.unwrap().items,
-            volume_attachments: Api::<VolumeAttachment>::all(self.client.clone()).list(&lp).await.unwrap().items,
+            nodes: shared(self.nodes().list(&lp).await.unwrap().items),
+            nodeclaims: shared(self.claims().list(&lp).await.unwrap().items),
+            pods: shared(Api::<Pod>::all(self.client.clone()).list(&lp).await.unwrap().items),
+            volume_attachments: shared(
+                Api::<VolumeAttachment>::all(self.client.clone()).list(&lp).await.unwrap().items,
+            ),
             ..ClusterObjects::default()
         }
     }
@@ -749,7 +751,7 @@ async fn a_pdb_that_allows_one_lets_one_pod_go_and_says_why_the_other_waits() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
     let mut objects = w.objects().await;
-    objects.pdbs = pdbs.list(&ListParams::default()).await.unwrap().items;
+    objects.pdbs = shared(pdbs.list(&ListParams::default()).await.unwrap().items);
     let node = objects.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(&node_name("i-1"))).unwrap();
     let nc = termination::claim_of_node(node, &objects.nodeclaims);
     let (snap, _) = tenon_core::convert::snapshot(&objects, &|_| Default::default(), now());
@@ -773,8 +775,9 @@ fn a_nodeclaim_without_a_provider_id_has_no_nodes() {
         "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
     }))
     .unwrap();
-    let nodes: Vec<Node> =
-        (0..10).map(|i| serde_json::from_value(json!({"metadata": {"name": format!("n-{i}")}})).unwrap()).collect();
+    let nodes: Vec<std::sync::Arc<Node>> = (0..10)
+        .map(|i| std::sync::Arc::new(serde_json::from_value(json!({"metadata": {"name": format!("n-{i}")}})).unwrap()))
+        .collect();
     assert!(crate::controller::nodes_of(&nc, &nodes).is_empty(), "nodes without a providerID are not its nodes");
 }
 

@@ -46,7 +46,7 @@ impl Reconciler for Lifecycle {
                 failures.keep(self.give_up(&api, &nc, reason, &message).await);
                 continue;
             }
-            let with_id = nodes_of(&nc, all_nodes.iter().map(|n| &**n));
+            let with_id = nodes_of(&nc, all_nodes.iter());
             match lifecycle::next_step(&nc) {
                 lifecycle::Step::Launch => self.launch(&nc, &catalogs),
                 lifecycle::Step::Register => {
