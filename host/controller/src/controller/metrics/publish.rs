@@ -14,8 +14,17 @@ use tenon_core::convert::ClusterObjects;
 /// Each EC2NodeClass' name and resourceVersion.
 type ClassVersions = Vec<(String, String)>;
 
+/// The series read off every object are rebuilt when the cluster changed, at most this
+/// often: during a wave of ten thousand pods the view changes on every pass, and a rebuild
+/// of their series costs a quarter of a CPU-second.
+const REBUILD_AT_MOST_EVERY: Duration = Duration::from_secs(5);
+/// And this often when nothing changed (ages and durations move on).
+const REBUILD_AT_LEAST_EVERY: Duration = Duration::from_secs(10);
+
 pub struct Publisher {
     ctx: Arc<Context>,
+    /// The view the series were last rebuilt from, and when.
+    rebuilt: Option<(std::sync::Weak<ClusterObjects>, Instant)>,
     /// The offering prices the cost series are read from, when they were last refreshed,
     /// and the EC2NodeClasses (name, resourceVersion) they were read for.
     offering_prices: Option<(Instant, offerings::Prices, ClassVersions)>,
@@ -25,7 +34,7 @@ pub struct Publisher {
 
 impl Publisher {
     pub fn new(ctx: Arc<Context>) -> Publisher {
-        Publisher { ctx, offering_prices: None, status_seen: status::StatusTracker::default() }
+        Publisher { ctx, rebuilt: None, offering_prices: None, status_seen: status::StatusTracker::default() }
     }
 }
 
@@ -34,6 +43,11 @@ impl Reconciler for Publisher {
 
     async fn reconcile(&mut self) -> Result<(), Error> {
         let objects = self.ctx.objects();
+        self.publish_sync_state();
+        if !self.rebuild_due(&objects) {
+            return Ok(());
+        }
+        self.rebuilt = Some((Arc::downgrade(&objects), Instant::now()));
         self.publish_cluster_metrics(&objects);
         self.publish_status_conditions(&objects).await;
         self.publish_offerings(&objects).await;
@@ -42,6 +56,29 @@ impl Reconciler for Publisher {
 }
 
 impl Publisher {
+    /// Whether the series read off every object are rebuilt from `objects` now.
+    fn rebuild_due(&self, objects: &Arc<ClusterObjects>) -> bool {
+        let Some((seen, at)) = &self.rebuilt else { return true };
+        let changed = !std::sync::Weak::ptr_eq(seen, &Arc::downgrade(objects));
+        at.elapsed() >= REBUILD_AT_LEAST_EVERY || (changed && at.elapsed() >= REBUILD_AT_MOST_EVERY)
+    }
+
+    /// Whether the cluster state is synced, and the Events dropped: cheap, every pass.
+    fn publish_sync_state(&self) {
+        use super::catalog as mc;
+        let (synced, unsynced) = {
+            let cluster = self.ctx.cluster();
+            (
+                cluster.unobserved.is_empty(),
+                cluster.unobserved.values().min().map_or(0.0, |t| t.elapsed().as_secs_f64()),
+            )
+        };
+        self.ctx.metrics.set(mc::CLUSTER_STATE_SYNCED, &[], if synced { 1.0 } else { 0.0 });
+        self.ctx.metrics.set(mc::CLUSTER_STATE_UNSYNCED_TIME, &[], unsynced);
+        let dropped = self.ctx.recorder.dropped.load(std::sync::atomic::Ordering::Relaxed);
+        self.ctx.metrics.advance_to(mc::EVENTS_DROPPED, &[], dropped);
+    }
+
     /// Karpenter's series read off the cluster (nodes, NodePools, pods) and the controller's
     /// own counters kept elsewhere.
     fn publish_cluster_metrics(&mut self, objects: &ClusterObjects) {
@@ -76,17 +113,6 @@ impl Publisher {
             }
         }
         self.ctx.metrics.set(mc::CLUSTER_STATE_NODE_COUNT, &[], objects.nodes.len() as f64);
-        let (synced, unsynced) = {
-            let cluster = self.ctx.cluster();
-            (
-                cluster.unobserved.is_empty(),
-                cluster.unobserved.values().min().map_or(0.0, |t| t.elapsed().as_secs_f64()),
-            )
-        };
-        self.ctx.metrics.set(mc::CLUSTER_STATE_SYNCED, &[], if synced { 1.0 } else { 0.0 });
-        self.ctx.metrics.set(mc::CLUSTER_STATE_UNSYNCED_TIME, &[], unsynced);
-        let dropped = self.ctx.recorder.dropped.load(std::sync::atomic::Ordering::Relaxed);
-        self.ctx.metrics.advance_to(mc::EVENTS_DROPPED, &[], dropped);
     }
 
     /// operatorpkg's status series for NodeClaims, NodePools, Nodes and EC2NodeClasses, and
