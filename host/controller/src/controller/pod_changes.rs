@@ -27,7 +27,7 @@ pub struct PodChanges {
 
 /// The node `p` counts on, if it counts: bound, neither finished nor terminating (Karpenter
 /// counts a pod's deletion as its event), not a DaemonSet's.
-pub fn counted_on(p: &Pod) -> Option<String> {
+fn counted_on(p: &Pod) -> Option<String> {
     let node = p.spec.as_ref()?.node_name.as_ref()?;
     (!is_daemon(p) && is_active(p) && p.metadata.deletion_timestamp.is_none()).then(|| node.clone())
 }
