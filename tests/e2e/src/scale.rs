@@ -5,7 +5,8 @@
 //!
 //! A wave: `pods` pods created in a namespace of their own (as fast as the API takes them,
 //! each marked `PodScheduled=False/Unschedulable` as kube-scheduler would), until every pod is
-//! bound to a Node that joined for it; then a steady state of `steady`; then the pods and every
+//! bound to a Node that joined for it; once every pod runs and the writes that follow have
+//! settled, a steady state of `steady`; then the pods and every
 //! NodeClaim are deleted and the wave ends when no NodeClaim is left. The controller's
 //! process is measured from `/proc` (RSS, peak RSS, CPU time), its log (when each batch
 //! closed, each NodeClaim was created, each instance launched) and `/metrics` (passes).
@@ -15,21 +16,27 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tenon_api::NodeClaim;
+use tenon_fault_proxy::Fault;
 
 /// What a run does.
 #[derive(Clone, Debug)]
 pub struct Options {
     pub pods: usize,
     pub waves: usize,
-    /// How long the steady state (all pods bound) is measured for, each wave.
+    /// How long the steady state (every pod running, nothing changing) is measured for.
     pub steady: Duration,
     /// CPU each pod requests, in millicores; nodes are 16-vCPU types, so 1500m makes ten
     /// pods a node.
     pub pod_cpu_millis: u32,
     /// How long a wave may take to get every pod bound before the run gives up.
     pub timeout: Duration,
+    /// The share of EC2 calls (percent) that fail throughout the waves: 503 Unavailable,
+    /// 503 RequestLimitExceeded, 500 InternalError, or no answer for 35 s, in turn.
+    pub brownout_percent: u32,
 }
 
 impl Default for Options {
@@ -40,6 +47,7 @@ impl Default for Options {
             steady: Duration::from_secs(30),
             pod_cpu_millis: 1500,
             timeout: Duration::from_secs(1800),
+            brownout_percent: 0,
         }
     }
 }
@@ -62,10 +70,18 @@ pub struct Wave {
     pub first_batch_close_to_first_launch_seconds: f64,
     /// From the first pod's create until every pod was bound.
     pub all_bound_seconds: f64,
+    /// EC2 calls the controller made from the wave's start until every pod was bound
+    /// (`aws_sdk_go_request_total{service="EC2"}`), and attempts (retries included).
+    pub ec2_calls: f64,
+    pub ec2_attempts: f64,
+    /// `ec2_calls` over the NodeClaims launched.
+    pub ec2_calls_per_node: f64,
     /// The controller's CPU seconds per control-loop pass during the steady state.
     pub steady_cpu_seconds_per_pass: f64,
     /// Passes per second during the steady state.
     pub steady_passes_per_second: f64,
+    /// The controller's CPU seconds per second during the steady state.
+    pub steady_cpu_seconds_per_second: f64,
     /// The controller's resident set after the wave's steady state, MiB.
     pub rss_mib: f64,
     /// The anonymous part of it (heap and stacks; the rest is the binary's pages), MiB.
@@ -78,6 +94,8 @@ pub struct Wave {
 pub struct Report {
     pub pods: usize,
     pub controller: String,
+    /// The share of EC2 calls that failed throughout (`Options::brownout_percent`).
+    pub brownout_percent: u32,
     /// The controller's peak resident set over the whole run (VmHWM), MiB.
     pub peak_rss_mib: f64,
     /// RSS after the last wave over RSS after the first.
@@ -92,11 +110,34 @@ pub async fn run(opts: &Options, mut progress: impl FnMut(&str)) -> Report {
     let mut c = Cluster::start("scale").await;
     c.kubectl(&["apply", "-f", &format!("{}/ec2nodeclass-lab-general.yaml", scenario::LAB)]);
     c.apply_yaml("nodepool-scale", NODEPOOL);
+    let brownout = Arc::new(AtomicBool::new(false));
+    // Kept for the run: the proxy serves as long as it lives.
+    let _proxy = if opts.brownout_percent > 0 {
+        let faults = vec![
+            Fault::ec2_error(503, "Unavailable"),
+            Fault::ec2_error(503, "RequestLimitExceeded"),
+            Fault::ec2_error(500, "InternalError"),
+            Fault::Hang(Duration::from_secs(35)),
+        ];
+        // EC2's query API only (its requests name its API version; IAM, SSM and SQS do not).
+        let fraction = f64::from(opts.brownout_percent) / 100.0;
+        let proxy =
+            tenon_fault_proxy::brownout(&c.moto.url, "Version=2016-11-15", fraction, faults, brownout.clone()).await;
+        c.controller_env.push(("AWS_ENDPOINT_URL".into(), proxy.url.clone()));
+        Some(proxy)
+    } else {
+        None
+    };
     c.start_controller();
     scenario::nodeclass_ready(&c, "lab-general").await;
+    brownout.store(true, Ordering::SeqCst);
     let pid = c.replica_pid(0).expect("the controller runs");
-    let mut report =
-        Report { pods: opts.pods, controller: crate::tenon_bin().display().to_string(), ..Report::default() };
+    let mut report = Report {
+        pods: opts.pods,
+        controller: crate::tenon_bin().display().to_string(),
+        brownout_percent: opts.brownout_percent,
+        ..Report::default()
+    };
     for w in 0..opts.waves {
         progress(&format!("wave {}: creating {} pods", w + 1, opts.pods));
         let wave = wave(&mut c, pid, w, opts, &mut progress).await;
@@ -114,6 +155,9 @@ pub async fn run(opts: &Options, mut progress: impl FnMut(&str)) -> Report {
     }
     report
 }
+
+/// How long the steady state waits after the last pod started, for the writes that follow.
+const SETTLE: Duration = Duration::from_secs(15);
 
 /// 16-vCPU on-demand nodes of the lab's EC2NodeClass, no limits, no consolidation: the
 /// benchmark takes the nodes away itself between waves.
@@ -143,6 +187,7 @@ async fn wave(c: &mut Cluster, pid: u32, w: usize, opts: &Options, progress: &mu
     let namespaces: Api<Namespace> = Api::all(c.client.clone());
     let namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).expect("a Namespace");
     namespaces.create(&PostParams::default(), &namespace).await.expect("namespace created");
+    let (calls0, attempts0) = ec2_calls(c).await;
     let first_pod = wall_now();
     let started = Instant::now();
     create_pending_pods(c, &ns, opts).await;
@@ -168,8 +213,23 @@ async fn wave(c: &mut Cluster, pid: u32, w: usize, opts: &Options, progress: &mu
         }
     }
     let all_bound = started.elapsed();
+    let (calls1, attempts1) = ec2_calls(c).await;
     let nodeclaims = c.nodeclaims().await.len();
-    progress(&format!("all bound after {:.1}s on {nodeclaims} NodeClaims; steady state", all_bound.as_secs_f64()));
+    progress(&format!(
+        "all bound after {:.1}s on {nodeclaims} NodeClaims; waiting for them to run",
+        all_bound.as_secs_f64()
+    ));
+    // The steady state starts once the kubelets have started every pod and the controller
+    // has written what follows (lastPodEventTime, Consolidatable): nothing changes then.
+    eventually(opts.timeout, "every pod Running", || async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let pods = pods.list(&Default::default()).await.ok()?;
+        let running = |p: &&Pod| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+        (pods.items.iter().filter(running).count() == opts.pods).then_some(())
+    })
+    .await;
+    tokio::time::sleep(SETTLE).await;
+    progress("steady state");
     let (cpu0, passes0) = (cpu_seconds(pid), passes(c).await);
     let steady_started = Instant::now();
     tokio::time::sleep(opts.steady).await;
@@ -197,8 +257,12 @@ async fn wave(c: &mut Cluster, pid: u32, w: usize, opts: &Options, progress: &mu
             _ => f64::NAN,
         },
         all_bound_seconds: all_bound.as_secs_f64(),
+        ec2_calls: calls1 - calls0,
+        ec2_attempts: attempts1 - attempts0,
+        ec2_calls_per_node: (calls1 - calls0) / (nodeclaims.max(1) as f64),
         steady_cpu_seconds_per_pass: (cpu1 - cpu0) / dpasses,
         steady_passes_per_second: (passes1 - passes0) / steady,
+        steady_cpu_seconds_per_second: (cpu1 - cpu0) / steady,
         rss_mib,
         rss_anon_mib,
         teardown_seconds: 0.0,
@@ -354,6 +418,12 @@ fn wall_now() -> f64 {
 /// The reconciles completed (every reconciler's), from `/metrics`.
 async fn passes(c: &Cluster) -> f64 {
     c.metric_sum("controller_runtime_reconcile_total", &[]).await
+}
+
+/// The EC2 calls and attempts the controller has made so far, from `/metrics`.
+async fn ec2_calls(c: &Cluster) -> (f64, f64) {
+    let ec2 = ["service=\"EC2\""];
+    (c.metric_sum("aws_sdk_go_request_total", &ec2).await, c.metric_sum("aws_sdk_go_request_attempt_total", &ec2).await)
 }
 
 /// A `/proc/PID/status` field in KiB (`VmRSS:`, `VmHWM:`).

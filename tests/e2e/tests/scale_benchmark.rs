@@ -13,6 +13,7 @@ async fn the_scale_benchmark_runs_its_waves_and_measures_them() {
         steady: Duration::from_secs(3),
         pod_cpu_millis: 1500,
         timeout: Duration::from_secs(180),
+        brownout_percent: 0,
     };
     let report = scale::run(&opts, |line| eprintln!("[scale] {line}")).await;
     assert_eq!(report.waves.len(), 2);
@@ -34,6 +35,10 @@ async fn the_scale_benchmark_runs_its_waves_and_measures_them() {
         }
         assert!(w.steady_passes_per_second > 0.0, "{w:?}");
         assert!(w.steady_cpu_seconds_per_pass.is_finite(), "{w:?}");
+        assert!(w.steady_cpu_seconds_per_second.is_finite(), "{w:?}");
+        // At least one CreateFleet and one describe of what it launched.
+        assert!(w.ec2_calls >= 2.0 && w.ec2_attempts >= w.ec2_calls, "{w:?}");
+        assert!(w.ec2_calls_per_node > 0.0 && w.ec2_calls_per_node.is_finite(), "{w:?}");
         assert!(w.rss_mib > 1.0, "{w:?}");
     }
 }

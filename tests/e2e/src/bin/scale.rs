@@ -9,7 +9,8 @@
 use std::time::Duration;
 use tenon_e2e::scale::{self, Options};
 
-const USAGE: &str = "usage: scale [--pods N] [--waves N] [--steady SECONDS] [--pod-cpu MILLICORES] [--json]";
+const USAGE: &str =
+    "usage: scale [--pods N] [--waves N] [--steady SECONDS] [--pod-cpu MILLICORES] [--brownout PERCENT] [--json]";
 
 fn main() -> std::process::ExitCode {
     let (opts, json) = match parse(std::env::args().skip(1)) {
@@ -50,6 +51,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<(Options, bool), Stri
             "--waves" => opts.waves = value("--waves")?.max(1) as usize,
             "--steady" => opts.steady = Duration::from_secs(value("--steady")?),
             "--pod-cpu" => opts.pod_cpu_millis = value("--pod-cpu")? as u32,
+            "--brownout" => opts.brownout_percent = value("--brownout")?.min(100) as u32,
             "--json" => json = true,
             "-h" | "--help" => return Err("help".into()),
             other => return Err(format!("unknown argument {other:?}")),
