@@ -79,6 +79,13 @@ enum Command {
     },
 }
 
+/// The controller's allocator. At 10,000 pods glibc's held 620 MB for 221 MB in use (its
+/// arenas give freed memory back to the kernel only from their top); mimalloc returns freed
+/// pages.
+#[cfg(feature = "controller")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
