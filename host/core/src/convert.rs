@@ -1,3 +1,4 @@
+//! (Long: every Kubernetes field the core reads is interpreted here, once.)
 //! The one place Kubernetes and Karpenter objects become the core's model. The controller,
 //! the simulator and tests all build snapshots through here, so a field is interpreted once.
 

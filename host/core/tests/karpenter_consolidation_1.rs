@@ -1,3 +1,4 @@
+//! (Long: one part of Karpenter's consolidation suite, case by case.)
 //! Karpenter's consolidation suite (`pkg/controllers/disruption/consolidation_test.go`), its
 //! Events, Metrics, Budgets and first Replace cases, decided from Kubernetes objects as the
 //! controller reads them (`convert::snapshot`, then `disrupt`) and carried out through the

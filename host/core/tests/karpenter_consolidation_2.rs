@@ -1,3 +1,4 @@
+//! (Long: one part of Karpenter's consolidation suite, case by case.)
 //! Karpenter's consolidation suite (`pkg/controllers/disruption/consolidation_test.go`), its
 //! cases from line 2041 on (the last Replace cases, then Delete, TTL, Multi-NodeClaim, Node
 //! Lifetime, Topology, Parallelization, Preferences and MinValuesPolicy), decided from

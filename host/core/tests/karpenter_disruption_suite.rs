@@ -1,3 +1,4 @@
+//! (Long: Karpenter's disruption suite, case by case.)
 //! Karpenter's disruption suites (`pkg/controllers/disruption/suite_test.go`, `queue_test.go`)
 //! and its NodePool hash suite (`pkg/controllers/nodepool/hash/suite_test.go`), ported to
 //! Tenon's decision core (`disruption`), its command state machine

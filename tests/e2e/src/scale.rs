@@ -1,3 +1,4 @@
+//! (Long: one benchmark; its figures and how each is read from the controller.)
 //! The scale benchmark: the real controller against the emulator and moto, with waves of
 //! pending pods that grow the cluster to hundreds of nodes and are then taken away again.
 //! It measures; it asserts nothing about time (`src/bin/scale.rs` runs it, `docs/benchmarks.md`

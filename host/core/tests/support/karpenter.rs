@@ -1,3 +1,4 @@
+//! (Long: the fixtures of every ported Karpenter suite share this one builder.)
 //! Karpenter's test fixtures in Tenon's terms, for the ported cases of its suites
 //! (tests/conformance/karpenter.tsv): the fake cloud provider's instance types
 //! (`pkg/cloudprovider/fake`), and decisions made from Kubernetes objects written as YAML,
