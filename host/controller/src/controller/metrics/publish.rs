@@ -17,9 +17,9 @@ type ClassVersions = Vec<(String, String)>;
 /// The series read off every object are rebuilt when the cluster changed, at most this
 /// often: during a wave of ten thousand pods the view changes on every pass, and a rebuild
 /// of their series costs a quarter of a CPU-second.
-const REBUILD_AT_MOST_EVERY: Duration = Duration::from_secs(5);
+const REBUILD_AT_MOST_EVERY: Duration = Duration::from_secs(2);
 /// And this often when nothing changed (ages and durations move on).
-const REBUILD_AT_LEAST_EVERY: Duration = Duration::from_secs(10);
+const REBUILD_AT_LEAST_EVERY: Duration = Duration::from_secs(5);
 
 pub struct Publisher {
     ctx: Arc<Context>,
