@@ -12,6 +12,8 @@ use tenon_core::convert::{is_active, is_daemon, pod_key};
 
 /// How long a change is remembered: by then `lastPodEventTime` says as much.
 const REMEMBERED_FOR: i64 = 600;
+/// How often forgotten changes are dropped, seconds.
+const PRUNE_EVERY: i64 = 60;
 
 #[derive(Default)]
 pub struct PodChanges {
@@ -23,6 +25,8 @@ pub struct PodChanges {
     listed: bool,
     /// Node name → when its pods last changed, Unix seconds.
     changed: BTreeMap<String, i64>,
+    /// When forgotten changes were last dropped (not on every event: a wave is thousands).
+    pruned_at: i64,
 }
 
 /// The node `p` counts on, if it counts: bound, neither finished nor terminating (Karpenter
@@ -72,7 +76,10 @@ impl PodChanges {
                 }
             }
         }
-        self.changed.retain(|_, t| now - *t < REMEMBERED_FOR);
+        if now - self.pruned_at >= PRUNE_EVERY {
+            self.pruned_at = now;
+            self.changed.retain(|_, t| now - *t < REMEMBERED_FOR);
+        }
     }
 
     /// Node name → when its pods last changed (Unix seconds), for the changes still

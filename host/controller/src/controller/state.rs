@@ -112,8 +112,7 @@ fn reflect_pods(client: &Client, changed: Arc<watch::Sender<u64>>) -> (Store<Pod
     let pod_changes = Arc::new(Mutex::new(PodChanges::default()));
     let seen = pod_changes.clone();
     let pods = reflect_observed(client, changed, move |event| {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-        seen.lock().unwrap_or_else(|e| e.into_inner()).observe(event, now);
+        seen.lock().unwrap_or_else(|e| e.into_inner()).observe(event, super::unix_now());
     });
     (pods, pod_changes)
 }
