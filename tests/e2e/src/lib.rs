@@ -106,10 +106,6 @@ pub fn repo() -> PathBuf {
     crate_dir().join("../..")
 }
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
-}
-
 /// Runs a tool (`kubectl`, `helm`) from the repository root with `env` set; its stdout, or
 /// the test fails with its output.
 pub fn run_tool(tool: &str, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> String {
@@ -190,9 +186,10 @@ pub struct Cluster {
     /// The AWS account as the cluster's owner sees it (for assertions and the kubelet).
     pub aws: Arc<AwsProvider>,
     pub dir: PathBuf,
-    pub metrics_port: u16,
-    /// Each replica's `/healthz` port (by replica index).
-    health_ports: Vec<u16>,
+    /// Where each replica's log starts for its current run (by replica index): the replica
+    /// listens on ports the kernel picks and logs them, so no other server can take a port
+    /// between a test choosing it and the controller binding it.
+    log_from: Vec<u64>,
     kubeconfig: PathBuf,
     /// Controller replicas (index 0 is the one most tests run); `None` once killed.
     controllers: Vec<Option<Child>>,
@@ -246,8 +243,7 @@ impl Cluster {
             client,
             aws: Arc::new(aws),
             dir,
-            metrics_port: free_port(),
-            health_ports: Vec::new(),
+            log_from: Vec::new(),
             kubeconfig,
             controllers: Vec::new(),
             controller_env: Vec::new(),
@@ -302,14 +298,15 @@ impl Cluster {
         let with_token =
             self.emu.kubeconfig().replace("  user: {}", &format!("  user:\n    token: {}", replica_token(i)));
         std::fs::write(&kubeconfig, with_token).expect("kubeconfig");
-        if self.health_ports.len() <= i {
-            self.health_ports.resize_with(i + 1, free_port);
-        }
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(self.replica_log_path(i))
             .expect("controller log");
+        if self.log_from.len() <= i {
+            self.log_from.resize(i + 1, 0);
+        }
+        self.log_from[i] = log.metadata().expect("controller log").len();
         let mut cmd = Command::new(tenon_bin());
         cmd.arg("controller")
             .env("KUBECONFIG", &kubeconfig)
@@ -321,8 +318,8 @@ impl Cluster {
             .env("AWS_EC2_METADATA_DISABLED", "true")
             .env("KUBERNETES_VERSION", "1.33")
             .env("PROBE_BIND_ADDRESS", "127.0.0.1")
-            .env("METRICS_PORT", if i == 0 { self.metrics_port } else { free_port() }.to_string())
-            .env("HEALTH_PROBE_PORT", self.health_ports[i].to_string())
+            .env("METRICS_PORT", "0")
+            .env("HEALTH_PROBE_PORT", "0")
             .env("LOG_FORMAT", "text")
             .env("LOG_LEVEL", "info")
             .env("DISABLE_LEADER_ELECTION", (!self.leader_election).to_string())
@@ -387,6 +384,18 @@ impl Cluster {
 
     pub fn controller_log(&self) -> String {
         self.replica_log(0)
+    }
+
+    /// The address replica `i`'s current run serves `what` (`health`, `metrics`) on, once it
+    /// has logged it.
+    fn served_addr(&self, i: usize, what: &str) -> Option<String> {
+        let from = usize::try_from(*self.log_from.get(i)?).ok()?;
+        let log = std::fs::read(self.replica_log_path(i)).ok()?;
+        let run = String::from_utf8_lossy(log.get(from..)?).into_owned();
+        let line = run.lines().find(|l| l.contains("serving probes and metrics"))?;
+        let key = format!("{what}=");
+        let addr = line.split_whitespace().find_map(|w| w.strip_prefix(key.as_str()))?;
+        Some(addr.to_string())
     }
 
     /// A policy store of this test's own, holding `files` (built name, name in the store)
@@ -465,8 +474,8 @@ impl Cluster {
 
     /// Replica `i`'s `/healthz`: (healthy, what it says), `None` when it does not answer.
     pub fn healthz(&self, i: usize) -> Option<(bool, String)> {
-        let port = *self.health_ports.get(i)?;
-        let raw = tokio::task::block_in_place(|| http_get_raw(&format!("127.0.0.1:{port}"), "/healthz"))?;
+        let addr = self.served_addr(i, "health")?;
+        let raw = tokio::task::block_in_place(|| http_get_raw(&addr, "/healthz"))?;
         let (head, body) = raw.split_once("\r\n\r\n")?;
         Some((head.lines().next()?.contains(" 200 "), body.to_string()))
     }
@@ -486,12 +495,13 @@ impl Cluster {
 
     /// The controller's whole `/metrics` body.
     pub fn metrics_text(&self) -> Option<String> {
-        tokio::task::block_in_place(|| http_get(&format!("127.0.0.1:{}", self.metrics_port), "/metrics"))
+        let addr = self.served_addr(0, "metrics")?;
+        tokio::task::block_in_place(|| http_get(&addr, "/metrics"))
     }
 
     /// A sample of the controller's `/metrics` (`name` with labels, exactly as exposed).
     pub async fn metric(&self, name: &str) -> Option<f64> {
-        let body = tokio::task::block_in_place(|| http_get(&format!("127.0.0.1:{}", self.metrics_port), "/metrics"))?;
+        let body = self.metrics_text()?;
         body.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
     }
 

@@ -105,6 +105,8 @@ pub async fn serve(
         .with_state((metrics, policy_metrics, cloud));
     let h = tokio::net::TcpListener::bind((addr, health_port)).await?;
     let mm = tokio::net::TcpListener::bind((addr, metrics_port)).await?;
+    // The bound addresses, not the configured ports: port 0 asks for any free one.
+    tracing::info!(health = %h.local_addr()?, metrics = %mm.local_addr()?, "serving probes and metrics");
     tokio::spawn(async move {
         let _ = axum::serve(h, health).await;
     });
