@@ -11,8 +11,8 @@
 //! cloud provider or the NodeClass hash reported, `ClaimInfo::drift`) and consolidatable
 //! (`Candidate::consolidatable`: consolidateAfter passed since the last pod event), and the
 //! controller writes those as the conditions of the candidates' NodeClaims
-//! (`claim_conditions`: Drifted set with the reason, or removed; Consolidatable True, or False
-//! with reason NotConsolidatable). The round looks cloud drift up afresh and overwrites
+//! (`claim_conditions`: each set while it holds and removed once it does not; a NodeClaim not
+//! initialized, or not launched, loses Consolidatable, or Drifted). The round looks cloud drift up afresh and overwrites
 //! `ClaimInfo::drift` with it ([`round`] does the same), so a recorded `Drifted` condition is
 //! never an input of its own. Candidates are initialized NodeClaims with a Node: the cases'
 //! NodeClaims are given one (Karpenter's NodeClaim disruption controller also judges NodeClaims
@@ -21,6 +21,7 @@
 use crate::support;
 
 use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use support::GIB;
@@ -28,6 +29,7 @@ use support::karpenter::{Cluster, NOW, assorted, fake, launched_labels};
 use tenon_api::NodeClaim;
 use tenon_api::hash::NODEPOOL_HASH_VERSION;
 use tenon_core::disruption::candidates::Candidate;
+use tenon_core::disruption::claim_conditions;
 use tenon_core::disruption::{DefaultPolicies, DisruptionDecision, DisruptionPlan, Method, disrupt};
 use tenon_core::instancetype::InstanceType;
 use tenon_core::model::{ClusterSnapshot, DisruptionReason};
@@ -858,6 +860,28 @@ fn consolidatable(c: &Cluster, nodeclaim: &str) -> bool {
     candidate(&snap, &d, nodeclaim).unwrap_or_else(|| panic!("{nodeclaim} is no candidate")).consolidatable
 }
 
+/// NodeClaim `nodeclaim`'s conditions (type, status) once the round's `Consolidatable` and
+/// `Drifted` are written (`claim_conditions::changed`, as the controller writes them).
+fn written(c: &Cluster, cloud: &[(&str, &str)], nodeclaim: &str) -> Vec<(String, String)> {
+    let (snap, d) = round(c, cloud);
+    let now = Time(k8s_openapi::jiff::Timestamp::from_second(c.now).expect("now"));
+    let nc = c.objects.nodeclaims.iter().find(|nc| nc.metadata.name.as_deref() == Some(nodeclaim)).expect("NodeClaim");
+    let conds = claim_conditions::changed([nc], &snap, &d.candidates, &now)
+        .pop()
+        .map_or_else(|| nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default(), |(_, c)| c);
+    conds.into_iter().map(|c| (c.type_, c.status)).collect()
+}
+
+/// Whether NodeClaim `nodeclaim` has condition `t` True after the round writes.
+fn has(c: &Cluster, cloud: &[(&str, &str)], nodeclaim: &str, t: &str) -> bool {
+    written(c, cloud, nodeclaim).iter().any(|(ty, st)| ty == t && st == "True")
+}
+
+/// Whether NodeClaim `nodeclaim` has condition `t` at all (any status) after the round.
+fn present(c: &Cluster, cloud: &[(&str, &str)], nodeclaim: &str, t: &str) -> bool {
+    written(c, cloud, nodeclaim).iter().any(|(ty, _)| ty == t)
+}
+
 /// Whether NodeClaim `nodeclaim` is a candidate at all (the controller writes no condition
 /// of a NodeClaim that is not).
 fn is_candidate(c: &Cluster, cloud: &[(&str, &str)], nodeclaim: &str) -> bool {
@@ -1023,18 +1047,19 @@ fn not_launched(launched: &str) -> Cluster {
 #[test]
 fn a_nodeclaim_not_yet_launched_is_not_drifted() {
     // The cloud would call it drifted; a NodeClaim not launched (so not initialized) is no
-    // candidate, so nothing drifts it. Karpenter removes a recorded Drifted condition; the
-    // shell writes the conditions of candidates only, and leaves this one as it is.
+    // candidate, so nothing drifts it, and a recorded Drifted condition is removed.
     let c = not_launched("Unknown");
     assert!(!is_candidate(&c, &CLOUD_DRIFTED, "nodeclaim"));
+    assert!(!present(&c, &CLOUD_DRIFTED, "nodeclaim", "Drifted"));
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/drift_test.go:178
 #[test]
 fn a_nodeclaim_whose_launch_failed_is_not_drifted() {
-    // As :166; the shell leaves a recorded condition of a non-candidate as it is.
+    // As :166.
     let c = not_launched("False");
     assert!(!is_candidate(&c, &CLOUD_DRIFTED, "nodeclaim"));
+    assert!(!present(&c, &CLOUD_DRIFTED, "nodeclaim", "Drifted"));
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/drift_test.go:190
@@ -1061,8 +1086,8 @@ fn a_nodeclaim_no_longer_drifted_loses_its_drifted_condition() {
     );
     // The recorded condition is what the snapshot reads; the round looks drift up afresh.
     assert!(c.snapshot().nodes[0].claim.as_ref().unwrap().drift.is_some());
-    // Not drifted: the shell removes the condition.
     assert_eq!(drift_of(&c, &[], "nodeclaim"), None);
+    assert!(!present(&c, &[], "nodeclaim", "Drifted"));
 }
 
 /// NodeRequirement Drift: NodeClaim `nodeclaim` with `labels` under NodePool requirements
@@ -1345,8 +1370,7 @@ fn no_static_drift_without_a_hash_version_on_the_nodeclaim() {
     assert_eq!(drift_of(&c, &[], "nodeclaim"), None);
 }
 
-// consolidation_test.go: Underutilized. Tenon writes Consolidatable False (reason
-// NotConsolidatable) where Karpenter removes the condition; either way not consolidatable.
+// consolidation_test.go: Underutilized.
 
 /// The Underutilized suite: WhenEmptyOrUnderutilized, consolidateAfter `after`.
 fn underutilized(after: &str) -> Cluster {
@@ -1389,8 +1413,10 @@ fn a_nodeclaim_becomes_consolidatable_once_consolidate_after_passes() {
     let now = c.now;
     add(&mut c, Claim { last_pod_event: Some(now), ..claim("nodeclaim") });
     assert!(!consolidatable(&c, "nodeclaim"));
+    assert!(!present(&c, &[], "nodeclaim", "Consolidatable"));
     c.now += MINUTE;
     assert!(consolidatable(&c, "nodeclaim"));
+    assert!(has(&c, &[], "nodeclaim", "Consolidatable"));
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/consolidation_test.go:99
@@ -1411,6 +1437,7 @@ fn a_recent_pod_event_makes_a_nodeclaim_not_consolidatable() {
     let now = c.now;
     add(&mut c, Claim { last_pod_event: Some(now), recorded: vec!["Consolidatable"], ..claim("nodeclaim") });
     assert!(!consolidatable(&c, "nodeclaim"));
+    assert!(!present(&c, &[], "nodeclaim", "Consolidatable"), "removed, as Karpenter's Clear does");
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/consolidation_test.go:125
@@ -1419,13 +1446,13 @@ fn consolidate_after_never_makes_a_nodeclaim_not_consolidatable() {
     let mut c = underutilized("Never");
     add(&mut c, Claim { last_pod_event: Some(INITIALIZED), recorded: vec!["Consolidatable"], ..claim("nodeclaim") });
     assert!(!consolidatable(&c, "nodeclaim"));
+    assert!(!present(&c, &[], "nodeclaim", "Consolidatable"), "removed, as Karpenter's Clear does");
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/consolidation_test.go:134
 #[test]
 fn a_nodeclaim_whose_initialization_is_unknown_is_not_consolidatable() {
-    // No candidate: never consolidated. Karpenter removes a recorded Consolidatable
-    // condition; the shell writes the conditions of candidates only, and leaves it.
+    // No candidate: never consolidated; a recorded Consolidatable condition is removed.
     let mut c = underutilized("1m");
     add(
         &mut c,
@@ -1438,6 +1465,7 @@ fn a_nodeclaim_whose_initialization_is_unknown_is_not_consolidatable() {
     );
     assert!(!is_candidate(&c, &[], "nodeclaim"));
     assert!(round(&c, &[]).1.plan.is_none());
+    assert!(!present(&c, &[], "nodeclaim", "Consolidatable"));
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/consolidation_test.go:143
@@ -1456,6 +1484,7 @@ fn a_nodeclaim_not_initialized_is_not_consolidatable() {
     );
     assert!(!is_candidate(&c, &[], "nodeclaim"));
     assert!(round(&c, &[]).1.plan.is_none());
+    assert!(!present(&c, &[], "nodeclaim", "Consolidatable"));
 }
 
 // suite_test.go: both conditions at once.
@@ -1503,7 +1532,8 @@ fn drifted_and_consolidatable_are_cleared_together() {
     );
     let (snap, d) = round(&c, &[]);
     let cand = candidate(&snap, &d, "nodeclaim").expect("candidate");
-    // The shell removes Drifted and writes Consolidatable False.
     assert_eq!(cand.drifted, None);
     assert!(!cand.consolidatable);
+    assert!(!present(&c, &[], "nodeclaim", "Drifted"));
+    assert!(!present(&c, &[], "nodeclaim", "Consolidatable"));
 }

@@ -27,24 +27,7 @@ pub fn set_condition(
     message: &str,
     generation: Option<i64>,
 ) {
-    let status = if ok { "True" } else { "False" };
-    let fresh = Condition {
-        type_: t.into(),
-        status: status.into(),
-        observed_generation: generation,
-        last_transition_time: now_time(),
-        reason: reason.into(),
-        message: message.into(),
-    };
-    match conds.iter_mut().find(|c| c.type_ == t) {
-        Some(c) if c.status == status => {
-            c.reason = fresh.reason;
-            c.message = fresh.message;
-            c.observed_generation = generation;
-        }
-        Some(c) => *c = fresh,
-        None => conds.push(fresh),
-    }
+    tenon_core::disruption::claim_conditions::set_condition(conds, t, ok, reason, message, generation, &now_time())
 }
 
 /// `nc`'s conditions without those of type `t`.

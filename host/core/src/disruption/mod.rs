@@ -7,6 +7,7 @@
 pub mod balanced;
 pub mod budgets;
 pub mod candidates;
+pub mod claim_conditions;
 pub mod consolidator;
 pub mod drain;
 

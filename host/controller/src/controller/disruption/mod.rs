@@ -10,7 +10,7 @@
 mod drift;
 mod queue;
 
-use super::conditions::{self, set_condition};
+use super::conditions;
 use super::context::Context;
 use super::error::{Error, Failures};
 use super::metrics::catalog as mc;
@@ -24,11 +24,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tenon_api::NodeClaim;
-use tenon_api::wellknown::condition;
 use tenon_core::ClusterSnapshot;
 use tenon_core::convert::ClusterObjects;
 use tenon_core::disruption::balanced::Move;
 use tenon_core::disruption::candidates::{Candidate, do_not_disrupt_event};
+use tenon_core::disruption::claim_conditions;
 use tenon_core::disruption::{DisruptionPlan, Method, disrupt};
 use tenon_core::orchestration::budget_events::{self, BudgetEvents};
 use tenon_core::orchestration::command;
@@ -302,31 +302,16 @@ impl Disruption {
         Command::new(plan.method, plan.reason, plan.savings_per_hour, candidates, planned, now).expecting(types)
     }
 
-    /// `Consolidatable` and `Drifted` on every candidate NodeClaim, as the core saw it.
+    /// `Consolidatable` and `Drifted` as the round judged them (`claim_conditions`).
     async fn claim_conditions(&mut self, objects: &ClusterObjects, snap: &ClusterSnapshot, cands: &[Candidate]) {
         let api: Api<NodeClaim> = Api::all(self.ctx.client.clone());
-        for c in cands {
-            let Some(claim) = snap.nodes[c.node].claim.as_ref() else { continue };
-            let Some(nc) = find(objects, &claim.nodeclaim) else { continue };
-            let mut conds = nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
-            let before = conds.clone();
-            let (ok, why) = if c.consolidatable { (true, "Consolidatable") } else { (false, "NotConsolidatable") };
-            set_condition(&mut conds, condition::CONSOLIDATABLE, ok, why, "", nc.metadata.generation);
-            match &c.drifted {
-                Some(drift) => {
-                    // `AMIDrift: image … is no longer selected`: a condition reason is one word.
-                    let (reason, message) = drift.split_once(": ").unwrap_or((drift.as_str(), ""));
-                    set_condition(&mut conds, condition::DRIFTED, true, reason, message, nc.metadata.generation)
-                }
-                None => conds.retain(|x| x.type_ != condition::DRIFTED),
-            }
-            if conds != before {
-                let name = claim.nodeclaim.clone();
-                let patch = conditions::locked(&nc.metadata, json!({"status": {"conditions": conds}}));
-                if let Err(e) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                    self.failures
-                        .push(Error::kube(format!("writing the disruption conditions of NodeClaim {name}"), e));
-                }
+        let now = conditions::now_time();
+        let nodeclaims = objects.nodeclaims.iter().map(|nc| &**nc);
+        for (nc, conds) in claim_conditions::changed(nodeclaims, snap, cands, &now) {
+            let name = nc.metadata.name.clone().unwrap_or_default();
+            let patch = conditions::locked(&nc.metadata, json!({"status": {"conditions": conds}}));
+            if let Err(e) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                self.failures.push(Error::kube(format!("writing the disruption conditions of NodeClaim {name}"), e));
             }
         }
     }
