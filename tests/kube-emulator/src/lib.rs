@@ -14,8 +14,8 @@ pub mod skew;
 pub mod store;
 pub mod table;
 
-pub use server::Fault;
 use server::Shared;
+pub use server::{ConcurrentWrite, Fault};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -124,6 +124,26 @@ impl Emulator {
             resource: resource.into(),
             remaining: count,
             delay,
+            ..Fault::default()
+        });
+    }
+
+    /// The next `count` requests matching `verb` and `resource` from client `token` (any
+    /// when `None`) are served just after another client changed their object with `write`.
+    pub fn write_before_next(
+        &self,
+        verb: &str,
+        resource: &str,
+        token: Option<&str>,
+        count: usize,
+        write: impl Fn(&mut serde_json::Value) + Send + Sync + 'static,
+    ) {
+        self.inject(Fault {
+            verb: verb.into(),
+            resource: resource.into(),
+            remaining: count,
+            client: token.map(String::from),
+            concurrent: Some(ConcurrentWrite(Arc::new(write))),
             ..Fault::default()
         });
     }

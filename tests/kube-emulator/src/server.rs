@@ -40,6 +40,33 @@ pub struct Fault {
     /// The request waits this long before it is failed or answered (a slow webhook, an
     /// overloaded API server).
     pub delay: Duration,
+    /// Another client's write to the request's object, stored just before the request is
+    /// served: a concurrent writer between the client's read and its write.
+    pub concurrent: Option<ConcurrentWrite>,
+}
+
+/// A change another client makes to an object (a CNI agent removing its startup taint, an
+/// operator labelling a Node), as a function of the object as stored.
+#[derive(Clone)]
+pub struct ConcurrentWrite(pub Arc<dyn Fn(&mut Value) + Send + Sync>);
+
+impl std::fmt::Debug for ConcurrentWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ConcurrentWrite")
+    }
+}
+
+/// Stores `write` to `target`'s object as another client would (a new resourceVersion, watch
+/// events); nothing when the object does not exist.
+fn write_concurrently(s: &Shared, target: &Target, write: &ConcurrentWrite) {
+    let (Some(name), Ok(mut store)) = (target.name.as_deref(), s.store.lock()) else { return };
+    let ns = target.namespace.clone().unwrap_or_default();
+    let Ok(mut o) = store.get(&target.t, &ns, name) else { return };
+    (write.0)(&mut o);
+    o["metadata"]["resourceVersion"] = Value::Null;
+    if store.update(&target.t, &ns, name, o, false, false).is_ok() {
+        let _ = s.changed.send(store.rv);
+    }
 }
 
 pub struct Shared {
@@ -269,6 +296,9 @@ pub async fn handle(
         *audit.entry((token.clone(), target.t.group.clone(), resource.clone(), v.to_string())).or_default() += 1;
     }
     let mut fault = take_fault(&s, v, &resource, token.as_deref());
+    if let Some(w) = fault.as_ref().and_then(|f| f.concurrent.clone()) {
+        write_concurrently(&s, &target, &w);
+    }
     if let Some(f) = &fault
         && !f.delay.is_zero()
     {

@@ -22,6 +22,7 @@ pub mod interruption;
 pub mod leader;
 pub mod metrics;
 pub mod names;
+pub mod node_patch;
 pub mod nodeclaim;
 pub mod nodeclass;
 pub mod nodepool;
@@ -213,7 +214,7 @@ fn spawn_reconcilers(
         spawn(nodeclass::NodeClasses::new(c()), c(), stop.clone()),
         spawn(nodepool::status::NodePoolStatusReconciler { ctx: c() }, c(), stop.clone()),
         spawn(provisioning::Provisioner::new(c()), c(), stop.clone()),
-        spawn(nodeclaim::lifecycle::Lifecycle { ctx: c() }, c(), stop.clone()),
+        spawn(nodeclaim::lifecycle::Lifecycle::new(c()), c(), stop.clone()),
         spawn(nodeclaim::consistency::Consistency::new(c()), c(), stop.clone()),
         spawn(nodeclaim::pod_events::PodEvents::new(c()), c(), stop.clone()),
         spawn(nodeclaim::expiration::Expiration { ctx: c() }, c(), stop.clone()),

@@ -30,7 +30,7 @@ struct Cli {
 }
 
 struct World {
-    _emulator: Emulator,
+    emulator: Emulator,
     client: Client,
     ctx: Arc<Context>,
     cloud: Arc<MemoryCloud>,
@@ -60,7 +60,7 @@ impl World {
             policies,
             false,
         ));
-        World { _emulator: emulator, client, ctx, cloud }
+        World { emulator, client, ctx, cloud }
     }
 
     async fn create<K>(&self, yaml: &str) -> K
@@ -126,20 +126,25 @@ async fn the_nodeclass_reconciler_writes_what_the_cloud_resolved() {
 impl World {
     /// A NodeClaim for 1.5 vCPU of `capacity_type`, launched by the lifecycle reconciler.
     async fn launched(&self, capacity_type: &str) -> NodeClaim {
+        self.launched_with(capacity_type, "").await
+    }
+
+    /// As [`World::launched`], with `spec` (YAML lines at the NodeClaim spec's indentation).
+    async fn launched_with(&self, capacity_type: &str, spec: &str) -> NodeClaim {
         self.ready_nodeclass().await;
         self.create::<NodePool>(
             "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\nspec:\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n      requirements: []\n",
         )
         .await;
         self.create::<NodeClaim>(&format!(
-            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: default-abcde, labels: {{karpenter.sh/nodepool: default}}}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n  requirements:\n  - {{key: node.kubernetes.io/instance-type, operator: In, values: [fake-it-1, fake-it-2]}}\n  - {{key: karpenter.sh/capacity-type, operator: In, values: [{capacity_type}]}}\n  resources: {{requests: {{cpu: 1500m}}}}\n"
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: default-abcde, labels: {{karpenter.sh/nodepool: default}}}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n  requirements:\n  - {{key: node.kubernetes.io/instance-type, operator: In, values: [fake-it-1, fake-it-2]}}\n  - {{key: karpenter.sh/capacity-type, operator: In, values: [{capacity_type}]}}\n  resources: {{requests: {{cpu: 1500m}}}}\n{spec}"
         ))
         .await;
         self.until("the NodeClaim in the cache", |c| !c.stores.nodeclaims.state().is_empty()).await;
         let api: Api<NodeClaim> = Api::all(self.client.clone());
         let deadline = Instant::now() + Duration::from_secs(10);
+        let mut lifecycle = Lifecycle::new(self.ctx.clone());
         loop {
-            let mut lifecycle = Lifecycle { ctx: self.ctx.clone() };
             lifecycle.reconcile().await.unwrap();
             let nc = api.get("default-abcde").await.unwrap();
             let status = nc.status.clone().unwrap_or_default();
@@ -167,6 +172,54 @@ async fn the_lifecycle_reconciler_launches_a_nodeclaim_in_the_cloud_and_records_
     let labels = launched.metadata.labels.unwrap_or_default();
     assert_eq!(labels.get("node.kubernetes.io/instance-type").map(String::as_str), Some("fake-it-1"));
     assert_eq!(labels.get("topology.kubernetes.io/zone"), Some(&instance.zone));
+}
+
+// Karpenter patches the Node under an optimistic lock (registration.go): a merge patch
+// replaces the taint list whole, and a CNI agent removing its startup taint writes the same
+// list at the same moment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_startup_taint_removed_while_the_node_registers_stays_removed() {
+    use k8s_openapi::api::core::v1::Node;
+    let w = World::new().await;
+    let startup = "example.com/cni-not-ready";
+    let nc = w
+        .launched_with(
+            "on-demand",
+            &format!("  startupTaints: [{{key: {startup}, effect: NoSchedule}}]\n  taints: [{{key: example.com/team, value: a, effect: NoSchedule}}]\n"),
+        )
+        .await;
+    let provider_id = nc.status.and_then(|s| s.provider_id).expect("a provider ID");
+    // As the kubelet registers it, with the taints the user data gives it.
+    w.create::<Node>(&format!(
+        "apiVersion: v1\nkind: Node\nmetadata: {{name: node-a}}\nspec:\n  providerID: {provider_id}\n  taints:\n  - {{key: karpenter.sh/unregistered, effect: NoExecute}}\n  - {{key: {startup}, effect: NoSchedule}}\n"
+    ))
+    .await;
+    w.until("the Node in the cache", |c| !c.stores.nodes.state().is_empty()).await;
+    // The CNI agent removes its taint just before the controller's first write to the Node.
+    w.emulator.write_before_next("patch", "nodes", None, 1, move |node| {
+        if let Some(taints) = node["spec"]["taints"].as_array_mut() {
+            taints.retain(|t| t["key"] != startup);
+        }
+    });
+    let api: Api<NodeClaim> = Api::all(w.client.clone());
+    let mut lifecycle = Lifecycle::new(w.ctx.clone());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        lifecycle.reconcile().await.unwrap();
+        let nc = api.get("default-abcde").await.unwrap();
+        if condition_status(&nc.status.unwrap_or_default().conditions, condition::REGISTERED).as_deref() == Some("True")
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not Registered within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let node = Api::<Node>::all(w.client.clone()).get("node-a").await.unwrap();
+    let taints: Vec<String> = node.spec.and_then(|s| s.taints).unwrap_or_default().into_iter().map(|t| t.key).collect();
+    assert_eq!(taints, ["example.com/team"], "the CNI agent's removal and the controller's own changes both land");
+    let labels = node.metadata.labels.unwrap_or_default();
+    assert_eq!(labels.get("karpenter.sh/registered").map(String::as_str), Some("true"));
+    assert_eq!(node.metadata.finalizers.unwrap_or_default(), ["karpenter.sh/termination"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

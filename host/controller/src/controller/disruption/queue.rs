@@ -7,7 +7,7 @@ use crate::controller::conditions;
 use crate::controller::error::Error;
 use crate::controller::metrics::catalog as mc;
 use crate::controller::provisioning::create_nodeclaim;
-use crate::controller::{Catalogs, involved_nodeclaim, snapshot, termination};
+use crate::controller::{Catalogs, involved_nodeclaim, node_patch, snapshot, termination};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
@@ -219,10 +219,7 @@ impl Disruption {
     /// Taint and `DisruptionReason` on one candidate.
     pub(super) async fn mark(&self, nc: &str, node: &str, method: Method, reason: &str) -> Result<(), kube::Error> {
         let nodes: Api<Node> = Api::all(self.ctx.client.clone());
-        let current = nodes.get(node).await?;
-        if let Some(p) = termination::disrupted_taints(&current) {
-            nodes.patch(node, &PatchParams::default(), &Patch::Merge(&p)).await?;
-        }
+        node_patch::patch_locked(&nodes, node, termination::disrupted_taints).await?;
         let claims: Api<NodeClaim> = Api::all(self.ctx.client.clone());
         let obj = claims.get(nc).await?;
         let conds = conditions::with_condition(&obj, condition::DISRUPTION_REASON, true, reason_name(method), reason);
@@ -247,13 +244,16 @@ impl Disruption {
     /// Removes the disruption taint and `DisruptionReason` from a candidate.
     pub(super) async fn unmark(&self, nc: &str, node: &str, objects: &ClusterObjects) {
         let nodes: Api<Node> = Api::all(self.ctx.client.clone());
-        if let Ok(n) = nodes.get(node).await {
-            let taints = termination::taints_without(&n, wk::TAINT_DISRUPTED);
-            if let Err(e) =
-                nodes.patch(node, &PatchParams::default(), &Patch::Merge(&json!({"spec": {"taints": taints}}))).await
-            {
-                tracing::warn!(node = %node, error = %e, "could not remove the disruption taint");
-            }
+        // A Node being deleted keeps it: termination owns its taints then (as Karpenter).
+        let untainted = |n: &Node| {
+            let tainted = n.spec.iter().flat_map(|s| s.taints.iter().flatten()).any(|t| t.key == wk::TAINT_DISRUPTED);
+            (tainted && n.metadata.deletion_timestamp.is_none())
+                .then(|| json!({"spec": {"taints": termination::taints_without(n, wk::TAINT_DISRUPTED)}}))
+        };
+        match node_patch::patch_locked(&nodes, node, untainted).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => tracing::warn!(node = %node, error = %e, "could not remove the disruption taint"),
         }
         if let Some(obj) = find(objects, nc).filter(|o| conditions::has_condition(o, condition::DISRUPTION_REASON)) {
             let conds = conditions::without_condition(obj, condition::DISRUPTION_REASON);

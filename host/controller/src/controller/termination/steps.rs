@@ -210,6 +210,8 @@ pub async fn finalize_node(
     // The object as last written: the release below is conditional on its version.
     let mut current = node.metadata.clone();
     if let Some(p) = terminating_node_patch(node) {
+        // Locked: the taint list is replaced whole (a 409 reads again).
+        let p = conditions::locked(&node.metadata, p);
         current = nodes
             .patch(&name, &PatchParams::default(), &Patch::Merge(&p))
             .await

@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tenon_api::NodeClaim;
 use tenon_api::wellknown::{self as wk, condition};
@@ -26,6 +27,14 @@ use tenon_core::orchestration::liveness;
 /// (`Context::launching` names them), so a slow CreateFleet holds up no other NodeClaim.
 pub struct Lifecycle {
     pub ctx: Arc<Context>,
+    /// Startup taints each registering Node (by UID) was seen carrying, until registered.
+    startup_taints_seen: BTreeMap<String, lifecycle::SeenStartupTaints>,
+}
+
+impl Lifecycle {
+    pub fn new(ctx: Arc<Context>) -> Lifecycle {
+        Lifecycle { ctx, startup_taints_seen: BTreeMap::new() }
+    }
 }
 
 impl Reconciler for Lifecycle {
@@ -40,6 +49,7 @@ impl Reconciler for Lifecycle {
         let api: Api<NodeClaim> = Api::all(self.ctx.client.clone());
         let all_nodes = self.ctx.stores.nodes.state();
         let mut failures = Failures::default();
+        let mut registering = BTreeSet::new();
         for nc in live {
             let Some(nc) = failures.keep(self.prepare(&api, nc).await) else { continue };
             if let Some((reason, message)) = liveness::expired(lifecycle::progress(&nc), unix_now_ms()) {
@@ -50,6 +60,7 @@ impl Reconciler for Lifecycle {
             match lifecycle::next_step(&nc) {
                 lifecycle::Step::Launch => self.launch(&nc, &catalogs),
                 lifecycle::Step::Register => {
+                    registering.extend(with_id.iter().filter_map(|n| n.metadata.uid.clone()));
                     failures.keep(self.register(&nc, &with_id).await);
                 }
                 lifecycle::Step::Initialize | lifecycle::Step::Done => {
@@ -58,6 +69,7 @@ impl Reconciler for Lifecycle {
                 }
             }
         }
+        self.startup_taints_seen.retain(|uid, _| registering.contains(uid));
         failures.finish()
     }
 }
@@ -210,7 +222,12 @@ impl Lifecycle {
                 .publish(&self.ctx.client, &involved_nodeclaim(nc), "Warning", "UnregisteredTaintMissing", message)
                 .await;
         }
-        let patch = lifecycle::registration_patch(nc, node);
+        let uid = node.metadata.uid.clone().unwrap_or_default();
+        let seen = self.startup_taints_seen.entry(uid.clone()).or_default();
+        seen.extend(lifecycle::startup_taints_on(nc, node));
+        // Locked: a merge patch replaces the taint list whole, and CNI or CSI agents remove
+        // their startup taints from the same list meanwhile; a 409 reads again.
+        let patch = conditions::locked(&node.metadata, lifecycle::registration_patch(nc, node, seen));
         let nodes: Api<Node> = Api::all(self.ctx.client.clone());
         nodes
             .patch(&node_name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -220,6 +237,7 @@ impl Lifecycle {
         api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&st))
             .await
             .map_err(|e| Error::kube(format!("writing Registered of NodeClaim {name}"), e))?;
+        self.startup_taints_seen.remove(&uid);
         if let Some(np) = self.owning_nodepool(nc) {
             let uid = np.metadata.uid.clone().unwrap_or_default();
             let current = crate::controller::nodepool::status::registration_condition(&np);

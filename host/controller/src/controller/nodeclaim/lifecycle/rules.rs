@@ -7,7 +7,7 @@
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use tenon_api::common::Condition;
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_api::{EC2NodeClass, NodeClaim};
@@ -148,10 +148,26 @@ pub fn launched_status(nc: &NodeClaim, instance: &Instance, it: Option<&Instance
     })
 }
 
+/// Startup taints (key, effect) a registering Node was seen carrying.
+pub type SeenStartupTaints = BTreeSet<(String, String)>;
+
+/// `nc`'s startup taints that `node` carries.
+pub fn startup_taints_on(nc: &NodeClaim, node: &Node) -> SeenStartupTaints {
+    let on = node.spec.as_ref().and_then(|s| s.taints.as_ref());
+    nc.spec
+        .startup_taints
+        .iter()
+        .filter(|t| on.is_some_and(|on| on.iter().any(|x| x.key == t.key && x.effect == t.effect)))
+        .map(|t| (t.key.clone(), t.effect.clone()))
+        .collect()
+}
+
 /// The merge patch that registers `node` for `nc`: NodeClaim labels, annotations and taints
 /// synced (taints not on a node labelled `karpenter.sh/do-not-sync-taints=true`),
-/// `karpenter.sh/unregistered` removed, the termination finalizer added.
-pub fn registration_patch(nc: &NodeClaim, node: &Node) -> Value {
+/// `karpenter.sh/unregistered` removed, the termination finalizer added. A startup taint in
+/// `seen` is not added again: the Node had it, so whoever owns it removed it (a retry after
+/// a conflict must not undo their write).
+pub fn registration_patch(nc: &NodeClaim, node: &Node, seen: &SeenStartupTaints) -> Value {
     let mut labels = node.metadata.labels.clone().unwrap_or_default();
     let sync_taints = labels.get(wk::LABEL_DO_NOT_SYNC_TAINTS).is_none_or(|v| v != "true");
     labels.extend(nc.metadata.labels.clone().unwrap_or_default());
@@ -160,7 +176,8 @@ pub fn registration_patch(nc: &NodeClaim, node: &Node) -> Value {
     let synced = nc.metadata.annotations.iter().flatten().filter(|(k, _)| *k != wk::ANNOTATION_LAUNCH_OFFERINGS);
     annotations.extend(synced.map(|(k, v)| (k.clone(), v.clone())));
     let mut taints = crate::controller::termination::taints_without(node, wk::TAINT_UNREGISTERED);
-    for t in nc.spec.taints.iter().chain(&nc.spec.startup_taints).filter(|_| sync_taints) {
+    let startup = nc.spec.startup_taints.iter().filter(|t| !seen.contains(&(t.key.clone(), t.effect.clone())));
+    for t in nc.spec.taints.iter().chain(startup).filter(|_| sync_taints) {
         let v = json!({"key": t.key, "value": t.value, "effect": t.effect});
         if !taints.iter().any(|x| x["key"] == v["key"] && x["effect"] == v["effect"]) {
             taints.push(v);
@@ -401,7 +418,7 @@ spec:
             "status": {"conditions": [{"type": "Ready", "status": "True"}]}
         }))
         .unwrap();
-        let p = registration_patch(&nc, &node);
+        let p = registration_patch(&nc, &node, &SeenStartupTaints::new());
         assert_eq!(p["metadata"]["labels"]["karpenter.sh/nodepool"], "lab-general");
         assert_eq!(p["metadata"]["labels"]["kubernetes.io/hostname"], "ip-10-0-1-5");
         assert_eq!(p["metadata"]["finalizers"], json!(["karpenter.sh/termination"]));
@@ -431,7 +448,7 @@ spec:
         let mut nc = seed_nodeclaim();
         nc.metadata.uid = Some("nc-uid".into());
         let node = node_with(json!([{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]), "False", json!({}));
-        let p = registration_patch(&nc, &node);
+        let p = registration_patch(&nc, &node, &SeenStartupTaints::new());
         assert_eq!(p["metadata"]["labels"]["karpenter.sh/registered"], "true");
         let taints = p["spec"]["taints"].as_array().unwrap();
         assert!(!taints.iter().any(|t| t["key"] == "karpenter.sh/unregistered"), "{taints:?}");
@@ -445,7 +462,13 @@ spec:
         let mut again = node.clone();
         again.metadata.owner_references =
             Some(serde_json::from_value(p["metadata"]["ownerReferences"].clone()).unwrap());
-        assert_eq!(registration_patch(&nc, &again)["metadata"]["ownerReferences"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            registration_patch(&nc, &again, &SeenStartupTaints::new())["metadata"]["ownerReferences"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     /// karpenter:pkg/controllers/nodeclaim/lifecycle/registration_test.go:216
@@ -463,7 +486,7 @@ spec:
         assert!(!unregistered_taint_missing(&tainted_fresh));
         // Registration goes ahead all the same.
         assert_eq!(
-            registration_patch(&seed_nodeclaim(), &fresh)["metadata"]["labels"]["karpenter.sh/registered"],
+            registration_patch(&seed_nodeclaim(), &fresh, &SeenStartupTaints::new())["metadata"]["labels"]["karpenter.sh/registered"],
             "true"
         );
     }
@@ -529,7 +552,7 @@ spec:
             "spec": {"taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]}
         }))
         .unwrap();
-        let p = registration_patch(&nc, &node);
+        let p = registration_patch(&nc, &node, &SeenStartupTaints::new());
         assert_eq!(p["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"], "true");
         assert_eq!(p["metadata"]["annotations"]["node.alpha.kubernetes.io/ttl"], "0", "the kubelet's stay");
     }
@@ -546,7 +569,7 @@ spec:
             "spec": {"taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}, {"key": "own", "effect": "NoSchedule"}]}
         }))
         .unwrap();
-        let p = registration_patch(&nc, &node);
+        let p = registration_patch(&nc, &node, &SeenStartupTaints::new());
         let keys: Vec<&str> =
             p["spec"]["taints"].as_array().unwrap().iter().filter_map(|t| t["key"].as_str()).collect();
         assert_eq!(keys, ["own"]);
@@ -749,9 +772,25 @@ spec:
     /// karpenter:pkg/controllers/nodeclaim/lifecycle/registration_test.go:410
     #[test]
     fn registration_syncs_labels_taints_and_startup_taints() {
-        let p = registration_patch(&with_taints(seed_nodeclaim()), &registering_node(json!({})));
+        let p =
+            registration_patch(&with_taints(seed_nodeclaim()), &registering_node(json!({})), &SeenStartupTaints::new());
         assert_eq!(p["metadata"]["labels"]["custom-label"], "custom-value");
         assert_eq!(taint_keys(&p), ["custom-taint", "other-custom-taint", "custom-startup-taint"]);
+    }
+
+    #[test]
+    fn a_startup_taint_the_node_had_and_lost_is_not_added_again() {
+        let nc = with_taints(seed_nodeclaim());
+        let mut node = registering_node(json!({}));
+        node.spec.as_mut().unwrap().taints.as_mut().unwrap().push(
+            serde_json::from_value(json!({"key": "custom-startup-taint", "value": "v", "effect": "NoSchedule"}))
+                .unwrap(),
+        );
+        let seen = startup_taints_on(&nc, &node);
+        assert_eq!(seen, SeenStartupTaints::from([("custom-startup-taint".into(), "NoSchedule".into())]));
+        // Its owner removed it after the read the first patch was built from.
+        let removed = registering_node(json!({}));
+        assert_eq!(taint_keys(&registration_patch(&nc, &removed, &seen)), ["custom-taint", "other-custom-taint"]);
     }
 
     /// karpenter:pkg/controllers/nodeclaim/lifecycle/registration_test.go:320
@@ -759,7 +798,7 @@ spec:
     #[test]
     fn a_do_not_sync_taints_label_other_than_true_syncs_them() {
         let node = registering_node(json!({wk::LABEL_DO_NOT_SYNC_TAINTS: "false"}));
-        let p = registration_patch(&with_taints(seed_nodeclaim()), &node);
+        let p = registration_patch(&with_taints(seed_nodeclaim()), &node, &SeenStartupTaints::new());
         assert_eq!(taint_keys(&p), ["custom-taint", "other-custom-taint", "custom-startup-taint"]);
     }
 
@@ -771,7 +810,7 @@ spec:
         node.spec.as_mut().unwrap().taints.as_mut().unwrap().push(
             serde_json::from_value(json!({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"})).unwrap(),
         );
-        let p = registration_patch(&with_taints(seed_nodeclaim()), &node);
+        let p = registration_patch(&with_taints(seed_nodeclaim()), &node, &SeenStartupTaints::new());
         assert_eq!(taint_keys(&p), ["node.kubernetes.io/not-ready"], "its own kept, unregistered removed");
         assert_eq!(p["metadata"]["labels"]["custom-label"], "custom-value", "labels still sync");
     }
