@@ -179,6 +179,10 @@ controller.env after it). */}}
 {{- end }}
 - name: DISABLE_LEADER_ELECTION
   value: {{ (not .Values.settings.leaderElection) | quote }}
+- name: LEADER_ELECTION_NAME
+  value: {{ .Values.settings.leaderElectionName | quote }}
+- name: TENON_KARPENTER_LEASE
+  value: {{ .Values.settings.karpenterLease | quote }}
 - name: SYSTEM_NAMESPACE
   valueFrom:
     fieldRef:

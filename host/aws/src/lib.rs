@@ -117,7 +117,7 @@ impl Fence {
         match &self.0 {
             Some(may_act) if !may_act() => Err(CloudError::Api {
                 operation: operation.into(),
-                message: "not called: this replica no longer holds the leader Lease".into(),
+                message: "not called: this replica does not lead (its leader Lease lapsed, or another provisioner leads the cluster)".into(),
             }),
             _ => Ok(()),
         }

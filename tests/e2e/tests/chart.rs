@@ -410,6 +410,33 @@ async fn the_controller_a_karpenter_values_file_renders_provisions() {
     assert!(log.contains("SpotToSpotConsolidation"), "the rendered feature gates were read:\n{log}");
 }
 
+/// Karpenter's Lease is a setting, read through a Role naming it in its namespace; unset,
+/// neither the Role nor a read.
+#[test]
+fn karpenters_lease_is_read_by_name_and_not_at_all_when_unset() {
+    let objects = render("charts/tenon/ci/default-values.yaml");
+    assert_eq!(env(&objects)["TENON_KARPENTER_LEASE"].as_deref(), Some("kube-system/karpenter-leader-election"));
+    let roles = kind(&objects, "Role");
+    let lease = roles
+        .iter()
+        .find(|r| r["metadata"]["name"].as_str().is_some_and(|n| n.ends_with("-karpenter-lease")))
+        .expect("the Role reading Karpenter's Lease");
+    assert_eq!(lease["metadata"]["namespace"], "kube-system");
+    assert_eq!(
+        lease["rules"],
+        serde_json::json!([{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": ["karpenter-leader-election"], "verbs": ["get"]}])
+    );
+    let off = render_with("charts/tenon/ci/default-values.yaml", &["--set", "settings.karpenterLease="]);
+    assert_eq!(env(&off)["TENON_KARPENTER_LEASE"].as_deref(), Some(""));
+    assert!(
+        !kind(&off, "Role")
+            .iter()
+            .any(|r| r["metadata"]["name"].as_str().is_some_and(|n| n.ends_with("-karpenter-lease")))
+    );
+    let e = refusal(&["--set", "settings.karpenterLease=karpenter-leader-election"]);
+    assert!(e.contains("karpenterLease"), "{e}");
+}
+
 /// The trust policy's values reach the controller as settings and mounts; the RBAC names
 /// the controller's own Lease and the kube-dns Service, nothing wider.
 #[test]

@@ -5,6 +5,7 @@ mod api_faults;
 mod bad_input;
 mod brownout;
 mod chart;
+mod coexistence;
 mod differential;
 mod disruption;
 mod expiration;

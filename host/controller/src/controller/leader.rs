@@ -13,9 +13,8 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-pub const LEASE_NAME: &str = "tenon-leader-election";
 
 /// Reads and writes a release makes before giving up (each one retry period at most).
 const RELEASE_TRIES: usize = 3;
@@ -32,6 +31,8 @@ pub enum Kept {
 #[derive(Debug)]
 pub struct Election {
     pub namespace: String,
+    /// The Lease's name (`LEADER_ELECTION_NAME`).
+    pub name: String,
     pub identity: String,
     pub lease_duration: Duration,
     /// How long the holder may go without a renewal before it stops acting (and exits).
@@ -46,9 +47,10 @@ pub struct Election {
 
 impl Election {
     /// client-go's (and Karpenter's) defaults: 15 s lease, 10 s renew deadline, 2 s retry.
-    pub fn new(namespace: String, identity: String) -> Election {
+    pub fn new(namespace: String, name: String, identity: String) -> Election {
         Election {
             namespace,
+            name,
             identity,
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),
@@ -64,16 +66,18 @@ impl Election {
 pub struct Leadership {
     deadline: Option<Duration>,
     renewed: Mutex<Option<Instant>>,
+    /// Another provisioner leads the cluster (`foreign_lease`): nothing acts meanwhile.
+    standing_down: AtomicBool,
 }
 
 impl Leadership {
     /// No leader election: the only replica always acts.
     pub fn sole() -> Leadership {
-        Leadership { deadline: None, renewed: Mutex::new(None) }
+        Leadership { deadline: None, renewed: Mutex::new(None), standing_down: AtomicBool::new(false) }
     }
 
     pub fn elected(renew_deadline: Duration) -> Leadership {
-        Leadership { deadline: Some(renew_deadline), renewed: Mutex::new(None) }
+        Leadership { deadline: Some(renew_deadline), renewed: Mutex::new(None), standing_down: AtomicBool::new(false) }
     }
 
     /// Whether leader election is on (a sole replica holds no Lease).
@@ -83,6 +87,16 @@ impl Leadership {
 
     pub fn leading(&self) -> bool {
         self.leading_at(Instant::now())
+    }
+
+    /// Whether this process may act: it leads, and no other provisioner does.
+    pub fn may_act(&self) -> bool {
+        !self.standing_down.load(Ordering::Relaxed) && self.leading()
+    }
+
+    /// While `yes`, [`Leadership::may_act`] is false (leadership itself is kept).
+    pub fn stand_down(&self, yes: bool) {
+        self.standing_down.store(yes, Ordering::Relaxed);
     }
 
     fn leading_at(&self, now: Instant) -> bool {
@@ -104,7 +118,7 @@ fn now() -> MicroTime {
 
 /// What a follower last saw of the Lease and when it first saw it so.
 #[derive(Debug, Default)]
-struct Observed {
+pub(super) struct Observed {
     record: Option<Record>,
     at: Option<Instant>,
 }
@@ -131,7 +145,7 @@ fn record(lease: &Lease) -> Record {
 impl Observed {
     /// Notes `lease` as seen at `now`; true when `me` may take it: unheld, ours, or
     /// unchanged for its whole lease duration since we first saw it so.
-    fn may_take(&mut self, lease: &Lease, me: &str, now: Instant) -> bool {
+    pub(super) fn may_take(&mut self, lease: &Lease, me: &str, now: Instant) -> bool {
         let r = record(lease);
         if self.record.as_ref() != Some(&r) {
             self.record = Some(r.clone());
@@ -156,16 +170,16 @@ impl Election {
             match tokio::time::timeout(self.retry_period, self.try_acquire(&api, &mut observed)).await {
                 Ok(Ok(true)) => {
                     leadership.renewed(sent);
-                    tracing::info!(lease = LEASE_NAME, identity = %self.identity, "acquired leadership");
+                    tracing::info!(lease = %self.name, identity = %self.identity, "acquired leadership");
                     return;
                 }
                 Ok(Ok(false)) if !waiting_logged => {
-                    tracing::info!(lease = LEASE_NAME, "another replica leads; waiting");
+                    tracing::info!(lease = %self.name, "another replica leads; waiting");
                     waiting_logged = true;
                 }
                 Ok(Ok(false)) => {}
-                Ok(Err(e)) => tracing::warn!(lease = LEASE_NAME, error = %e, "leader election failed; retrying"),
-                Err(_) => tracing::warn!(lease = LEASE_NAME, "leader election timed out; retrying"),
+                Ok(Err(e)) => tracing::warn!(lease = %self.name, error = %e, "leader election failed; retrying"),
+                Err(_) => tracing::warn!(lease = %self.name, "leader election timed out; retrying"),
             }
             tokio::time::sleep(self.retry_period).await;
         }
@@ -181,10 +195,10 @@ impl Election {
     }
 
     async fn try_acquire(&self, api: &Api<Lease>, observed: &mut Observed) -> Result<bool, kube::Error> {
-        match api.get_opt(LEASE_NAME).await? {
+        match api.get_opt(&self.name).await? {
             None => {
                 let lease: Lease =
-                    serde_json::from_value(json!({"metadata": {"name": LEASE_NAME}, "spec": self.spec()}))
+                    serde_json::from_value(json!({"metadata": {"name": self.name}, "spec": self.spec()}))
                         .expect("a Lease");
                 match api.create(&PostParams::default(), &lease).await {
                     Ok(_) => Ok(true),
@@ -199,7 +213,7 @@ impl Election {
                 let mut spec = self.spec();
                 spec["leaseTransitions"] = json!(transitions + 1);
                 let patch = json!({"metadata": {"resourceVersion": lease.metadata.resource_version}, "spec": spec});
-                match api.patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                match api.patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch)).await {
                     Ok(_) => Ok(true),
                     Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
                     Err(e) => Err(e),
@@ -218,19 +232,19 @@ impl Election {
         // A renewal cut off by its timeout may still land after our read: read again.
         for _ in 0..RELEASE_TRIES {
             match tokio::time::timeout(self.retry_period, self.give_up(&api)).await {
-                Ok(Ok(true)) => return tracing::info!(lease = LEASE_NAME, "leadership released"),
+                Ok(Ok(true)) => return tracing::info!(lease = %self.name, "leadership released"),
                 Ok(Ok(false)) => return,
                 Ok(Err(kube::Error::Api(e))) if e.code == 409 => continue,
-                Ok(Err(e)) => return tracing::warn!(lease = LEASE_NAME, error = %e, "could not release the lease"),
-                Err(_) => return tracing::warn!(lease = LEASE_NAME, "could not release the lease: timed out"),
+                Ok(Err(e)) => return tracing::warn!(lease = %self.name, error = %e, "could not release the lease"),
+                Err(_) => return tracing::warn!(lease = %self.name, "could not release the lease: timed out"),
             }
         }
-        tracing::warn!(lease = LEASE_NAME, tries = RELEASE_TRIES, "could not release the lease: it kept changing");
+        tracing::warn!(lease = %self.name, tries = RELEASE_TRIES, "could not release the lease: it kept changing");
     }
 
     /// Empties the holder of a Lease this replica holds: `Ok(false)` when it holds none.
     async fn give_up(&self, api: &Api<Lease>) -> Result<bool, kube::Error> {
-        let Some(lease) = api.get_opt(LEASE_NAME).await? else { return Ok(false) };
+        let Some(lease) = api.get_opt(&self.name).await? else { return Ok(false) };
         if lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) != Some(&self.identity) {
             return Ok(false);
         }
@@ -238,7 +252,7 @@ impl Election {
             "metadata": {"resourceVersion": lease.metadata.resource_version},
             "spec": {"holderIdentity": "", "renewTime": now()},
         });
-        api.patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+        api.patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
         Ok(true)
     }
 
@@ -259,18 +273,18 @@ impl Election {
             match tokio::time::timeout(left.max(Duration::from_millis(100)), self.renew(&api)).await {
                 Ok(Ok(true)) => leadership.renewed(sent),
                 Ok(Ok(false)) => {
-                    tracing::error!(lease = LEASE_NAME, "another replica holds the lease");
+                    tracing::error!(lease = %self.name, "another replica holds the lease");
                     return Kept::Lost;
                 }
-                Ok(Err(e)) => tracing::warn!(lease = LEASE_NAME, error = %e, "could not renew the lease"),
-                Err(_) => tracing::warn!(lease = LEASE_NAME, "could not renew the lease: timed out"),
+                Ok(Err(e)) => tracing::warn!(lease = %self.name, error = %e, "could not renew the lease"),
+                Err(_) => tracing::warn!(lease = %self.name, "could not renew the lease: timed out"),
             }
         }
     }
 
     /// One renewal: `Ok(false)` when the Lease is no longer ours.
     async fn renew(&self, api: &Api<Lease>) -> Result<bool, kube::Error> {
-        let lease = api.get(LEASE_NAME).await?;
+        let lease = api.get(&self.name).await?;
         if lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) != Some(&self.identity) {
             return Ok(false);
         }
@@ -278,7 +292,7 @@ impl Election {
             "metadata": {"resourceVersion": lease.metadata.resource_version},
             "spec": {"renewTime": now()},
         });
-        api.patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+        api.patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
         Ok(true)
     }
 
@@ -287,7 +301,7 @@ impl Election {
         loop {
             tokio::time::sleep(Duration::from_millis(100)).await;
             if !leadership.leading() {
-                tracing::error!(lease = LEASE_NAME, "leader Lease not renewed within the renew deadline; exiting");
+                tracing::error!("leader Lease not renewed within the renew deadline; exiting");
                 std::process::exit(1);
             }
         }
@@ -297,6 +311,8 @@ impl Election {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const LEASE_NAME: &str = "tenon-leader-election";
 
     fn lease(holder: &str, renew_time: &str) -> Lease {
         serde_json::from_value(json!({
@@ -341,7 +357,7 @@ mod tests {
     async fn a_release_racing_a_renewal_still_releases_and_ends_the_renewals() {
         let emulator = tenon_kube_emulator::Emulator::start().unwrap();
         let client = Client::try_from(kube::Config::new(emulator.url.parse().unwrap())).unwrap();
-        let mut election = Election::new("default".into(), "me".into());
+        let mut election = Election::new("default".into(), LEASE_NAME.into(), "me".into());
         election.retry_period = Duration::from_millis(1_000);
         let election = std::sync::Arc::new(election);
         let leadership = std::sync::Arc::new(Leadership::elected(election.renew_deadline));

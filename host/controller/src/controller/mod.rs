@@ -17,6 +17,7 @@ pub mod disruption;
 pub mod error;
 pub mod events;
 pub mod eviction_backoff;
+pub mod foreign_lease;
 pub mod health;
 pub mod interruption;
 pub mod leader;
@@ -106,14 +107,19 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         cluster_dns: cluster_dns(&client).await,
         reserved_capacity: gates.get("ReservedCapacity").copied().unwrap_or(true),
     };
-    let election = (!settings.disable_leader_election).then(|| Arc::new(leader::Election::new(namespace, identity())));
+    let lease_name = settings.leader_election_name.clone();
+    let election = (!settings.disable_leader_election)
+        .then(|| Arc::new(leader::Election::new(namespace, lease_name.clone(), identity())));
     let leadership = Arc::new(match &election {
         Some(e) => leader::Leadership::elected(e.renew_deadline),
         None => leader::Leadership::sole(),
     });
-    // No launch or termination unless this replica still leads, whoever calls.
+    // Nothing acts before the other provisioner's Lease has been read once.
+    leadership.stand_down(settings.karpenter_lease.0.is_some());
+    // No launch or termination unless this replica still leads and no other provisioner
+    // does, whoever calls.
     let fenced = leadership.clone();
-    provider.fence = tenon_aws::Fence::new(move || fenced.leading());
+    provider.fence = tenon_aws::Fence::new(move || fenced.may_act());
     let cloud: Arc<dyn cloud::Cloud> = Arc::new(provider);
     let policies = policies::Policies::new(settings.policy_dir.as_deref(), settings.policy_deadline_ms)?
         .with_sources(policy_sources::PolicySources::from_settings(&settings)?)?;
@@ -140,7 +146,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     metrics.set_ready();
     if election.is_some() {
         // Waiting for the Lease: a follower says so before its first pass.
-        metrics.set(metrics::catalog::LEADER_ELECTION_MASTER_STATUS, &[("name", leader::LEASE_NAME)], 0.0);
+        metrics.set(metrics::catalog::LEADER_ELECTION_MASTER_STATUS, &[("name", &lease_name)], 0.0);
     }
     tracing::info!("caches synced");
     if let Some(election) = election.clone() {
@@ -158,6 +164,7 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
     }
     let spot_to_spot = gates.get("SpotToSpotConsolidation").copied().unwrap_or(false);
     let interruption_queue = settings.interruption_queue.clone();
+    let other_lease = settings.karpenter_lease.0.clone();
     let ctx = Arc::new(context::Context::new(
         client,
         leadership.clone(),
@@ -174,13 +181,24 @@ async fn run_async(settings: Settings) -> anyhow::Result<u8> {
         cloud: ctx.cloud.clone(),
         recorder: ctx.recorder.clone(),
         metrics: ctx.metrics.clone(),
+        leadership: ctx.leadership.clone(),
     };
+    if let Some(lease) = other_lease {
+        let guard = foreign_lease::Guard {
+            client: ctx.client.clone(),
+            lease,
+            leadership: ctx.leadership.clone(),
+            recorder: ctx.recorder.clone(),
+            metrics: ctx.metrics.clone(),
+        };
+        tokio::spawn(guard.run());
+    }
     tokio::spawn(handler.clone().check_health());
     if let Some(queue) = interruption_queue {
         tokio::spawn(handler.run(queue));
     }
     if leadership.is_elected() {
-        tokio::spawn(publish_leadership(ctx.clone()));
+        tokio::spawn(publish_leadership(ctx.clone(), lease_name));
     }
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let reconcilers = spawn_reconcilers(&ctx, &stopped);
@@ -227,10 +245,10 @@ fn spawn_reconcilers(
 
 /// `leader_election_master_status` while leader election is on: 1 while this replica
 /// leads, 0 while it waits.
-async fn publish_leadership(ctx: Arc<context::Context>) {
+async fn publish_leadership(ctx: Arc<context::Context>, lease: String) {
     loop {
         let leading = if ctx.leadership.leading() { 1.0 } else { 0.0 };
-        ctx.metrics.set(metrics::catalog::LEADER_ELECTION_MASTER_STATUS, &[("name", leader::LEASE_NAME)], leading);
+        ctx.metrics.set(metrics::catalog::LEADER_ELECTION_MASTER_STATUS, &[("name", &lease)], leading);
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }

@@ -46,7 +46,7 @@ pub fn spawn<R: Reconciler>(
         let mut failures = 0u32;
         while !*stop.borrow() {
             let mut backoff = None;
-            if ctx.leadership.leading() {
+            if ctx.leadership.may_act() {
                 // Changes until now are this reconcile's to see.
                 changes.borrow_and_update();
                 let started = Instant::now();

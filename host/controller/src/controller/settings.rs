@@ -51,6 +51,15 @@ pub struct Settings {
     /// Run without the Lease (one replica only).
     #[arg(long, env = "DISABLE_LEADER_ELECTION", default_value_t = false)]
     pub disable_leader_election: bool,
+    /// Name of the leader-election Lease (Karpenter's setting; Tenon's default differs, so
+    /// the two never share a Lease by accident).
+    #[arg(long, env = "LEADER_ELECTION_NAME", default_value = "tenon-leader-election", value_parser = lease_name)]
+    pub leader_election_name: String,
+    /// Another provisioner's leader-election Lease, `NAMESPACE/NAME`: while it is held and
+    /// renewed, Tenon launches, disrupts and terminates nothing, so Karpenter and Tenon never
+    /// both act on the same NodeClaims. Empty: not watched (the cut-over's override).
+    #[arg(long, env = "TENON_KARPENTER_LEASE", default_value = "kube-system/karpenter-leader-election", value_parser = other_lease)]
+    pub karpenter_lease: OtherLease,
     /// Namespace of the leader-election Lease. Default: the pod's own namespace.
     #[arg(long, env = "SYSTEM_NAMESPACE")]
     pub system_namespace: Option<String>,
@@ -141,6 +150,59 @@ pub struct Settings {
 #[error("{0}")]
 pub struct BadValue(String);
 
+/// A Lease another provisioner leads with (`None`: none watched).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OtherLease(pub Option<LeaseRef>);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseRef {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl std::fmt::Display for LeaseRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// A DNS-1123 subdomain (a Lease's name, a namespace's is stricter still).
+fn is_dns_subdomain(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|p| {
+            !p.is_empty()
+                && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !p.starts_with('-')
+                && !p.ends_with('-')
+        })
+}
+
+fn lease_name(s: &str) -> Result<String, BadValue> {
+    if is_dns_subdomain(s) {
+        Ok(s.to_string())
+    } else {
+        Err(BadValue(format!(
+            "{s:?}: write a Lease name (lowercase letters, digits, '-' and '.'), e.g. tenon-leader-election"
+        )))
+    }
+}
+
+fn other_lease(s: &str) -> Result<OtherLease, BadValue> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Ok(OtherLease(None));
+    }
+    match s.split_once('/') {
+        Some((ns, name)) if is_dns_subdomain(ns) && !ns.contains('.') && is_dns_subdomain(name) => {
+            Ok(OtherLease(Some(LeaseRef { namespace: ns.into(), name: name.into() })))
+        }
+        _ => Err(BadValue(format!(
+            "{s:?}: write NAMESPACE/NAME of the other provisioner's Lease (e.g. kube-system/karpenter-leader-election), or nothing to watch none"
+        ))),
+    }
+}
+
 fn oci_source_rule(s: &str) -> Result<tenon_api::policy_trust::OciSourceRule, BadValue> {
     s.parse().map_err(BadValue)
 }
@@ -163,4 +225,21 @@ pub fn duration(s: &str) -> Result<Duration, BadValue> {
         return ms.parse::<u64>().map(Duration::from_millis).map_err(|e| BadValue(format!("{s:?}: {e}")));
     }
     tenon_api::duration::parse_duration(s).map_err(|e| BadValue(format!("{s:?}: {e} (use e.g. 10s, 1m, 500ms)")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_other_provisioners_lease_is_namespace_slash_name_or_nothing() {
+        let lease = other_lease("kube-system/karpenter-leader-election").unwrap().0.unwrap();
+        assert_eq!((lease.namespace.as_str(), lease.name.as_str()), ("kube-system", "karpenter-leader-election"));
+        assert_eq!(other_lease("").unwrap(), OtherLease(None));
+        for bad in ["karpenter-leader-election", "kube-system/", "/x", "Kube-System/x", "a.b/x", "ns/x/y"] {
+            let e = other_lease(bad).unwrap_err().to_string();
+            assert!(e.contains("NAMESPACE/NAME"), "{bad}: {e}");
+        }
+        assert!(lease_name("Tenon").is_err());
+    }
 }

@@ -242,6 +242,7 @@ async fn a_spot_interruption_from_the_cloud_deletes_its_nodeclaim_and_marks_the_
         cloud: w.ctx.cloud.clone(),
         recorder: w.ctx.recorder.clone(),
         metrics: w.ctx.metrics.clone(),
+        leadership: w.ctx.leadership.clone(),
     };
     let running = tokio::spawn(handler.run("memory".into()));
     let api: Api<NodeClaim> = Api::all(w.client.clone());

@@ -16,6 +16,9 @@ impl Interruption {
         let mut seen = UnhealthySeen::default();
         loop {
             tokio::time::sleep(Duration::from_millis(CHECK_EVERY_MS as u64)).await;
+            if !self.leadership.may_act() {
+                continue;
+            }
             let statuses = match self.cloud.instance_statuses().await {
                 Ok(s) => s,
                 Err(e) => {

@@ -12,6 +12,7 @@ pub mod instance_health;
 use super::cloud::Cloud;
 use super::events::{Involved, Recorder};
 use super::involved_nodeclaim;
+use super::leader::Leadership;
 use super::metrics::{Metrics, catalog as mc};
 use super::state::Stores;
 use k8s_openapi::api::core::v1::Node;
@@ -32,6 +33,9 @@ pub struct Interruption {
     pub cloud: Arc<dyn Cloud>,
     pub recorder: Arc<Recorder>,
     pub metrics: Arc<Metrics>,
+    /// Messages are received only while this process may act: a follower, or Tenon beside
+    /// another provisioner that leads, leaves them to the leader.
+    pub leadership: Arc<Leadership>,
 }
 
 impl Interruption {
@@ -48,6 +52,10 @@ impl Interruption {
         };
         tracing::info!(%queue, "watching the interruption queue");
         loop {
+            if !self.leadership.may_act() {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
             match q.receive().await {
                 Ok(messages) => {
                     for m in messages {

@@ -235,6 +235,8 @@ catalog! {
         "Disruption commands given up when re-validated before acting, by consolidation type";
     LEADER_ELECTION_MASTER_STATUS: Gauge, "leader_election_master_status",
         "1 while this replica holds the leader Lease, 0 while it waits, by Lease name (only with leader election)";
+    OTHER_PROVISIONER_LEADS: Gauge, "tenon_other_provisioner_leads",
+        "1 while another provisioner's Lease (TENON_KARPENTER_LEASE) is held and renewed and Tenon stands down, 0 while it acts";
     CLIENT_GO_REQUESTS: Counter, "client_go_request_total",
         "Requests to the API server, by HTTP status code (<error> without an answer) and method";
     CLIENT_GO_DURATION: Histogram(CLIENT_BUCKETS), "client_go_request_duration_seconds",
