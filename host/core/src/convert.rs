@@ -835,6 +835,7 @@ pub fn claim_info(nc: &NodeClaim, node: &core::Node, instance_types: &[InstanceT
         nodepool_hash: annotations.get(tenon_api::wellknown::ANNOTATION_NODEPOOL_HASH).cloned(),
         nodepool_hash_version: annotations.get(tenon_api::wellknown::ANNOTATION_NODEPOOL_HASH_VERSION).cloned(),
         drift: cond(condition::DRIFTED).filter(|c| c.is_true()).map(|c| c.reason.clone()),
+        drifted_since: cond(condition::DRIFTED).filter(|c| c.is_true()).map(|c| c.last_transition_time.0.as_second()),
     }
 }
 
@@ -937,7 +938,7 @@ pub fn snapshot(
         match node(n, &startup(pool)) {
             Ok(mut converted) => {
                 let provider_id = n.spec.as_ref().and_then(|s| s.provider_id.as_deref());
-                let claim = objects.nodeclaims.iter().find(|nc| {
+                let claim = objects.nodeclaims.iter().filter(|nc| crate::nodeclaim::is_managed(nc)).find(|nc| {
                     let st = nc.status.as_ref();
                     st.and_then(|s| s.node_name.as_deref()) == Some(converted.name.as_str())
                         || (provider_id.is_some() && st.and_then(|s| s.provider_id.as_deref()) == provider_id)
@@ -973,7 +974,7 @@ pub fn snapshot(
     }
     for nc in &objects.nodeclaims {
         let has_node = nc.status.as_ref().and_then(|s| s.node_name.as_ref()).is_some_and(|n| node_names.contains(n));
-        if has_node {
+        if has_node || !crate::nodeclaim::is_managed(nc) {
             continue;
         }
         match in_flight_nodeclaim(nc) {

@@ -202,6 +202,9 @@ pub struct ClaimInfo {
     pub nodepool_hash_version: Option<String>,
     /// Drift the cloud provider or NodeClass reported (AMI, subnet, security group, NodeClass hash).
     pub drift: Option<String>,
+    /// When its `Drifted` condition turned True (seconds since the epoch): drift disrupts
+    /// the earliest first.
+    pub drifted_since: Option<i64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

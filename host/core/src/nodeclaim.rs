@@ -13,6 +13,16 @@ use tenon_api::nodeclaim::ResourceRequirements;
 use tenon_api::wellknown as wk;
 use tenon_api::{NodeClaim, NodeClaimSpec, NodePool};
 
+/// Whether this controller manages `nc`: its NodeClass is an EC2NodeClass (Karpenter's
+/// `IsManaged`; NodeClaims of another provider's Karpenter are left alone, and their nodes are
+/// nobody's to disrupt).
+pub fn is_managed(nc: &NodeClaim) -> bool {
+    nc.spec.node_class_ref.as_ref().is_some_and(|r| r.group == NODECLASS_GROUP && r.kind == NODECLASS_KIND)
+}
+
+const NODECLASS_GROUP: &str = "karpenter.k8s.aws";
+const NODECLASS_KIND: &str = "EC2NodeClass";
+
 /// The NodeClaim object for a planned NodeClaim of `np` (named `<nodepool>-<suffix>` by the
 /// API server through generateName), planned over `snap`: its instance type options are
 /// pinned with `node.kubernetes.io/instance-type In [...]` as Karpenter does, and the plan's

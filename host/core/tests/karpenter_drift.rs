@@ -30,7 +30,7 @@ use tenon_api::NodeClaim;
 use tenon_api::hash::NODEPOOL_HASH_VERSION;
 use tenon_core::disruption::candidates::Candidate;
 use tenon_core::disruption::claim_conditions;
-use tenon_core::disruption::{DefaultPolicies, DisruptionDecision, DisruptionPlan, Method, disrupt};
+use tenon_core::disruption::{DefaultPolicies, DisruptionDecision, DisruptionPlan, Method, disrupt, drift_eligible};
 use tenon_core::instancetype::InstanceType;
 use tenon_core::model::{ClusterSnapshot, DisruptionReason};
 use tenon_core::orchestration::command::{self, Command, Replacement, Step, VALIDATION_MS, stale_marks};
@@ -158,11 +158,7 @@ fn annotate_node(c: &mut Cluster, name: &str, key: &str, value: &str) {
 /// How many nodes Karpenter's Drift method finds eligible (its `EligibleNodes{reason="drifted"}`
 /// gauge): drifted, and disruptable now or under a terminationGracePeriod.
 fn eligible_drifted(snap: &ClusterSnapshot, d: &DisruptionDecision) -> usize {
-    d.candidates
-        .iter()
-        .filter(|c| c.drifted.is_some())
-        .filter(|c| c.blocked.is_none() || snap.nodepools[c.nodepool].termination_grace_period.is_some())
-        .count()
+    d.candidates.iter().filter(|c| drift_eligible(snap, c)).count()
 }
 
 /// Creates a replacement as the command's execution does: a NodeClaim launched as the
@@ -299,8 +295,9 @@ fn a_30_percent_budget_allows_three_of_ten_drifted_nodes() {
     assert_eq!(d.allowed[&("default".to_string(), DisruptionReason::Drifted)].allowed, 3);
     let consuming = snap.nodes.iter().filter_map(|n| n.claim.as_ref()).filter(|c| c.disrupting || !c.ready).count();
     assert_eq!(consuming, 0);
+    // One candidate a command, as Karpenter's Drift.ComputeCommands; the budget allows three.
     let plan = d.plan.expect("drift");
-    assert_eq!((plan.method, plan.candidates.len()), (Method::Drift, 3));
+    assert_eq!((plan.method, plan.candidates.len()), (Method::Drift, 1));
 }
 
 /// karpenter:pkg/controllers/disruption/drift_test.go:159
@@ -320,11 +317,8 @@ fn commands_under_way_count_against_the_budget() {
     assert_eq!(nodeclaims(&c).len(), 7);
 }
 
-/// Karpenter's case karpenter:pkg/controllers/disruption/drift_test.go:232, ported once the ignore below is fixed.
+/// karpenter:pkg/controllers/disruption/drift_test.go:232
 #[test]
-#[ignore = "Tenon's drift puts every empty drifted candidate its budgets allow into one command; \
-            Karpenter v1.14's Drift.ComputeCommands returns one single-candidate command per \
-            round, so the ten NodePools' nodes are ten commands (DecisionsPerformedTotal 10)"]
 fn budgets_of_several_nodepools_are_each_respected() {
     let mut c = suite();
     default_nodepool(&mut c);
@@ -685,11 +679,8 @@ fn a_drifted_node_may_be_replaced_by_several_nodes() {
     assert_eq!(node_names(&c).len(), 3);
 }
 
-/// Karpenter's case karpenter:pkg/controllers/disruption/drift_test.go:1052, ported once the ignore below is fixed.
+/// karpenter:pkg/controllers/disruption/drift_test.go:1052
 #[test]
-#[ignore = "bug: drift takes non-empty candidates in disruption-cost order; Karpenter v1.14 takes \
-            them by when they drifted (the Drifted condition's lastTransitionTime, earliest \
-            first), which ClaimInfo does not carry"]
 fn non_empty_drifted_nodes_go_one_at_a_time_earliest_drift_first() {
     let mut c = drift_context();
     let spec = "  containers: [{name: c, image: i, resources: {requests: {cpu: \"30\"}}}]\n";
@@ -705,11 +696,8 @@ fn non_empty_drifted_nodes_go_one_at_a_time_earliest_drift_first() {
     assert_eq!(nodeclaims(&c), ["node-1", "replacement-0"]);
 }
 
-/// Karpenter's case karpenter:pkg/controllers/disruption/drift_test.go:1129, ported once the ignore below is fixed.
+/// karpenter:pkg/controllers/disruption/drift_test.go:1129
 #[test]
-#[ignore = "bug: Tenon disrupts the nodes of a static NodePool (spec.replicas): \
-            disruption::candidates never looks at NodePoolTemplate::replicas; Karpenter's \
-            Drift.ShouldDisrupt refuses OwnedByStaticNodePool candidates"]
 fn static_nodepool_nodes_are_not_drifted_away() {
     let mut c = suite();
     c.nodepool("static", "  replicas: 2\n  template:\n    spec:\n      requirements: []\n");
@@ -909,12 +897,8 @@ fn cloud_provider_drift_marks_the_nodeclaim_drifted() {
     // The shell writes Drifted True with this reason.
 }
 
-/// Karpenter's case karpenter:pkg/controllers/nodeclaim/disruption/drift_test.go:84, ported once the ignore below is fixed.
+/// karpenter:pkg/controllers/nodeclaim/disruption/drift_test.go:84
 #[test]
-#[ignore = "bug: convert::snapshot gives any NodeClaim's node a ClaimInfo whatever its \
-            nodeClassRef, so a NodeClaim of another provider's NodeClass (not managed by this \
-            controller) is a disruption candidate and the shell writes its Drifted and \
-            Consolidatable conditions; Karpenter leaves them Unknown"]
 fn nodeclaims_of_another_nodeclass_are_not_judged_for_drift() {
     let mut c = claims_suite(it());
     c.default_nodepool();
@@ -1384,12 +1368,8 @@ fn underutilized(after: &str) -> Cluster {
     c
 }
 
-/// Karpenter's case karpenter:pkg/controllers/nodeclaim/disruption/consolidation_test.go:52, ported once the ignore below is fixed.
+/// karpenter:pkg/controllers/nodeclaim/disruption/consolidation_test.go:52
 #[test]
-#[ignore = "bug: convert::snapshot gives any NodeClaim's node a ClaimInfo whatever its \
-            nodeClassRef, so a NodeClaim of another provider's NodeClass (not managed by this \
-            controller) is a disruption candidate and the shell writes its Consolidatable \
-            condition; Karpenter leaves it Unknown"]
 fn nodeclaims_of_another_nodeclass_are_not_judged_consolidatable() {
     let mut c = underutilized("1m");
     let now = c.now;

@@ -88,7 +88,7 @@ pub fn changed<'a>(
         candidates.iter().filter_map(|c| Some((snap.nodes[c.node].claim.as_ref()?.nodeclaim.as_str(), c))).collect();
     nodeclaims
         .into_iter()
-        .filter(|nc| nc.metadata.deletion_timestamp.is_none())
+        .filter(|nc| nc.metadata.deletion_timestamp.is_none() && crate::nodeclaim::is_managed(nc))
         .filter_map(|nc| {
             let before = nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
             let name = nc.metadata.name.as_deref()?;

@@ -243,14 +243,7 @@ fn decide(
         return decision;
     }
     // 2. Drift.
-    let drifted: Vec<&Candidate> = live
-        .iter()
-        .copied()
-        .filter(|c| {
-            c.drifted.is_some()
-                && (c.blocked.is_none() || snap.nodepools[c.nodepool].termination_grace_period.is_some())
-        })
-        .collect();
+    let drifted: Vec<&Candidate> = live.iter().copied().filter(|c| drift_eligible(snap, c)).collect();
     if let Some(plan) = round.drift(&drifted, budget(Method::Drift)) {
         decision.plan = Some(plan);
         decision.evaluated = round.evaluated;
@@ -396,7 +389,7 @@ fn budget_constrained(
         let underused = c.consolidatable && c.consolidation_policy.underutilized();
         for (reason, eligible) in [
             (DisruptionReason::Empty, c.empty && c.consolidatable),
-            (DisruptionReason::Drifted, c.drifted.is_some()),
+            (DisruptionReason::Drifted, drift_eligible(snap, c)),
             (DisruptionReason::Underutilized, underused),
         ] {
             if eligible {
@@ -465,6 +458,14 @@ pub fn consuming_budgets(snap: &ClusterSnapshot) -> BTreeMap<String, usize> {
 }
 
 /// Candidates in order, at most the budget of each NodePool.
+/// Whether drift may disrupt candidate `c` (Karpenter's `Drift.ShouldDisrupt`): drifted, of
+/// a NodePool that is not static (its `Drifted` condition is still written), and not held by
+/// a pod unless a terminationGracePeriod bounds the wait.
+pub fn drift_eligible(snap: &ClusterSnapshot, c: &Candidate) -> bool {
+    let pool = &snap.nodepools[c.nodepool];
+    c.drifted.is_some() && pool.replicas.is_none() && (c.blocked.is_none() || pool.termination_grace_period.is_some())
+}
+
 fn within_budget<'c>(cands: &[&'c Candidate], mut left: BTreeMap<usize, usize>) -> Vec<&'c Candidate> {
     cands
         .iter()
@@ -798,25 +799,30 @@ impl<'a> Round<'a> {
         order.into_iter().filter_map(|pool| found.remove(&pool)).collect()
     }
 
+    /// Karpenter's drift: the earliest drifted first, empty ones before the others, one
+    /// candidate a command; a NodePool whose budget is spent is skipped.
     fn drift(&mut self, cands: &[&Candidate], left: BTreeMap<usize, usize>) -> Option<DisruptionPlan> {
-        let mut sorted = cands.to_vec();
-        sorted.sort_by(|a, b| a.cost.total_cmp(&b.cost).then(a.node.cmp(&b.node)));
-        let chosen = within_budget(&sorted, left);
         let snap = self.snap;
+        let since = |c: &Candidate| snap.nodes[c.node].claim.as_ref().and_then(|x| x.drifted_since).unwrap_or(snap.now);
+        let mut sorted = cands.to_vec();
+        sorted.sort_by(|a, b| since(a).cmp(&since(b)).then(a.cost.total_cmp(&b.cost)).then(a.node.cmp(&b.node)));
+        // Empty ones first: pods moved off a drifted node should not land on an empty one
+        // drift removes next (stable, so each group keeps the drift order).
+        sorted.sort_by_key(|c| !c.pods.is_empty());
         let reason =
             |c: &Candidate| format!("{} drifted: {}", snap.nodes[c.node].name, c.drifted.as_deref().unwrap_or(""));
-        let empty: Vec<&Candidate> = chosen.iter().copied().filter(|c| c.empty).collect();
-        if !empty.is_empty() {
-            return Some(DisruptionPlan {
-                method: Method::Drift,
-                reason: empty.iter().map(|c| reason(c)).collect::<Vec<_>>().join("; "),
-                candidates: empty.iter().map(|c| c.node).collect(),
-                replacements: vec![],
-                pods: vec![],
-                savings_per_hour: 0.0,
-            });
-        }
+        let chosen = sorted.into_iter().filter(|c| left.get(&c.nodepool).is_some_and(|&n| n > 0));
         for c in chosen {
+            if c.pods.is_empty() {
+                return Some(DisruptionPlan {
+                    method: Method::Drift,
+                    reason: reason(c),
+                    candidates: vec![c.node],
+                    replacements: vec![],
+                    pods: vec![],
+                    savings_per_hour: 0.0,
+                });
+            }
             let (out, ranked) = self.simulate(&[c.node], &c.pods, None);
             if out.unschedulable.iter().any(|u| c.pods.contains(&u.pod)) || self.relies_on_uninitialized(&out, &c.pods)
             {

@@ -51,6 +51,7 @@ impl World<'_> {
                     nodepool_hash: Some(n.hash.clone()),
                     nodepool_hash_version: Some(tenon_api::hash::NODEPOOL_HASH_VERSION.into()),
                     drift: None,
+                    drifted_since: None,
                 }),
             })
             .collect();

@@ -31,14 +31,7 @@ pub fn progress(nc: &NodeClaim) -> liveness::Progress {
     }
 }
 
-/// Whether this controller manages `nc`: its NodeClass is an EC2NodeClass (Karpenter's
-/// `IsManaged`; NodeClaims of another provider's Karpenter are left alone).
-pub fn is_managed(nc: &NodeClaim) -> bool {
-    nc.spec.node_class_ref.as_ref().is_some_and(|r| r.group == NODECLASS_GROUP && r.kind == NODECLASS_KIND)
-}
-
-const NODECLASS_GROUP: &str = "karpenter.k8s.aws";
-const NODECLASS_KIND: &str = "EC2NodeClass";
+pub use tenon_core::nodeclaim::is_managed;
 
 /// Whether this controller manages `node`: it carries the EC2NodeClass label its NodeClaim
 /// gave it.
