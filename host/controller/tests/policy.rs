@@ -55,7 +55,9 @@ fn a_wrong_expectation_fails_with_exit_1() {
             ),
         )
         .unwrap();
-        let o = tenon(&["policy", "test", &wasm("default_scoring"), fixture.to_str().unwrap()]);
+        // Fuel, not the wall-clock deadline: a loaded machine must not turn a wrong
+        // expectation into a timeout.
+        let o = tenon(&["policy", "test", "--fuel", "50000000", &wasm("default_scoring"), fixture.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(1), "{}", out(&o));
         assert!(out(&o).contains("FAIL") && out(&o).contains(says), "{}", out(&o));
     };
