@@ -2,7 +2,9 @@
 
 use crate::requirements::{Requirement, Requirements};
 use crate::resources::Resources;
-use tenon_api::wellknown::{LABEL_CAPACITY_TYPE, LABEL_ZONE};
+use tenon_api::wellknown::{
+    CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, LABEL_CAPACITY_TYPE, LABEL_ZONE,
+};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Offering {
@@ -68,6 +70,15 @@ impl InstanceType {
     /// The cheapest available offering `reqs` allow.
     pub fn cheapest<'a>(&'a self, reqs: &'a Requirements) -> Option<&'a Offering> {
         self.compatible_offerings(reqs).min_by(|a, b| a.price.total_cmp(&b.price))
+    }
+
+    /// Karpenter's `WorstLaunchPrice`: the dearest available offering `reqs` allow of the
+    /// first capacity type that has one, reserved, then spot, then on-demand (what a launch
+    /// could cost at worst, since CreateFleet picks among them).
+    pub fn worst_launch_price(&self, reqs: &Requirements) -> Option<f64> {
+        [CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND].iter().find_map(|ct| {
+            self.compatible_offerings(reqs).filter(|o| o.capacity_type == *ct).map(|o| o.price).max_by(f64::total_cmp)
+        })
     }
 
     /// Its single-valued labels (zones and capacity types, which vary by offering, are left out).

@@ -402,11 +402,8 @@ fn priced_against_current(types: Vec<tenon_core::instancetype::InstanceType>, re
     c
 }
 
-/// Karpenter's case karpenter:pkg/controllers/disruption/consolidation_test.go:2222, ported once the ignore below is fixed.
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:2222
 #[test]
-#[ignore = "Tenon keeps a replacement type whose cheapest compatible offering is cheaper than the candidate; \
-            Karpenter filters by the worst launch price, so a type with any spot offering dearer than the \
-            candidate (1.0 in test-zone-1a against 0.5) is not a replacement"]
 fn an_on_demand_node_is_not_replaced_if_any_spot_replacement_is_dearer() {
     let replacement = fake("potential-spot-replacement")
         .offerings(&[
@@ -752,11 +749,8 @@ fn a_node_is_replaced_by_a_cheaper_one_whatever_the_destinations_consolidate_aft
     assert_eq!(node_names(&c), ["replacement-0"]);
 }
 
-/// Karpenter's case karpenter:pkg/controllers/disruption/consolidation_test.go:3245, ported once the ignore below is fixed.
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:3245
 #[test]
-#[ignore = "Tenon's simulation tries existing nodes by name (in-flight NodeClaims last), not initialized nodes \
-            first as Karpenter does: the small node's pod lands on an uninitialized node (node-00) and the \
-            consolidation is refused, although the initialized node-57 has room"]
 fn initialized_nodes_are_considered_before_uninitialized_ones() {
     let default_type = fake("default-instance-type").resources(3, 3 << 30, 110).build();
     let small_type = fake("small-instance-type").resources(1, 1 << 30, 10).build();
@@ -1185,12 +1179,8 @@ fn per_zone(c: &Cluster, app: &str) -> Vec<usize> {
     count.into_values().collect()
 }
 
-/// Karpenter's case karpenter:pkg/controllers/disruption/consolidation_test.go:4525, ported once the ignore below is fixed.
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:4525
 #[test]
-#[ignore = "Tenon's consolidation simulation cannot move a bound pod under a zonal DoNotSchedule spread: \
-            Simulator::remove leaves it unschedulable (topology constraint on topology.kubernetes.io/zone \
-            cannot be satisfied) although a new node in its own zone keeps the skew; the same pod pending \
-            is provisioned into that zone"]
 fn a_node_is_replaced_keeping_the_zonal_spread() {
     let mut c = suite();
     topology_context(&mut c, "64-cpu-128-mem-amd64-linux-test-zone-2-on-demand");

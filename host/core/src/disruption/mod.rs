@@ -643,7 +643,8 @@ impl<'a> Round<'a> {
                 let cat = &snap.nodepools[nc.nodepool].instance_types;
                 let price_of = |t: u32, reqs: &Requirements| cat[t as usize].cheapest(reqs).map(|o| o.price);
                 let reqs = nc.requirements.clone();
-                nc.instance_types.retain(|&t| price_of(t, &reqs).is_some_and(|p| p < price));
+                // Karpenter keeps a type only if even its dearest launch would be cheaper.
+                nc.instance_types.retain(|&t| cat[t as usize].worst_launch_price(&reqs).is_some_and(|p| p < price));
                 if spot_to_spot && nodes.len() == 1 {
                     if nc.instance_types.len() < MIN_SPOT_TO_SPOT_TYPES {
                         let why = format!(
@@ -756,7 +757,7 @@ impl<'a> Round<'a> {
             return Some(plan);
         }
         let reqs = nc.requirements.clone();
-        nc.instance_types.retain(|&t| cat[t as usize].cheapest(&reqs).is_some_and(|o| o.price < max_price));
+        nc.instance_types.retain(|&t| cat[t as usize].worst_launch_price(&reqs).is_some_and(|p| p < max_price));
         if nc.instance_types.is_empty() || min_values_problem(&nc.instance_types, cat, &reqs).is_some() {
             return None;
         }

@@ -264,11 +264,15 @@ impl<'a> Scheduler<'a> {
         let pools: Vec<Pool> = order.into_iter().map(|i| Pool::new(snap, i)).collect();
         let pool_taints: Vec<&[Taint]> = pools.iter().map(|p| p.tpl.taints.as_slice()).collect();
 
-        // Topology domains: what NodePools can launch and what nodes already have.
+        // Topology domains: what NodePools can launch and what nodes already have, for every
+        // key a pod to place names (pending, or bound and moving in a consolidation).
         let mut universe: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let moving = snap.pods.iter().filter(|p| p.node_name.is_some() && movable(p));
         let keys: BTreeSet<String> = snap
             .pending_pods()
-            .flat_map(|(_, p)| {
+            .map(|(_, p)| p)
+            .chain(moving)
+            .flat_map(|p| {
                 p.spread
                     .iter()
                     .map(|c| c.key.clone())
@@ -351,9 +355,13 @@ impl<'a> Scheduler<'a> {
                 by_node.entry(n.as_str()).or_default().push(i);
             }
         }
+        // Initialized nodes first, then by name (Karpenter's sortExistingNodes): a pod goes
+        // where it can run now before a node still coming up.
+        let uninitialized = |n: &crate::model::Node| n.in_flight || n.claim.as_ref().is_some_and(|c| !c.initialized);
         let mut nodes: Vec<usize> = (0..snap.nodes.len()).collect();
         nodes.sort_by(|&a, &b| {
-            snap.nodes[a].in_flight.cmp(&snap.nodes[b].in_flight).then(snap.nodes[a].name.cmp(&snap.nodes[b].name))
+            let (a, b) = (&snap.nodes[a], &snap.nodes[b]);
+            uninitialized(a).cmp(&uninitialized(b)).then(a.name.cmp(&b.name))
         });
         for n in nodes {
             let node = &snap.nodes[n];
