@@ -174,6 +174,64 @@ async fn the_lifecycle_reconciler_launches_a_nodeclaim_in_the_cloud_and_records_
     assert_eq!(labels.get("topology.kubernetes.io/zone"), Some(&instance.zone));
 }
 
+// Karpenter's lifecycle (launch_test:73, initialization_test:113, suite_test:127) and
+// termination (termination_test:127) controllers ignore NodeClaims of another provider's
+// NodeClass: nothing launched, no finalizer or condition written, its Node left as it is,
+// and its deletion left to its own controller.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nodeclaim_of_another_nodeclass_is_left_alone_by_lifecycle_and_termination() {
+    use crate::controller::termination::Termination;
+    use k8s_openapi::api::core::v1::Node;
+    let w = World::new().await;
+    w.ready_nodeclass().await;
+    let nc = w
+        .create::<NodeClaim>(
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: other, finalizers: [karpenter.sh/termination]}\nspec:\n  nodeClassRef: {group: karpenter.test.sh, kind: TestNodeClass, name: default}\n  requirements: []\n",
+        )
+        .await;
+    let api: Api<NodeClaim> = Api::all(w.client.clone());
+    let mut with_status = nc.clone();
+    with_status.status =
+        Some(serde_json::from_value(serde_json::json!({"providerID": "test:///other", "nodeName": "other"})).unwrap());
+    let status = serde_json::json!({"status": with_status.status});
+    api.patch_status("other", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&status)).await.unwrap();
+    w.create::<Node>(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: other, labels: {karpenter.sh/nodepool: default}}\nspec:\n  providerID: test:///other\n  taints: [{key: karpenter.sh/unregistered, effect: NoExecute}]\n",
+    )
+    .await;
+    w.until("the NodeClaim and Node in the cache", |c| {
+        !c.stores.nodes.state().is_empty()
+            && c.stores.nodeclaims.state().iter().any(|n| n.status.as_ref().is_some_and(|s| s.provider_id.is_some()))
+    })
+    .await;
+    let before = api.get("other").await.unwrap();
+    let node_before = Api::<Node>::all(w.client.clone()).get("other").await.unwrap();
+    let mut lifecycle = Lifecycle::new(w.ctx.clone());
+    let mut termination = Termination::new(w.ctx.clone());
+    for _ in 0..3 {
+        lifecycle.reconcile().await.unwrap();
+        termination.reconcile().await.unwrap();
+    }
+    assert!(w.cloud.instances().is_empty(), "nothing launched");
+    let after = api.get("other").await.unwrap();
+    assert_eq!(after.metadata.resource_version, before.metadata.resource_version, "the NodeClaim is not written");
+    let node_after = Api::<Node>::all(w.client.clone()).get("other").await.unwrap();
+    assert_eq!(node_after.metadata.resource_version, node_before.metadata.resource_version, "its Node is not written");
+    // Deleted: its finalizer is its own controller's to remove, not ours.
+    api.delete("other", &Default::default()).await.unwrap();
+    w.until("the deletion in the cache", |c| {
+        c.stores.nodeclaims.state().iter().any(|n| n.metadata.deletion_timestamp.is_some())
+    })
+    .await;
+    for _ in 0..3 {
+        lifecycle.reconcile().await.unwrap();
+        termination.reconcile().await.unwrap();
+    }
+    let deleting = api.get("other").await.unwrap();
+    assert_eq!(deleting.metadata.finalizers.unwrap_or_default(), ["karpenter.sh/termination"]);
+    assert!(deleting.status.unwrap_or_default().conditions.is_empty(), "no condition written");
+}
+
 // Karpenter patches the Node under an optimistic lock (registration.go): a merge patch
 // replaces the taint list whole, and a CNI agent removing its startup taint writes the same
 // list at the same moment.
