@@ -10,7 +10,7 @@ use crate::support;
 use support::karpenter::{Cluster, default_types};
 use support::*;
 use tenon_core::disruption::candidates::{Candidate, candidates, eviction_cost};
-use tenon_core::disruption::{DefaultPolicies, DisruptionDecision, Method, disrupt};
+use tenon_core::disruption::{DefaultPolicies, DisruptionDecision, DisruptionPlan, Method, disrupt};
 use tenon_core::model::{Budget, BudgetNodes, ClusterSnapshot, DisruptionReason, Node, PodDisruptionBudget};
 use tenon_core::orchestration::command::{
     self as command, Command, On, REPLACEMENT_TIMEOUT_MS, Replacement, Step, VALIDATION_MS, hold, stale_marks,
@@ -1093,6 +1093,19 @@ fn metrics_cluster(n: usize, it: &str) -> ClusterSnapshot {
     s
 }
 
+/// The `karpenter_voluntary_disruption_decisions_by_nodepool_total` samples a plan's command
+/// adds one to, by NodePool (the labels without `nodepool` are the unlabelled total's).
+fn decision_samples(s: &ClusterSnapshot, plan: &DisruptionPlan) -> Vec<(String, [(&'static str, String); 3])> {
+    let pools: std::collections::BTreeSet<String> =
+        plan.candidates.iter().filter_map(|&n| s.nodes[n].nodepool.clone()).collect();
+    let labels = tenon_core::disruption::decision_labels(plan.method, !plan.replacements.is_empty());
+    pools.into_iter().map(|p| (p, labels.clone())).collect()
+}
+
+fn decision(d: &str, r: &str, k: &str) -> [(&'static str, String); 3] {
+    [("decision", d.into()), ("reason", r.into()), ("consolidation_type", k.into())]
+}
+
 /// karpenter:pkg/controllers/disruption/suite_test.go:1941
 #[test]
 fn a_single_empty_node_is_an_empty_delete() {
@@ -1100,6 +1113,9 @@ fn a_single_empty_node_is_an_empty_delete() {
     let plan = decide(&s).plan.expect("a decision");
     assert_eq!((plan.method, plan.candidates.len(), plan.replacements.len()), (Method::Emptiness, 1, 0));
     assert_eq!(plan.method.reason(), Some(DisruptionReason::Empty));
+    // What the command adds one to: Karpenter's `DecisionsPerformedTotal` and, with each
+    // candidate's NodePool, `NodepoolDecisionsPerformed`.
+    assert_eq!(decision_samples(&s, &plan), [("default".to_string(), decision("delete", "empty", "empty"))]);
 }
 
 /// karpenter:pkg/controllers/disruption/suite_test.go:1961
@@ -1115,6 +1131,9 @@ fn a_single_drifted_node_whose_pods_fit_elsewhere_is_a_drift_delete() {
     let plan = decide(&s).plan.expect("a decision");
     assert_eq!((plan.method, plan.candidates.clone(), plan.replacements.len()), (Method::Drift, vec![0], 0));
     assert_eq!(plan.method.reason(), Some(DisruptionReason::Drifted));
+    // What the command adds one to: Karpenter's `DecisionsPerformedTotal` and, with each
+    // candidate's NodePool, `NodepoolDecisionsPerformed`.
+    assert_eq!(decision_samples(&s, &plan), [("default".to_string(), decision("delete", "drifted", ""))]);
 }
 
 /// karpenter:pkg/controllers/disruption/suite_test.go:1991
@@ -1127,6 +1146,9 @@ fn a_single_drifted_node_with_nowhere_for_its_pods_is_a_drift_replace() {
     }
     let plan = decide(&s).plan.expect("a decision");
     assert_eq!((plan.method, plan.candidates.len(), plan.replacements.len()), (Method::Drift, 1, 1));
+    // What the command adds one to: Karpenter's `DecisionsPerformedTotal` and, with each
+    // candidate's NodePool, `NodepoolDecisionsPerformed`.
+    assert_eq!(decision_samples(&s, &plan), [("default".to_string(), decision("replace", "drifted", ""))]);
 }
 
 /// karpenter:pkg/controllers/disruption/suite_test.go:2019
@@ -1135,6 +1157,9 @@ fn several_empty_nodes_are_one_empty_delete() {
     let s = metrics_cluster(3, "arm.small");
     let plan = decide(&s).plan.expect("a decision");
     assert_eq!((plan.method, plan.candidates.len(), plan.replacements.len()), (Method::Emptiness, 3, 0));
+    // What the command adds one to: Karpenter's `DecisionsPerformedTotal` and, with each
+    // candidate's NodePool, `NodepoolDecisionsPerformed`.
+    assert_eq!(decision_samples(&s, &plan), [("default".to_string(), decision("delete", "empty", "empty"))]);
 }
 
 /// karpenter:pkg/controllers/disruption/suite_test.go:2038
@@ -1158,6 +1183,9 @@ fn underused_cheapest_nodes_are_a_multi_node_delete() {
     assert_eq!(plan.method, Method::MultiNodeConsolidation);
     assert!(plan.candidates.len() >= 2);
     assert!(plan.replacements.is_empty(), "{}", plan.reason);
+    // What the command adds one to: Karpenter's `DecisionsPerformedTotal` and, with each
+    // candidate's NodePool, `NodepoolDecisionsPerformed`.
+    assert_eq!(decision_samples(&s, &plan), [("default".to_string(), decision("delete", "underutilized", "multi"))]);
 }
 
 /// karpenter:pkg/controllers/disruption/suite_test.go:2079
@@ -1172,4 +1200,7 @@ fn underused_expensive_nodes_are_a_multi_node_replace() {
     let plan = decide(&s).plan.expect("a decision");
     assert_eq!((plan.method, plan.candidates.len(), plan.replacements.len()), (Method::MultiNodeConsolidation, 3, 1));
     assert_eq!(plan.method.reason(), Some(DisruptionReason::Underutilized));
+    // What the command adds one to: Karpenter's `DecisionsPerformedTotal` and, with each
+    // candidate's NodePool, `NodepoolDecisionsPerformed`.
+    assert_eq!(decision_samples(&s, &plan), [("default".to_string(), decision("replace", "underutilized", "multi"))]);
 }

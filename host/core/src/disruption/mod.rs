@@ -60,6 +60,26 @@ impl Method {
             Method::Expiration => None,
         }
     }
+
+    /// Karpenter's `consolidation_type` metric label: `multi`, `single`, `empty`, or empty
+    /// for drift and expiration.
+    pub fn consolidation_type(&self) -> &'static str {
+        match self {
+            Method::MultiNodeConsolidation => "multi",
+            Method::SingleNodeConsolidation => "single",
+            Method::Emptiness => "empty",
+            Method::Drift | Method::Expiration => "",
+        }
+    }
+}
+
+/// The labels of the `karpenter_voluntary_disruption_decisions_total` sample a command of
+/// `method` adds one to when it starts (`replaces`: it launches replacements); with each of
+/// its candidates' NodePools, the `..._by_nodepool_total` samples.
+pub fn decision_labels(method: Method, replaces: bool) -> [(&'static str, String); 3] {
+    let reason = method.reason().map_or("Expired", |r| r.as_str()).to_lowercase();
+    let decision = if replaces { "replace" } else { "delete" };
+    [("decision", decision.into()), ("reason", reason), ("consolidation_type", method.consolidation_type().into())]
 }
 
 /// A disruption to carry out.

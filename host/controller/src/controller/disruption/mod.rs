@@ -66,12 +66,7 @@ fn involved_node(objects: &ClusterObjects, name: &str) -> Option<super::events::
 }
 
 fn consolidation_type(m: Method) -> &'static str {
-    match m {
-        Method::MultiNodeConsolidation => "multi",
-        Method::SingleNodeConsolidation => "single",
-        Method::Emptiness => "empty",
-        _ => "",
-    }
+    m.consolidation_type()
 }
 
 /// Karpenter's `ConsolidationApproved` message (Go's `%.2f` spells infinity `+Inf`).

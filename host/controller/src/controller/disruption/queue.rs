@@ -17,7 +17,7 @@ use std::time::Instant;
 use tenon_api::NodeClaim;
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_core::convert::ClusterObjects;
-use tenon_core::disruption::Method;
+use tenon_core::disruption::{Method, decision_labels};
 use tenon_core::orchestration::command::{self, Notice, On, Replacement, Step, stale_marks};
 
 /// Karpenter's queue failure for a command given up: once it has acted, the replacements
@@ -26,15 +26,7 @@ use tenon_core::orchestration::command::{self, Notice, On, Replacement, Step, st
 fn queue_failure(cmd: &Command, states: &[Replacement]) -> Option<([(&'static str, String); 3], u64)> {
     cmd.executed?;
     let failed = states.iter().filter(|s| **s != Replacement::Initialized).count() as u64;
-    let decision = if cmd.replacements.is_empty() { "delete" } else { "replace" };
-    Some((
-        [
-            ("decision", decision.to_string()),
-            ("reason", reason_name(cmd.method).to_lowercase()),
-            ("consolidation_type", consolidation_type(cmd.method).to_string()),
-        ],
-        failed,
-    ))
+    Some((decision_labels(cmd.method, !cmd.replacements.is_empty()), failed))
 }
 
 impl Disruption {
@@ -104,10 +96,8 @@ impl Disruption {
                 return None;
             }
         }
-        let decision = if cmd.planned.is_empty() { "delete" } else { "replace" };
-        let reason = reason_name(cmd.method).to_lowercase();
-        let labels =
-            [("decision", decision), ("reason", &reason), ("consolidation_type", consolidation_type(cmd.method))];
+        let [(d, decision), (r, reason), (k, kind)] = decision_labels(cmd.method, !cmd.planned.is_empty());
+        let labels = [(d, decision.as_str()), (r, reason.as_str()), (k, kind.as_str())];
         self.ctx.metrics.add(mc::VOLUNTARY_DISRUPTION_DECISIONS, &labels, 1);
         let pools: BTreeSet<String> =
             cmd.candidates.iter().filter_map(|(nc, _)| find(objects, nc)).map(crate::controller::pool_of).collect();
