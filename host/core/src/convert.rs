@@ -268,7 +268,6 @@ pub fn is_reschedulable(p: &core::Pod, pdbs: &[Arc<policy::PodDisruptionBudget>]
 }
 
 fn fully_blocked(p: &core::Pod, pdbs: &[Arc<policy::PodDisruptionBudget>]) -> bool {
-    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
     let labels = p.metadata.labels.clone().unwrap_or_default();
     let matching: Vec<&policy::PodDisruptionBudget> = pdbs
         .iter()
@@ -289,13 +288,20 @@ fn fully_blocked(p: &core::Pod, pdbs: &[Arc<policy::PodDisruptionBudget>]) -> bo
             if spec.and_then(|s| s.unhealthy_pod_eviction_policy.as_deref()) == Some("AlwaysAllow") && unready() {
                 return false;
             }
-            matches!(spec.and_then(|s| s.max_unavailable.as_ref()), Some(IntOrString::Int(0)))
-                || matches!(spec.and_then(|s| s.max_unavailable.as_ref()), Some(IntOrString::String(v)) if v == "0%")
-                || matches!(spec.and_then(|s| s.min_available.as_ref()), Some(IntOrString::String(v)) if v == "100%")
+            spec_fully_blocking(spec)
         }
         // The eviction API refuses a pod more than one budget selects.
         _ => true,
     }
+}
+
+/// A PodDisruptionBudget that allows no disruption whatever the count: `maxUnavailable: 0`
+/// or `0%`, `minAvailable: 100%`.
+fn spec_fully_blocking(spec: Option<&policy::PodDisruptionBudgetSpec>) -> bool {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    matches!(spec.and_then(|s| s.max_unavailable.as_ref()), Some(IntOrString::Int(0)))
+        || matches!(spec.and_then(|s| s.max_unavailable.as_ref()), Some(IntOrString::String(v)) if v == "0%")
+        || matches!(spec.and_then(|s| s.min_available.as_ref()), Some(IntOrString::String(v)) if v == "100%")
 }
 
 /// Whether a DaemonSet owns the pod (it comes with every node; nothing provisions for it).
@@ -694,6 +700,7 @@ pub fn pdb(p: &policy::PodDisruptionBudget) -> PodDisruptionBudget {
         disruptions_allowed: p.status.as_ref().map_or(0, |s| s.disruptions_allowed),
         unhealthy_always_allow: p.spec.as_ref().and_then(|s| s.unhealthy_pod_eviction_policy.as_deref())
             == Some("AlwaysAllow"),
+        fully_blocking: spec_fully_blocking(p.spec.as_ref()),
     }
 }
 

@@ -305,6 +305,10 @@ pub struct PodDisruptionBudget {
     pub disruptions_allowed: i32,
     /// `unhealthyPodEvictionPolicy: AlwaysAllow`: unready pods are evictable regardless.
     pub unhealthy_always_allow: bool,
+    /// It allows no disruption whatever the count (`maxUnavailable: 0` or `0%`,
+    /// `minAvailable: 100%`): its pods are not currently reschedulable (Karpenter's
+    /// `IsCurrentlyReschedulable`).
+    pub fully_blocking: bool,
 }
 
 /// A NodePool as the scheduler uses it.

@@ -225,6 +225,7 @@ pub fn consolidation_benchmark(nodes: usize, catalog: Arc<Vec<InstanceType>>, se
             selector: LabelSelector::from_labels(&labels_of(&[("app", &format!("app-{app:02}"))])),
             disruptions_allowed: if app == 0 { 0 } else { 2 },
             unhealthy_always_allow: false,
+            fully_blocking: false,
         });
     }
     snap

@@ -173,6 +173,7 @@ fn do_not_disrupt_and_pdbs_block_consolidation() {
         selector: LabelSelector::from_labels(&labels(&[("app", "db")])),
         disruptions_allowed: 0,
         unhealthy_always_allow: false,
+        fully_blocking: false,
     });
     let d = decide(&s);
     assert!(d.plan.is_none());
@@ -357,6 +358,7 @@ fn drain_goes_tier_by_tier_and_honours_pdbs_until_the_deadline() {
         selector: LabelSelector::from_labels(&labels(&[("app", "web")])),
         disruptions_allowed: 1,
         unhealthy_always_allow: false,
+        fully_blocking: false,
     });
     let plan = drain_order(&s, "n", Some(T0 + 3600));
     assert_eq!(plan.tier, 0, "non-critical, non-daemon pods first");

@@ -76,6 +76,7 @@ fn build(nodes: &[NodeSpec], budgets: Vec<Budget>, pdb_allowed: i32) -> ClusterS
         selector: LabelSelector::from_labels(&labels(&[("app", "app0")])),
         disruptions_allowed: pdb_allowed,
         unhealthy_always_allow: false,
+        fully_blocking: false,
     });
     s
 }
@@ -162,7 +163,7 @@ proptest! {
             let full = sim.remove(&[n], &PriceScorer);
             let watched: Vec<usize> = (0..s.pods.len()).filter(|&p| s.pods[p].node_name.as_deref() == Some(s.nodes[n].name.as_str())).collect();
             for claims_up_to in [None, Some(0), Some(1)] {
-                let needs = Needs { refused_if_on: Some((&watched, &marked)), claims_up_to };
+                let needs = Needs { refused_if_on: Some((&watched, &marked)), claims_up_to, ..Needs::default() };
                 let short = sim.ask(&[n], &PriceScorer, &needs);
                 if short.complete {
                     prop_assert_eq!(&short.unschedulable, &full.unschedulable);

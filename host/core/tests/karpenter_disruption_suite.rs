@@ -72,6 +72,7 @@ fn pdb(name: &str, app: &str, allowed: i32) -> PodDisruptionBudget {
         selector: LabelSelector::from_labels(&labels(&[("app", app)])),
         disruptions_allowed: allowed,
         unhealthy_always_allow: false,
+        fully_blocking: false,
     }
 }
 

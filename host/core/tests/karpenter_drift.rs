@@ -472,11 +472,8 @@ fn drift_context_with_grace_period() -> Cluster {
     c
 }
 
-/// Karpenter's case karpenter:pkg/controllers/disruption/drift_test.go:521, ported once the ignore below is fixed.
+/// karpenter:pkg/controllers/disruption/drift_test.go:521
 #[test]
-#[ignore = "bug: under a terminationGracePeriod, drift plans replacements for pods that cannot be \
-            evicted now (do-not-disrupt); Karpenter's SimulateScheduling leaves out pods that are \
-            not currently reschedulable, so it launches nothing for them"]
 fn no_replacement_for_a_do_not_disrupt_pod_under_a_grace_period() {
     // Karpenter's case names the NodePool's terminationGracePeriod (its body leaves it unset,
     // which is case :500): here it is set.
@@ -485,11 +482,8 @@ fn no_replacement_for_a_do_not_disrupt_pod_under_a_grace_period() {
     no_replacement_under_a_grace_period(&c);
 }
 
-/// Karpenter's case karpenter:pkg/controllers/disruption/drift_test.go:543, ported once the ignore below is fixed.
+/// karpenter:pkg/controllers/disruption/drift_test.go:543
 #[test]
-#[ignore = "bug: under a terminationGracePeriod, drift plans replacements for pods a PDB keeps \
-            from being evicted; Karpenter's SimulateScheduling leaves out pods that are not \
-            currently reschedulable, so it launches nothing for them"]
 fn no_replacement_for_a_pdb_blocked_pod_under_a_grace_period() {
     let mut c = drift_context_with_grace_period();
     c.bound("{name: p, labels: {test: value}}", "node-1", "");

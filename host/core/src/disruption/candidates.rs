@@ -152,6 +152,25 @@ fn evictable(p: &Pod) -> bool {
 }
 
 /// PDBs selecting a pod in its namespace.
+/// Karpenter's `IsCurrentlyReschedulable`: whether a drain could move pod `p` now. Not an
+/// active pod whose `karpenter.sh/do-not-disrupt` is in force, nor an active evictable pod
+/// under more than one PodDisruptionBudget or under one that allows no disruption at all
+/// (unless it lets unready pods go and this one is unready).
+pub fn currently_reschedulable(p: &Pod, snap: &ClusterSnapshot) -> bool {
+    let active = p.deleted_at.is_none();
+    if active && do_not_disrupt(p, snap.now) {
+        return false;
+    }
+    if !(active && evictable(p)) {
+        return true;
+    }
+    match pdbs_for(p, &snap.pdbs).as_slice() {
+        [] => true,
+        [b] => !b.fully_blocking || (b.unhealthy_always_allow && p.unready),
+        _ => false,
+    }
+}
+
 pub fn pdbs_for<'a>(p: &Pod, pdbs: &'a [PodDisruptionBudget]) -> Vec<&'a PodDisruptionBudget> {
     pdbs.iter().filter(|b| b.namespace == p.namespace && b.selector.matches(&p.labels)).collect()
 }

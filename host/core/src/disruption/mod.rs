@@ -18,7 +18,7 @@ use crate::scheduler::min_values_problem;
 use crate::scheduler::{Needs, SimOutcome, Simulator, rank_options};
 use crate::scorer::{PriceScorer, Scorer};
 use budgets::{Allowance, BudgetContext, BudgetRule, KarpenterBudgets};
-use candidates::{Blocked, Candidate, pdb_problem};
+use candidates::{Blocked, Candidate, currently_reschedulable, pdb_problem};
 use consolidator::{ApproveAll, CandidateView, Consolidator, PlanView, Verdict};
 use std::collections::{BTreeMap, BTreeSet};
 use tenon_api::wellknown as wk;
@@ -376,7 +376,7 @@ pub fn revalidate(
     let pods: Vec<usize> =
         cands.iter().filter(|c| candidates.contains(&c.node)).flat_map(|c| c.pods.iter().copied()).collect();
     // The options as a set: their ranking plays no part.
-    let (out, _) = round.simulate(candidates, &pods, Some(1));
+    let (out, _) = round.simulate(candidates, &pods, &[], Some(1));
     if out.unschedulable.iter().any(|u| pods.contains(&u.pod)) {
         return Some("their pods no longer all fit".into());
     }
@@ -571,9 +571,16 @@ impl<'a> Round<'a> {
     /// Every caller refuses a plan whose `pods` (the candidates') would wait on a node not
     /// Initialized yet, once they all land, so the simulation stops there; new NodeClaims
     /// are built only up to `claims_up_to`.
-    fn simulate(&mut self, nodes: &[usize], pods: &[usize], claims_up_to: Option<usize>) -> (SimOutcome, bool) {
+    /// Removes `nodes` and places their pods but `stays` (see `Needs::stays`).
+    fn simulate(
+        &mut self,
+        nodes: &[usize],
+        pods: &[usize],
+        stays: &[usize],
+        claims_up_to: Option<usize>,
+    ) -> (SimOutcome, bool) {
         self.evaluated += nodes.len();
-        let needs = Needs { refused_if_on: Some((pods, &self.uninitialized)), claims_up_to };
+        let needs = Needs { refused_if_on: Some((pods, &self.uninitialized)), claims_up_to, stays };
         let out = self.sim.ask(nodes, &PriceScorer, &needs);
         if out.cut_types { (self.sim.ask(nodes, self.policies.scorer(), &needs), true) } else { (out, false) }
     }
@@ -607,7 +614,7 @@ impl<'a> Round<'a> {
         if pdb_problem(&pods, self.snap).is_some() {
             return None;
         }
-        let (out, ranked) = self.simulate(&nodes, &pods, Some(1));
+        let (out, ranked) = self.simulate(&nodes, &pods, &[], Some(1));
         let stranded: Vec<String> = out
             .unschedulable
             .iter()
@@ -844,13 +851,17 @@ impl<'a> Round<'a> {
                     savings_per_hour: 0.0,
                 });
             }
-            let (out, ranked) = self.simulate(&[c.node], &c.pods, None);
-            if out.unschedulable.iter().any(|u| c.pods.contains(&u.pod)) || self.relies_on_uninitialized(&out, &c.pods)
+            // A pod that cannot be moved now (under the terminationGracePeriod that lets drift
+            // go ahead anyway) gets no replacement: it goes when the grace period ends.
+            let (moving, stays): (Vec<usize>, Vec<usize>) =
+                c.pods.iter().partition(|&&p| currently_reschedulable(&snap.pods[p], snap));
+            let (out, ranked) = self.simulate(&[c.node], &moving, &stays, None);
+            if out.unschedulable.iter().any(|u| moving.contains(&u.pod)) || self.relies_on_uninitialized(&out, &moving)
             {
                 continue;
             }
             let mut replacements: Vec<NewNodeClaim> =
-                out.nodeclaims.into_iter().filter(|nc| nc.pods.iter().any(|p| c.pods.contains(p))).collect();
+                out.nodeclaims.into_iter().filter(|nc| nc.pods.iter().any(|p| moving.contains(p))).collect();
             if !ranked {
                 for nc in &mut replacements {
                     rank_options(nc, snap, self.policies.scorer());
@@ -861,7 +872,7 @@ impl<'a> Round<'a> {
                 method: Method::Drift,
                 reason: reason(c),
                 candidates: vec![c.node],
-                pods: c.pods.clone(),
+                pods: moving,
                 savings_per_hour: c.price - new_price,
                 replacements,
             });

@@ -46,6 +46,9 @@ pub struct Needs<'q> {
     pub refused_if_on: Option<(&'q [usize], &'q [bool])>,
     /// New NodeClaims' options are worked out only when at most this many are needed.
     pub claims_up_to: Option<usize>,
+    /// Pods of the removed nodes that are not placed anywhere: they cannot be moved now
+    /// (Karpenter simulates only currently reschedulable pods) and go with their node.
+    pub stays: &'q [usize],
 }
 
 /// Ranks `nc`, simulated with [`PriceScorer`](crate::scorer::PriceScorer) and no options
@@ -134,7 +137,9 @@ impl<'a> Simulator<'a> {
             for &p in self.on_node.get(node.name.as_str()).into_iter().flatten() {
                 let state = self.state_of[p].map(|i| &self.states[i]);
                 s.forget(p, n, state.map_or(&[][..], |st| st.owned_inverse.as_slice()));
-                removed.extend(state);
+                if !needs.stays.contains(&p) {
+                    removed.extend(state);
+                }
             }
         }
         removed.sort_by(|a, b| queue_order(self.snap, a.idx, b.idx));

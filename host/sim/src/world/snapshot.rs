@@ -2,7 +2,7 @@
 //! pods per decision was a third of a day-long run) and given back afterwards.
 
 use super::World;
-use super::objects::{Phase, SimPod};
+use super::objects::{PdbBound, Phase, SimPod};
 use std::collections::BTreeMap;
 use tenon_core::model::{ClaimInfo, ClusterSnapshot, Node, PodDisruptionBudget};
 
@@ -79,6 +79,8 @@ impl World<'_> {
                     selector: b.selector.clone(),
                     disruptions_allowed: allowed.max(0),
                     unhealthy_always_allow: false,
+                    fully_blocking: matches!(b.max_unavailable, Some(PdbBound::Count(0) | PdbBound::Percent(0)))
+                        || matches!(b.min_available, Some(PdbBound::Percent(100))),
                 }
             })
             .collect();
