@@ -17,16 +17,22 @@ fn now() -> MicroTime {
     MicroTime(k8s_openapi::jiff::Timestamp::now())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn while_karpenters_lease_is_renewed_tenon_launches_nothing_then_proceeds() {
-    let mut c = Cluster::start("karpenter-lease").await;
+/// Karpenter's Lease, just acquired by a Karpenter pod, lasting `seconds` unrenewed.
+async fn karpenters_lease(c: &Cluster, seconds: i32) -> Api<Lease> {
     let leases: Api<Lease> = Api::namespaced(c.client.clone(), "kube-system");
     let lease = serde_json::from_value(json!({
         "metadata": {"name": LEASE, "namespace": "kube-system"},
-        "spec": {"holderIdentity": "karpenter-6f7b9c_0b1d", "leaseDurationSeconds": 15, "renewTime": now(), "acquireTime": now()},
+        "spec": {"holderIdentity": "karpenter-6f7b9c_0b1d", "leaseDurationSeconds": seconds, "renewTime": now(), "acquireTime": now()},
     }))
     .unwrap();
     leases.create(&PostParams::default(), &lease).await.expect("Karpenter's Lease");
+    leases
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_karpenters_lease_is_renewed_tenon_launches_nothing_then_proceeds() {
+    let mut c = Cluster::start("karpenter-lease").await;
+    let leases = karpenters_lease(&c, 15).await;
     apply_lab_general(&c);
     c.start_controller();
     scale_inflate(&c, 2);
@@ -68,13 +74,7 @@ async fn while_karpenters_lease_is_renewed_tenon_launches_nothing_then_proceeds(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_override_tenon_acts_beside_a_held_lease() {
     let mut c = Cluster::start("karpenter-lease-override").await;
-    let leases: Api<Lease> = Api::namespaced(c.client.clone(), "kube-system");
-    let lease = serde_json::from_value(json!({
-        "metadata": {"name": LEASE, "namespace": "kube-system"},
-        "spec": {"holderIdentity": "karpenter-6f7b9c_0b1d", "leaseDurationSeconds": 3600, "renewTime": now()},
-    }))
-    .unwrap();
-    leases.create(&PostParams::default(), &lease).await.expect("Karpenter's Lease");
+    karpenters_lease(&c, 3600).await;
     c.controller_env.push(("TENON_KARPENTER_LEASE".into(), String::new()));
     apply_lab_general(&c);
     c.start_controller();
