@@ -1,3 +1,4 @@
+//! (Long: tests only, one per disruption behaviour the seed's runbooks name.)
 //! Disruption decisions: the seed's scale-to-zero, each method, budgets, blockers, drain order.
 
 use crate::support;

@@ -1,3 +1,4 @@
+//! (Long: Karpenter's drift suites, case by case, with their shared cluster builders.)
 //! Karpenter's drift suites: the disruption controller's Drift method
 //! (`pkg/controllers/disruption/drift_test.go`), and the NodeClaim disruption controller that
 //! records each NodeClaim's `Drifted` and `Consolidatable` conditions

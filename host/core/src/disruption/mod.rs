@@ -1,3 +1,5 @@
+//! (Long: one round, in Karpenter's order, over every method; each method is a function of
+//! the round's shared simulation and budgets, so splitting them would pass that state around.)
 //! Disruption decisions: which nodes to remove or replace now, and why.
 //!
 //! One round, in Karpenter's order: emptiness, drift, multi-node consolidation, single-node

@@ -1,3 +1,5 @@
+//! (Long: the scheduler's one placement loop and the bins it fills; the parts share its
+//! per-pass state.)
 //! The places a pod can go: existing nodes, in-flight NodeClaims, and NodeClaims this pass
 //! creates; and the checks, cheapest first, that decide whether it fits.
 
