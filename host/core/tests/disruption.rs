@@ -682,7 +682,10 @@ fn an_on_demand_node_replaced_where_spot_is_allowed_is_replaced_by_spot_only() {
 fn a_consolidation_that_needs_an_uninitialized_node_waits_for_it() {
     let mut s = cluster(T0 + 60 * MIN);
     s.nodes.push(managed("old", "general", "gp.xlarge", "zone-a", T0));
-    s.nodes.push(managed("fresh", "general", "gp.xlarge", "zone-a", T0 + 59 * MIN));
+    // Past its consolidateAfter, so a consolidation may move pods onto it (Karpenter's
+    // IsUnderConsolidateAfter); do-not-disrupt, so it is no candidate itself.
+    s.nodes.push(managed("fresh", "general", "gp.xlarge", "zone-a", T0 + 15 * MIN));
+    s.nodes[1].claim.as_mut().unwrap().annotations.insert("karpenter.sh/do-not-disrupt".into(), "true".into());
     s.pods.push(bound("a", "old", 1000, 1));
     s.pods.push(bound("b", "fresh", 1000, 1));
     s.nodes[1].claim.as_mut().unwrap().initialized = false;
@@ -724,7 +727,10 @@ fn validation_re_simulates_and_re_checks_the_budget() {
     use tenon_core::orchestration::command::validate;
     let mut s = cluster(T0 + 60 * MIN);
     s.nodes.push(managed("old", "general", "gp.xlarge", "zone-a", T0));
-    s.nodes.push(managed("fresh", "general", "gp.xlarge", "zone-a", T0 + 59 * MIN));
+    // Past its consolidateAfter, so a consolidation may move pods onto it (Karpenter's
+    // IsUnderConsolidateAfter); do-not-disrupt, so it is no candidate itself.
+    s.nodes.push(managed("fresh", "general", "gp.xlarge", "zone-a", T0 + 15 * MIN));
+    s.nodes[1].claim.as_mut().unwrap().annotations.insert("karpenter.sh/do-not-disrupt".into(), "true".into());
     s.pods.push(bound("a", "old", 1000, 1));
     let plan = decide(&s).plan.expect("old can go");
     let cands = vec![("old-claim".to_string(), "old".to_string())];

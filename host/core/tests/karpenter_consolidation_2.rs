@@ -690,11 +690,8 @@ fn a_node_is_not_deleted_if_its_pods_would_land_on_an_uninitialized_node() {
     assert_eq!(out.moved_to.get(&p2).map(|&n| snap.nodes[n].name.as_str()), Some("node-0"));
 }
 
-/// Karpenter's case karpenter:pkg/controllers/disruption/consolidation_test.go:3050, ported once the ignore below is fixed.
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:3050
 #[test]
-#[ignore = "Tenon's consolidation simulation places a candidate's pods on any existing node; Karpenter \
-            v1.14 refuses a destination under its NodePool's consolidateAfter (no pod event for that \
-            long) for pods that are neither pending nor on a deleting node (IsUnderConsolidateAfter)"]
 fn pods_are_not_consolidated_onto_a_node_under_its_consolidate_after() {
     let mut c = suite();
     nodepool_with(&mut c, "default", "1m", "[]", "");

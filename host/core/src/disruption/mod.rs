@@ -378,7 +378,7 @@ pub fn revalidate(
     let pods: Vec<usize> =
         cands.iter().filter(|c| candidates.contains(&c.node)).flat_map(|c| c.pods.iter().copied()).collect();
     // The options as a set: their ranking plays no part.
-    let (out, _) = round.simulate(candidates, &pods, &[], Some(1));
+    let (out, _) = round.simulate(candidates, &pods, &[], Some(1), true);
     if out.unschedulable.iter().any(|u| pods.contains(&u.pod)) {
         return Some("their pods no longer all fit".into());
     }
@@ -573,16 +573,18 @@ impl<'a> Round<'a> {
     /// Every caller refuses a plan whose `pods` (the candidates') would wait on a node not
     /// Initialized yet, once they all land, so the simulation stops there; new NodeClaims
     /// are built only up to `claims_up_to`.
-    /// Removes `nodes` and places their pods but `stays` (see `Needs::stays`).
+    /// Removes `nodes` and places their pods but `stays` (see `Needs::stays`); for a
+    /// `consolidation`, not onto a node within its consolidateAfter (drift may).
     fn simulate(
         &mut self,
         nodes: &[usize],
         pods: &[usize],
         stays: &[usize],
         claims_up_to: Option<usize>,
+        consolidation: bool,
     ) -> (SimOutcome, bool) {
         self.evaluated += nodes.len();
-        let needs = Needs { refused_if_on: Some((pods, &self.uninitialized)), claims_up_to, stays };
+        let needs = Needs { refused_if_on: Some((pods, &self.uninitialized)), claims_up_to, stays, consolidation };
         let out = self.sim.ask(nodes, &PriceScorer, &needs);
         if out.cut_types { (self.sim.ask(nodes, self.policies.scorer(), &needs), true) } else { (out, false) }
     }
@@ -616,7 +618,7 @@ impl<'a> Round<'a> {
         if pdb_problem(&pods, self.snap).is_some() {
             return None;
         }
-        let (out, ranked) = self.simulate(&nodes, &pods, &[], Some(1));
+        let (out, ranked) = self.simulate(&nodes, &pods, &[], Some(1), true);
         let stranded: Vec<String> = out
             .unschedulable
             .iter()
@@ -857,7 +859,7 @@ impl<'a> Round<'a> {
             // go ahead anyway) gets no replacement: it goes when the grace period ends.
             let (moving, stays): (Vec<usize>, Vec<usize>) =
                 c.pods.iter().partition(|&&p| currently_reschedulable(&snap.pods[p], snap));
-            let (out, ranked) = self.simulate(&[c.node], &moving, &stays, None);
+            let (out, ranked) = self.simulate(&[c.node], &moving, &stays, None, false);
             if out.unschedulable.iter().any(|u| moving.contains(&u.pod)) || self.relies_on_uninitialized(&out, &moving)
             {
                 continue;

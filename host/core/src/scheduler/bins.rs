@@ -102,6 +102,12 @@ pub(crate) struct Scheduler<'a> {
     /// Snapshot node index → its bin, for nodes that are places (schedulable).
     node_bin: Vec<Option<usize>>,
     turned_away: TurnedAway,
+    /// Per entry of `existing`: its node is still within its NodePool's consolidateAfter
+    /// (no pod event for that long yet).
+    under_consolidate_after: Vec<bool>,
+    /// Pods (sorted snapshot indices) a consolidation moves: they may not go to a node in
+    /// `under_consolidate_after` (Karpenter's `IsUnderConsolidateAfter`).
+    guarded: Vec<usize>,
 }
 
 /// The bins that turned away the last pod without topology constraints, and what it asked.
@@ -330,6 +336,8 @@ impl<'a> Scheduler<'a> {
             spread_mins: Vec::new(),
             node_bin: vec![None; snap.nodes.len()],
             turned_away: TurnedAway::default(),
+            under_consolidate_after: Vec::new(),
+            guarded: Vec::new(),
         };
         s.add_existing_nodes(&existing_owners);
         for ps in &mut pods {
@@ -419,7 +427,13 @@ impl<'a> Scheduler<'a> {
                 disabled: false,
             });
             self.existing.push(b);
+            self.under_consolidate_after.push(under_consolidate_after(snap, node));
         }
+    }
+
+    /// Consolidation's pods `moved` (sorted) may not land on a node under its consolidateAfter.
+    pub(crate) fn guard(&mut self, moved: Vec<usize>) {
+        self.guarded = moved;
     }
 
     /// Topology as it stands: before any placement, what is already running.
@@ -653,9 +667,15 @@ impl<'a> Scheduler<'a> {
         for &g in &ps.groups {
             self.spread_mins[g] = self.topo.spread_min(g, ps.filter_reqs.get(self.topo.key(g)));
         }
-        let remember = self.turned_away.begin(self.snap, ps);
+        let mut remember = self.turned_away.begin(self.snap, ps);
+        let guarded = self.guarded.binary_search(&ps.idx).is_ok();
         for i in self.turned_away.existing_from..self.existing.len() {
             let b = self.existing[i];
+            if guarded && self.under_consolidate_after[i] {
+                // Skipped for this pod only: what follows is no longer what its ask meets.
+                remember = false;
+                continue;
+            }
             match self.check(b, ps) {
                 Some(j) => {
                     self.commit(b, ps, j);
@@ -1093,4 +1113,13 @@ impl<'a> Pool<'a> {
             };
         }
     }
+}
+
+/// Karpenter's `IsUnderConsolidateAfter`: an initialized node whose NodePool has a non-zero
+/// consolidateAfter that has not passed since its last pod event (or its initialization).
+fn under_consolidate_after(snap: &ClusterSnapshot, node: &crate::model::Node) -> bool {
+    let Some(claim) = node.claim.as_ref().filter(|c| c.initialized) else { return false };
+    let pool = node.nodepool.as_ref().and_then(|p| snap.nodepools.iter().find(|t| &t.name == p));
+    let Some(after) = pool.and_then(|p| p.disruption.consolidate_after).filter(|&a| a > 0) else { return false };
+    snap.now < claim.last_pod_event.unwrap_or(claim.created) + after
 }

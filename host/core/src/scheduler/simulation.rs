@@ -49,6 +49,9 @@ pub struct Needs<'q> {
     /// Pods of the removed nodes that are not placed anywhere: they cannot be moved now
     /// (Karpenter simulates only currently reschedulable pods) and go with their node.
     pub stays: &'q [usize],
+    /// A consolidation's question: the removed nodes' pods may not go to a node still within
+    /// its NodePool's consolidateAfter (pending pods may).
+    pub consolidation: bool,
 }
 
 /// Ranks `nc`, simulated with [`PriceScorer`](crate::scorer::PriceScorer) and no options
@@ -141,6 +144,11 @@ impl<'a> Simulator<'a> {
                     removed.extend(state);
                 }
             }
+        }
+        if needs.consolidation {
+            let mut moved: Vec<usize> = removed.iter().map(|st| st.idx).collect();
+            moved.sort_unstable();
+            s.guard(moved);
         }
         removed.sort_by(|a, b| queue_order(self.snap, a.idx, b.idx));
         // Merged into the ordered pending pods; on a tie the removed node's pod goes first,
