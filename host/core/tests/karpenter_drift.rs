@@ -1083,9 +1083,16 @@ fn requirement_drift(old: &str, new: &str, labels: &[(&str, &str)]) -> (Option<S
             ..claim("nodeclaim")
         },
     );
-    let before = drift_of(&c, &[], "nodeclaim");
+    // The reason the round judges, and the Drifted condition it writes on the NodeClaim
+    // (Karpenter's cases read the condition).
+    let judged = |c: &Cluster| {
+        let drift = drift_of(c, &[], "nodeclaim");
+        assert_eq!(has(c, &[], "nodeclaim", "Drifted"), drift.is_some(), "Drifted written as judged: {drift:?}");
+        drift
+    };
+    let before = judged(&c);
     c.objects.nodepools[0].spec.template.spec.requirements = serde_yaml::from_str(new).expect("requirements");
-    (before, drift_of(&c, &[], "nodeclaim"))
+    (before, judged(&c))
 }
 
 fn assert_requirement_drift(old: &str, new: &str, labels: &[(&str, &str)], drifted: bool) {
