@@ -190,6 +190,9 @@ pub struct Cluster {
     /// listens on ports the kernel picks and logs them, so no other server can take a port
     /// between a test choosing it and the controller binding it.
     log_from: Vec<u64>,
+    /// (replica, `health` or `metrics`) → the address its current run logged, once read:
+    /// metrics are read every 100 ms while a test waits, and the log grows.
+    served: std::sync::Mutex<BTreeMap<(usize, String), String>>,
     kubeconfig: PathBuf,
     /// Controller replicas (index 0 is the one most tests run); `None` once killed.
     controllers: Vec<Option<Child>>,
@@ -244,6 +247,7 @@ impl Cluster {
             aws: Arc::new(aws),
             dir,
             log_from: Vec::new(),
+            served: Default::default(),
             kubeconfig,
             controllers: Vec::new(),
             controller_env: Vec::new(),
@@ -307,6 +311,9 @@ impl Cluster {
             self.log_from.resize(i + 1, 0);
         }
         self.log_from[i] = log.metadata().expect("controller log").len();
+        if let Ok(mut served) = self.served.lock() {
+            served.retain(|(replica, _), _| *replica != i);
+        }
         let mut cmd = Command::new(tenon_bin());
         cmd.arg("controller")
             .env("KUBECONFIG", &kubeconfig)
@@ -389,13 +396,21 @@ impl Cluster {
     /// The address replica `i`'s current run serves `what` (`health`, `metrics`) on, once it
     /// has logged it.
     fn served_addr(&self, i: usize, what: &str) -> Option<String> {
-        let from = usize::try_from(*self.log_from.get(i)?).ok()?;
-        let log = std::fs::read(self.replica_log_path(i)).ok()?;
-        let run = String::from_utf8_lossy(log.get(from..)?).into_owned();
+        let key = (i, what.to_string());
+        if let Some(addr) = self.served.lock().ok()?.get(&key) {
+            return Some(addr.clone());
+        }
+        use std::io::{Read, Seek};
+        let mut log = std::fs::File::open(self.replica_log_path(i)).ok()?;
+        log.seek(std::io::SeekFrom::Start(*self.log_from.get(i)?)).ok()?;
+        let mut run = Vec::new();
+        log.read_to_end(&mut run).ok()?;
+        let run = String::from_utf8_lossy(&run);
         let line = run.lines().find(|l| l.contains("serving probes and metrics"))?;
-        let key = format!("{what}=");
-        let addr = line.split_whitespace().find_map(|w| w.strip_prefix(key.as_str()))?;
-        Some(addr.to_string())
+        let field = format!("{what}=");
+        let addr = line.split_whitespace().find_map(|w| w.strip_prefix(field.as_str()))?.to_string();
+        self.served.lock().ok()?.insert(key, addr.clone());
+        Some(addr)
     }
 
     /// A policy store of this test's own, holding `files` (built name, name in the store)

@@ -18,18 +18,18 @@ pub async fn patch_locked(
     nodes: &Api<Node>,
     name: &str,
     change: impl Fn(&Node) -> Option<Value>,
-) -> Result<Option<Node>, kube::Error> {
+) -> Result<(), kube::Error> {
     let mut attempt = 0;
     loop {
         let current = nodes.get(name).await?;
-        let Some(patch) = change(&current) else { return Ok(None) };
+        let Some(patch) = change(&current) else { return Ok(()) };
         let patch = conditions::locked(&current.metadata, patch);
         match nodes.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
             Err(kube::Error::Api(e)) if e.code == 409 && attempt + 1 < ATTEMPTS => {
                 tokio::time::sleep(Duration::from_millis(10 * 5u64.pow(attempt))).await;
                 attempt += 1;
             }
-            written => return written.map(Some),
+            written => return written.map(|_| ()),
         }
     }
 }

@@ -63,6 +63,12 @@ impl Method {
         }
     }
 
+    /// The `DisruptionReason` condition's reason and the metrics' `reason` (lower-cased):
+    /// Karpenter's names, `Expired` for expiration.
+    pub fn reason_name(&self) -> &'static str {
+        self.reason().map_or("Expired", |r| r.as_str())
+    }
+
     /// Karpenter's `consolidation_type` metric label: `multi`, `single`, `empty`, or empty
     /// for drift and expiration.
     pub fn consolidation_type(&self) -> &'static str {
@@ -79,7 +85,7 @@ impl Method {
 /// `method` adds one to when it starts (`replaces`: it launches replacements); with each of
 /// its candidates' NodePools, the `..._by_nodepool_total` samples.
 pub fn decision_labels(method: Method, replaces: bool) -> [(&'static str, String); 3] {
-    let reason = method.reason().map_or("Expired", |r| r.as_str()).to_lowercase();
+    let reason = method.reason_name().to_lowercase();
     let decision = if replaces { "replace" } else { "delete" };
     [("decision", decision.into()), ("reason", reason), ("consolidation_type", method.consolidation_type().into())]
 }

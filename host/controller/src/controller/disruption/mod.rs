@@ -39,11 +39,6 @@ pub const ROUND_EVERY: Duration = Duration::from_secs(10);
 /// A disruption under way; its replacements are NodeClaim objects until created.
 pub type Command = command::Command<NodeClaim>;
 
-/// The `DisruptionReason` condition's reason for a method (Karpenter's names).
-fn reason_name(m: Method) -> &'static str {
-    m.reason().map_or("Expired", |r| r.as_str())
-}
-
 /// Karpenter's `karpenter_voluntary_disruption_eligible_nodes`: the candidates each graceful
 /// method could act on (a node blocked by a pod counts for none).
 fn eligible_by_reason(candidates: &[tenon_core::disruption::candidates::Candidate]) -> [(&'static str, usize); 3] {
@@ -63,10 +58,6 @@ fn eligible_by_reason(candidates: &[tenon_core::disruption::candidates::Candidat
 fn involved_node(objects: &ClusterObjects, name: &str) -> Option<super::events::Involved> {
     let n = objects.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(name))?;
     Some(super::events::Involved::cluster_scoped("v1", "Node", &n.metadata))
-}
-
-fn consolidation_type(m: Method) -> &'static str {
-    m.consolidation_type()
 }
 
 /// Karpenter's `ConsolidationApproved` message (Go's `%.2f` spells infinity `+Inf`).
@@ -170,10 +161,10 @@ impl Disruption {
         // One evaluation covers every method: labelled with the one that decided, or the
         // last one tried (single-node consolidation) when none did.
         let method = decision.plan.as_ref().map_or(Method::SingleNodeConsolidation, |p| p.method);
-        let reason = reason_name(method).to_lowercase();
+        let reason = method.reason_name().to_lowercase();
         self.ctx.metrics.observe(
             mc::VOLUNTARY_DISRUPTION_EVALUATION,
-            &[("reason", &reason), ("consolidation_type", consolidation_type(method))],
+            &[("reason", &reason), ("consolidation_type", method.consolidation_type())],
             evaluating.elapsed().as_secs_f64(),
         );
         self.claim_conditions(objects, &snap, &decision.candidates).await;

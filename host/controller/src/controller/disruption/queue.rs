@@ -2,7 +2,7 @@
 //! replacements created, then the candidates deleted once the replacements are Initialized;
 //! abandoned (and unmarked) when it stops holding; and the sweep of marks no command owns.
 
-use super::{Command, Disruption, ROUND_EVERY, consolidation_type, find, involved_node, reason_name};
+use super::{Command, Disruption, ROUND_EVERY, find, involved_node};
 use crate::controller::conditions;
 use crate::controller::error::Error;
 use crate::controller::metrics::catalog as mc;
@@ -59,7 +59,7 @@ impl Disruption {
                 .await
                 .unwrap_or_else(|| Some("the validation panicked".into()));
                 if let Some(why) = why {
-                    let labels = [("consolidation_type", consolidation_type(cmd.method))];
+                    let labels = [("consolidation_type", cmd.method.consolidation_type())];
                     self.ctx.metrics.add(mc::VOLUNTARY_DISRUPTION_FAILED_VALIDATIONS, &labels, 1);
                     self.abandon(&cmd, objects, &why, false).await;
                     return None;
@@ -190,11 +190,11 @@ impl Disruption {
                         .nodepools
                         .iter()
                         .find(|p| p.metadata.name.as_deref() == Some(&crate::controller::pool_of(nc)));
-                    let policy = match (consolidation_type(method), pool) {
+                    let policy = match (method.consolidation_type(), pool) {
                         ("", _) | (_, None) => "",
                         (_, Some(p)) => p.spec.disruption.consolidation_policy.as_str(),
                     };
-                    self.ctx.metrics.nodeclaim_disrupted(nc, &reason_name(method).to_lowercase(), policy);
+                    self.ctx.metrics.nodeclaim_disrupted(nc, &method.reason_name().to_lowercase(), policy);
                 }
                 true
             }
@@ -212,7 +212,7 @@ impl Disruption {
         node_patch::patch_locked(&nodes, node, termination::disrupted_taints).await?;
         let claims: Api<NodeClaim> = Api::all(self.ctx.client.clone());
         let obj = claims.get(nc).await?;
-        let conds = conditions::with_condition(&obj, condition::DISRUPTION_REASON, true, reason_name(method), reason);
+        let conds = conditions::with_condition(&obj, condition::DISRUPTION_REASON, true, method.reason_name(), reason);
         let patch = conditions::locked(&obj.metadata, json!({"status": {"conditions": conds}}));
         claims.patch_status(nc, &PatchParams::default(), &Patch::Merge(&patch)).await?;
         Ok(())
@@ -241,7 +241,7 @@ impl Disruption {
                 .then(|| json!({"spec": {"taints": termination::taints_without(n, wk::TAINT_DISRUPTED)}}))
         };
         match node_patch::patch_locked(&nodes, node, untainted).await {
-            Ok(_) => {}
+            Ok(()) => {}
             Err(kube::Error::Api(e)) if e.code == 404 => {}
             Err(e) => tracing::warn!(node = %node, error = %e, "could not remove the disruption taint"),
         }
