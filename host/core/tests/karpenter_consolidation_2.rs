@@ -22,9 +22,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use support::karpenter::{Cluster, NOW, assorted, fake, launched_labels, offering_labels};
 use tenon_api::NodeClaim;
-use tenon_core::disruption::{DefaultPolicies, DisruptionDecision, DisruptionPlan, Method, disrupt};
+use tenon_core::disruption::{DefaultPolicies, DisruptionDecision, DisruptionPlan, Method, disrupt, disrupt_after};
 use tenon_core::model::ClusterSnapshot;
-use tenon_core::orchestration::command::{Command, Replacement, Step, VALIDATION_MS, validate};
+use tenon_core::orchestration::command::{Command, Replacement, Step, VALIDATION_MS, validate_keeping};
 use tenon_core::plan::NewNodeClaim;
 
 /// `leastExpensiveInstance` of Karpenter's suite (`fake.InstanceTypesAssorted()`), with its
@@ -153,8 +153,13 @@ fn snapshot(c: &Cluster) -> ClusterSnapshot {
 }
 
 fn decide(c: &Cluster) -> (ClusterSnapshot, DisruptionDecision) {
+    decide_after(c, None)
+}
+
+/// The round that goes on after a command of `failed` failed validation.
+fn decide_after(c: &Cluster, failed: Option<Method>) -> (ClusterSnapshot, DisruptionDecision) {
     let snap = snapshot(c);
-    let d = disrupt(&snap, &DefaultPolicies);
+    let d = disrupt_after(&snap, &DefaultPolicies, failed);
     (snap, d)
 }
 
@@ -233,16 +238,15 @@ fn run(
     c.now += VALIDATION_MS / 1000;
     let now = c.now * 1000;
     assert_eq!(cmd.step(now, &[]), Step::Validate);
-    if let Some(why) = validate(&snapshot(c), &DefaultPolicies, plan.method, &candidates, &cmd.replacement_types) {
-        return Err(why);
-    }
+    cmd.candidates =
+        validate_keeping(&snapshot(c), &DefaultPolicies, plan.method, &candidates, &cmd.replacement_types)?;
     let created: Vec<String> = (0..plan.replacements.len()).map(|i| format!("replacement-{i}")).collect();
     for (nc, name) in plan.replacements.iter().zip(&created) {
         launch(c, snap, nc, name);
     }
     cmd.execute(created.clone(), now);
     assert_eq!(cmd.step(now, &vec![Replacement::Initialized; created.len()]), Step::Delete);
-    remove(c, &candidates.iter().map(|(_, n)| n.clone()).collect::<Vec<_>>());
+    remove(c, &cmd.candidates.iter().map(|(_, n)| n.clone()).collect::<Vec<_>>());
     Ok(created)
 }
 
@@ -476,10 +480,8 @@ fn can_delete_nodes() {
     deletes_only(&mut c, "node-1");
 }
 
-/// Karpenter's case karpenter:pkg/controllers/disruption/consolidation_test.go:2462, ported once the ignore below is fixed.
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:2462
 #[test]
-#[ignore = "Tenon's validation (command::still_invalid) abandons a whole Emptiness command when one candidate \
-            is no longer empty; Karpenter's EmptinessValidator drops that candidate and deletes the others"]
 fn emptiness_deletes_the_nodes_without_pod_churn_during_validation() {
     let mut c = suite();
     delete_context(&mut c);
@@ -1099,28 +1101,24 @@ fn single_node_follows_a_failed_multi_node(it: &str) {
     });
     assert!(result.is_err(), "{result:?}");
     // Karpenter goes on to single-node consolidation in the same pass.
-    let (candidates, plan) = consolidate(&mut c);
+    let (snap, d) = decide_after(&c, Some(Method::MultiNodeConsolidation));
+    let plan = d.plan.expect("a single-node command");
     assert_eq!(plan.method, Method::SingleNodeConsolidation);
-    assert_eq!(candidates, ["node-2"]);
+    assert_eq!(names(&snap, &plan), ["node-2"]);
+    run(&mut c, &snap, &plan, |_| {}).expect("validated");
     assert!(plan.replacements.is_empty());
     assert_eq!(nodeclaims(&c), ["node-0", "node-1"]);
     assert_eq!(node_names(&c), ["node-0", "node-1"]);
 }
 
-/// Karpenter's case karpenter:pkg/controllers/disruption/consolidation_test.go:4396, ported once the ignore below is fixed.
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:4397
 #[test]
-#[ignore = "Tenon decides one plan per round from the top: after the multi-node command fails validation the \
-            next round merges the three nodes again (a larger replacement); Karpenter goes on to single-node \
-            consolidation in the same pass and deletes node-2"]
 fn single_node_consolidation_follows_a_failed_spot_multi_node_validation() {
     single_node_follows_a_failed_multi_node(MOST_EXPENSIVE_SPOT);
 }
 
-/// Karpenter's case karpenter:pkg/controllers/disruption/consolidation_test.go:4397, ported once the ignore below is fixed.
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:4396
 #[test]
-#[ignore = "Tenon decides one plan per round from the top: after the multi-node command fails validation the \
-            next round merges the three nodes again (a larger replacement); Karpenter goes on to single-node \
-            consolidation in the same pass and deletes node-2"]
 fn single_node_consolidation_follows_a_failed_on_demand_multi_node_validation() {
     single_node_follows_a_failed_multi_node(MOST_EXPENSIVE);
 }

@@ -69,6 +69,27 @@ impl Method {
         self.reason().map_or("Expired", |r| r.as_str())
     }
 
+    /// The method's place in Karpenter's pass (emptiness, drift, multi-node, single-node);
+    /// expiration is outside it.
+    fn pass_order(&self) -> Option<u8> {
+        match self {
+            Method::Emptiness => Some(0),
+            Method::Drift => Some(1),
+            Method::MultiNodeConsolidation => Some(2),
+            Method::SingleNodeConsolidation => Some(3),
+            Method::Expiration => None,
+        }
+    }
+
+    /// Whether a pass that goes on after `failed` (a method whose command failed
+    /// validation) still tries this method.
+    fn tried_after(&self, failed: Option<Method>) -> bool {
+        match failed.and_then(|f| f.pass_order()) {
+            None => true,
+            Some(f) => self.pass_order().is_some_and(|m| m > f),
+        }
+    }
+
     /// Karpenter's `consolidation_type` metric label: `multi`, `single`, `empty`, or empty
     /// for drift and expiration.
     pub fn consolidation_type(&self) -> &'static str {
@@ -200,9 +221,17 @@ struct Round<'a> {
 
 /// Decides this round's disruptions.
 pub fn disrupt(snap: &ClusterSnapshot, policies: &dyn PolicySet) -> DisruptionDecision {
+    disrupt_after(snap, policies, None)
+}
+
+/// A round that goes on where a pass stopped: Karpenter tries its methods in order within
+/// one pass, and when a command fails validation the pass moves on to the next method (a
+/// multi-node consolidation that no longer holds falls back to single-node). `failed`: the
+/// method whose command just failed validation; it and the methods before it are not tried.
+pub fn disrupt_after(snap: &ClusterSnapshot, policies: &dyn PolicySet, failed: Option<Method>) -> DisruptionDecision {
     crate::work::count(|w| w.disruption_rounds += 1);
     let (all, blocked) = candidates::candidates(snap);
-    let mut decision = decide(snap, policies, &all, blocked);
+    let mut decision = decide(snap, policies, &all, blocked, failed);
     decision.candidates = all;
     decision
 }
@@ -212,7 +241,9 @@ fn decide(
     policies: &dyn PolicySet,
     all: &[Candidate],
     mut blocked: Vec<Blocked>,
+    failed: Option<Method>,
 ) -> DisruptionDecision {
+    let tried = |m: Method| m.tried_after(failed);
     let (allowed, budget_blocked) = allowances(snap, policies);
     let mut decision = DisruptionDecision { allowed, budget_blocked, ..Default::default() };
     let mut round = Round::new(snap, policies);
@@ -264,14 +295,15 @@ fn decide(
     let dynamic = |c: &Candidate| snap.nodepools[c.nodepool].replicas.is_none();
     let empty: Vec<&Candidate> =
         live.iter().copied().filter(|c| c.empty && c.consolidatable && c.blocked.is_none() && dynamic(c)).collect();
-    let plans = emptiness(&empty, budget(Method::Emptiness), snap);
+    let plans = if tried(Method::Emptiness) { emptiness(&empty, budget(Method::Emptiness), snap) } else { vec![] };
     if let Some(p) = round.review_all(plans, &mut decision.rejected) {
         decision.plan = Some(p);
         decision.evaluated = round.evaluated;
         return decision;
     }
     // 2. Drift.
-    let drifted: Vec<&Candidate> = live.iter().copied().filter(|c| drift_eligible(snap, c)).collect();
+    let drifted: Vec<&Candidate> =
+        live.iter().copied().filter(|c| tried(Method::Drift) && drift_eligible(snap, c)).collect();
     if let Some(plan) = round.drift(&drifted, budget(Method::Drift)) {
         decision.plan = Some(plan);
         decision.evaluated = round.evaluated;
@@ -293,11 +325,13 @@ fn decide(
     let open: Vec<&Candidate> =
         consolidatable.iter().copied().filter(|c| left.get(&c.nodepool).is_some_and(|&n| n > 0)).collect();
     let mut plans = Vec::new();
-    let multi = round.multi_node(&within);
+    let multi = if tried(Method::MultiNodeConsolidation) { round.multi_node(&within) } else { None };
     let multi_moves = round.moves.len();
     let found_multi = multi.is_some();
     plans.extend(multi);
-    plans.extend(round.single_node(&open));
+    if tried(Method::SingleNodeConsolidation) {
+        plans.extend(round.single_node(&open));
+    }
     if found_multi {
         round.moves.truncate(multi_moves);
     }
@@ -403,6 +437,30 @@ pub fn revalidate(
         }
         _ => changed(),
     }
+}
+
+/// Karpenter's emptiness validation, over a snapshot of now (other commands held): of the
+/// empty `candidates` still valid, those to delete — each candidate not nominated for a
+/// pending pod, within what its NodePool's budget allows now (in order). The rest are
+/// dropped from the command, not the command abandoned.
+pub fn revalidate_emptiness(snap: &ClusterSnapshot, policies: &dyn PolicySet, candidates: &[usize]) -> Vec<usize> {
+    let (allowed, _) = allowances(snap, policies);
+    let mut left: BTreeMap<&str, usize> = BTreeMap::new();
+    for ((pool, reason), a) in &allowed {
+        if *reason == DisruptionReason::Empty {
+            left.insert(pool, a.allowed);
+        }
+    }
+    let nominated = Round::new(snap, policies).nominated();
+    let mut kept = Vec::new();
+    for &c in candidates.iter().filter(|&&c| !nominated.contains(snap.nodes[c].name.as_str())) {
+        let pool = snap.nodes[c].nodepool.as_deref().unwrap_or_default();
+        if let Some(n) = left.get_mut(pool).filter(|n| **n > 0) {
+            *n -= 1;
+            kept.push(c);
+        }
+    }
+    kept
 }
 
 /// The NodePools (indices) with more nodes that could be disrupted for a reason than their

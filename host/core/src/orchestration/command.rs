@@ -10,9 +10,9 @@
 //! `R` is what a shell needs to create one replacement (the controller keeps NodeClaim
 //! objects, the simulator its planned NodeClaims).
 
-use crate::disruption::{Method, PolicySet, revalidate};
+use crate::disruption::{Method, PolicySet, revalidate, revalidate_emptiness};
 use crate::model::ClusterSnapshot;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Karpenter's consolidation TTL: a decision is re-checked this long after it was made.
 pub const VALIDATION_MS: i64 = 15_000;
@@ -68,7 +68,8 @@ pub enum On {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
     Wait,
-    /// Re-check the candidates ([`still_invalid`]), then [`Command::execute`] or abandon.
+    /// Re-check the candidates ([`validate_keeping`]), then [`Command::execute`] with those
+    /// kept, or abandon.
     Validate,
     /// Delete the candidates: the command is done.
     Delete,
@@ -251,41 +252,48 @@ impl<R> Command<R> {
 /// snapshot of now, if so: a candidate gone, being deleted, blocked (a PDB, do-not-disrupt),
 /// consolidatable no more (its pods changed), or no longer empty.
 pub fn still_invalid(snap: &ClusterSnapshot, method: Method, candidates: &[(String, String)]) -> Option<String> {
+    let mut why = why_invalid(snap, method, candidates);
+    candidates.iter().find_map(|(nc, _)| why.remove(nc))
+}
+
+/// [`still_invalid`] for each candidate on its own: the NodeClaims that no longer hold, and why.
+fn why_invalid(snap: &ClusterSnapshot, method: Method, candidates: &[(String, String)]) -> BTreeMap<String, String> {
     let ours: BTreeSet<&str> = candidates.iter().map(|(nc, _)| nc.as_str()).collect();
+    let mut why = BTreeMap::new();
     let mut present = BTreeSet::new();
     for n in &snap.nodes {
         if let Some(c) = n.claim.as_ref().filter(|c| ours.contains(c.nodeclaim.as_str())) {
             if c.disrupting {
-                return Some(format!("candidate {} is being disrupted already", c.nodeclaim));
+                why.insert(c.nodeclaim.clone(), format!("candidate {} is being disrupted already", c.nodeclaim));
             }
             present.insert(c.nodeclaim.as_str());
         }
     }
-    if let Some(gone) = ours.iter().find(|nc| !present.contains(*nc)) {
-        return Some(format!("candidate {gone} is gone"));
+    for gone in ours.iter().filter(|nc| !present.contains(*nc)) {
+        why.insert(gone.to_string(), format!("candidate {gone} is gone"));
     }
     let (cands, blocked) = crate::disruption::candidates::candidates(snap);
+    let claim_of = |node: usize| snap.nodes[node].claim.as_ref().filter(|c| ours.contains(c.nodeclaim.as_str()));
     for b in &blocked {
-        if let Some(c) = snap.nodes[b.node].claim.as_ref().filter(|c| ours.contains(c.nodeclaim.as_str())) {
-            return Some(format!("{}: {}", c.nodeclaim, b.reason));
+        if let Some(c) = claim_of(b.node) {
+            why.entry(c.nodeclaim.clone()).or_insert_with(|| format!("{}: {}", c.nodeclaim, b.reason));
         }
     }
     let consolidating = matches!(method, Method::MultiNodeConsolidation | Method::SingleNodeConsolidation);
     for c in &cands {
-        let Some(claim) = snap.nodes[c.node].claim.as_ref().filter(|x| ours.contains(x.nodeclaim.as_str())) else {
+        let Some(claim) = claim_of(c.node) else { continue };
+        let reason = if let Some(blocked) = &c.blocked {
+            blocked.clone()
+        } else if (consolidating || method == Method::Emptiness) && !c.consolidatable {
+            "pods changed since the decision (consolidateAfter restarted)".into()
+        } else if method == Method::Emptiness && !c.empty {
+            "no longer empty".into()
+        } else {
             continue;
         };
-        if let Some(why) = &c.blocked {
-            return Some(format!("{}: {why}", claim.nodeclaim));
-        }
-        if (consolidating || method == Method::Emptiness) && !c.consolidatable {
-            return Some(format!("{}: pods changed since the decision (consolidateAfter restarted)", claim.nodeclaim));
-        }
-        if method == Method::Emptiness && !c.empty {
-            return Some(format!("{}: no longer empty", claim.nodeclaim));
-        }
+        why.entry(claim.nodeclaim.clone()).or_insert_with(|| format!("{}: {reason}", claim.nodeclaim));
     }
-    None
+    why
 }
 
 /// Karpenter's validation, [`VALIDATION_MS`] after the decision and before anything is
@@ -301,14 +309,50 @@ pub fn validate(
     if let Some(why) = still_invalid(snap, method, candidates) {
         return Some(why);
     }
-    let nodes: Vec<usize> = snap
-        .nodes
+    revalidate(snap, policies, method, &node_indices(snap, candidates), replacement_types)
+}
+
+/// [`validate`] as the shells run it: the candidates to go ahead with, or why none. An
+/// emptiness command goes ahead with those of its candidates still empty, not nominated and
+/// within budget (Karpenter's emptiness validator drops the others); any other command holds
+/// whole or not at all.
+pub fn validate_keeping(
+    snap: &ClusterSnapshot,
+    policies: &dyn PolicySet,
+    method: Method,
+    candidates: &[(String, String)],
+    replacement_types: &[Vec<String>],
+) -> Result<Vec<(String, String)>, String> {
+    if method != Method::Emptiness {
+        return match validate(snap, policies, method, candidates, replacement_types) {
+            Some(why) => Err(why),
+            None => Ok(candidates.to_vec()),
+        };
+    }
+    let mut invalid = why_invalid(snap, method, candidates);
+    let still: Vec<(String, String)> = candidates.iter().filter(|(nc, _)| !invalid.contains_key(nc)).cloned().collect();
+    let kept: BTreeSet<&str> = revalidate_emptiness(snap, policies, &node_indices(snap, &still))
+        .into_iter()
+        .filter_map(|i| snap.nodes[i].claim.as_ref().map(|c| c.nodeclaim.as_str()))
+        .collect();
+    let kept: Vec<(String, String)> = still.into_iter().filter(|(nc, _)| kept.contains(nc.as_str())).collect();
+    if !kept.is_empty() {
+        return Ok(kept);
+    }
+    Err(candidates
+        .iter()
+        .find_map(|(nc, _)| invalid.remove(nc))
+        .unwrap_or_else(|| "every candidate is nominated for a pending pod or over its NodePool's budget".into()))
+}
+
+/// The snapshot indices of the candidates' nodes.
+fn node_indices(snap: &ClusterSnapshot, candidates: &[(String, String)]) -> Vec<usize> {
+    snap.nodes
         .iter()
         .enumerate()
         .filter(|(_, n)| n.claim.as_ref().is_some_and(|c| candidates.iter().any(|(nc, _)| *nc == c.nodeclaim)))
         .map(|(i, _)| i)
-        .collect();
-    revalidate(snap, policies, method, &nodes, replacement_types)
+        .collect()
 }
 
 /// Nodes carrying the disruption mark that no command owns (a command abandoned by a

@@ -10,9 +10,9 @@ use super::objects::{DisruptionRecord, Phase};
 use std::collections::BTreeSet;
 use tenon_api::wellknown as wk;
 use tenon_core::disruption::drain::{DrainAction, PdbAllowance, drain_order_with};
-use tenon_core::disruption::{Method, disrupt};
+use tenon_core::disruption::{Method, disrupt_after};
 use tenon_core::orchestration::budget_events;
-use tenon_core::orchestration::command::{Command, Notice, On, Replacement, Step, held, hold, validate};
+use tenon_core::orchestration::command::{Command, Notice, On, Replacement, Step, held, hold, validate_keeping};
 use tenon_core::orchestration::expiration::{self, Lifetime};
 
 impl World<'_> {
@@ -54,21 +54,26 @@ impl World<'_> {
         if self.commands.len() != under_way {
             self.commands_changed += 1;
         }
-        if self.now < self.next_disruption {
+        let failed = self.resume_after.take();
+        if self.now < self.next_disruption && failed.is_none() {
             return;
         }
         self.next_disruption = self.now + self.settings.disruption_interval_seconds;
         // Same cluster, same commands under way, no timer passed, no budget that time alone
         // can change holding anything back: the decision would be the same as last time.
         let seen = (self.generation, self.commands_changed);
-        if self.disruption_seen == seen && self.now < self.disruption_timer && !self.budget_varies_with_time {
+        if self.disruption_seen == seen
+            && self.now < self.disruption_timer
+            && !self.budget_varies_with_time
+            && failed.is_none()
+        {
             return;
         }
         self.disruption_seen = seen;
         self.disruption_timer = self.next_timer();
         let mut snap = self.lend_snapshot(false);
         hold(&mut snap, &held(&self.commands));
-        let decision = disrupt(&snap, self.policies);
+        let decision = disrupt_after(&snap, self.policies, failed);
         self.give_back(&mut snap);
         self.budget_varies_with_time = decision.budget_varies_with_time;
         let now = self.now_ms();
@@ -138,11 +143,18 @@ impl World<'_> {
                 let mut snap = self.lend_snapshot(false);
                 let others = held.iter().filter(|nc| !cmd.has_candidate(nc)).cloned().collect();
                 hold(&mut snap, &others);
-                let why = validate(&snap, self.policies, cmd.method, &cmd.candidates, &cmd.replacement_types);
+                let kept = validate_keeping(&snap, self.policies, cmd.method, &cmd.candidates, &cmd.replacement_types);
                 self.give_back(&mut snap);
-                match why {
-                    Some(why) => self.abandon(&cmd, &why, false),
-                    None => self.execute(cmd),
+                match kept {
+                    Err(why) => {
+                        self.abandon(&cmd, &why, false);
+                        self.resume_after = Some(cmd.method);
+                    }
+                    Ok(kept) => {
+                        let mut cmd = cmd;
+                        cmd.candidates = kept;
+                        self.execute(cmd)
+                    }
                 }
             }
             Step::Delete => self.finish(&cmd),

@@ -17,7 +17,7 @@ pub use objects::{DisruptionRecord, Event, NodeClaimRecord, Phase, PolicyFailure
 use crate::scenario::{Scenario, Settings};
 use objects::{Deployment, Pdb, SimNode, SimPod};
 use std::collections::{BTreeMap, BTreeSet};
-use tenon_core::disruption::PolicySet;
+use tenon_core::disruption::{Method, PolicySet};
 use tenon_core::model::NodePoolTemplate;
 use tenon_core::orchestration::batcher::Batcher;
 use tenon_core::orchestration::budget_events::BudgetEvents;
@@ -72,6 +72,9 @@ pub struct World<'p> {
     commands: Vec<Command<cloud::Planned>>,
     budget_events: BudgetEvents,
     next_disruption: i64,
+    /// The method whose command just failed validation: a round runs at once and goes on
+    /// from the method after it, as Karpenter's pass does.
+    resume_after: Option<Method>,
     ordinal: u64,
     /// Bumped on every change to pods or nodes: work whose inputs did not change is skipped.
     generation: u64,
@@ -138,6 +141,7 @@ impl<'p> World<'p> {
             commands: Vec::new(),
             budget_events: BudgetEvents::default(),
             next_disruption: start + scenario.settings.disruption_interval_seconds,
+            resume_after: None,
             ordinal: 0,
             generation: 1,
             bind_seen: 0,

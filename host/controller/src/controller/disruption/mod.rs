@@ -29,7 +29,7 @@ use tenon_core::convert::ClusterObjects;
 use tenon_core::disruption::balanced::Move;
 use tenon_core::disruption::candidates::{Candidate, do_not_disrupt_event};
 use tenon_core::disruption::claim_conditions;
-use tenon_core::disruption::{DisruptionPlan, Method, disrupt};
+use tenon_core::disruption::{DisruptionPlan, Method, disrupt_after};
 use tenon_core::orchestration::budget_events::{self, BudgetEvents};
 use tenon_core::orchestration::command;
 
@@ -82,6 +82,9 @@ pub struct Disruption {
     /// The last sweep of disruption marks no command owns.
     last_sweep: Option<Instant>,
     budget_events: BudgetEvents,
+    /// The method whose command just failed validation: the next round, run at once, goes
+    /// on from the method after it (`disrupt_after`).
+    resume_after: Option<Method>,
     /// What failed in this reconcile so far (each failure logged where it happened).
     failures: Failures,
 }
@@ -97,11 +100,12 @@ impl Reconciler for Disruption {
         // holds a round off: a plan that would count on a node not Initialized yet is
         // refused on its own (the core's rule), so one stuck node, a held drain or pod
         // churn stops nothing elsewhere.
-        let round = self.round_due() && self.ctx.synced(&objects);
+        let synced = self.ctx.synced(&objects);
+        let round = self.round_due() && synced;
         // Instance types only when a command steps or a round runs (shaping them is costly).
         if round || !self.commands.is_empty() {
             let catalogs = self.ctx.catalogs().await;
-            self.disruption(&objects, &catalogs, round).await;
+            self.disruption(&objects, &catalogs, round, synced).await;
         }
         std::mem::take(&mut self.failures).finish()
     }
@@ -115,6 +119,7 @@ impl Disruption {
             last_round: None,
             last_sweep: None,
             budget_events: BudgetEvents::default(),
+            resume_after: None,
             failures: Failures::default(),
         }
     }
@@ -124,9 +129,10 @@ impl Disruption {
     }
 
     /// Each command under way takes its next step, on its own; then, when `round` (one is
-    /// due and the cluster synced), a round decides over the cluster as it is, the commands'
-    /// candidates held (never taken twice, counted against their budgets).
-    async fn disruption(&mut self, objects: &ClusterObjects, catalogs: &Catalogs, round: bool) {
+    /// due and the cluster synced, or a validation just failed), a round decides over the
+    /// cluster as it is, the commands' candidates held (never taken twice, counted against
+    /// their budgets).
+    async fn disruption(&mut self, objects: &ClusterObjects, catalogs: &Catalogs, round: bool, synced: bool) {
         let commands = std::mem::take(&mut self.commands);
         let held = command::held(&commands);
         for cmd in commands {
@@ -134,9 +140,10 @@ impl Disruption {
                 self.commands.push(cmd);
             }
         }
-        if !round {
+        if !(round || synced && self.resume_after.is_some()) {
             return;
         }
+        let failed = self.resume_after.take();
         self.last_round = Some(Instant::now());
         let (mut snap, _) = snapshot(objects, catalogs);
         snap.spot_to_spot = self.ctx.spot_to_spot;
@@ -152,7 +159,7 @@ impl Disruption {
         let policies = self.ctx.active_policies();
         let evaluating = Instant::now();
         let decided = super::off_loop("disruption", move || {
-            let decision = disrupt(&snap, &*policies);
+            let decision = disrupt_after(&snap, &*policies, failed);
             (snap, decision)
         });
         let Some((snap, decision)) = decided.await else {

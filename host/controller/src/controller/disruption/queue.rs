@@ -53,18 +53,32 @@ impl Disruption {
                 command::hold(&mut snap, &others);
                 let policies = self.ctx.active_policies();
                 let (method, candidates, types) = (cmd.method, cmd.candidates.clone(), cmd.replacement_types.clone());
-                let why = crate::controller::off_loop("disruption validation", move || {
-                    command::validate(&snap, &*policies, method, &candidates, &types)
+                let kept = crate::controller::off_loop("disruption validation", move || {
+                    command::validate_keeping(&snap, &*policies, method, &candidates, &types)
                 })
                 .await
-                .unwrap_or_else(|| Some("the validation panicked".into()));
-                if let Some(why) = why {
-                    let labels = [("consolidation_type", cmd.method.consolidation_type())];
-                    self.ctx.metrics.add(mc::VOLUNTARY_DISRUPTION_FAILED_VALIDATIONS, &labels, 1);
-                    self.abandon(&cmd, objects, &why, false).await;
-                    return None;
+                .unwrap_or_else(|| Err("the validation panicked".into()));
+                // Karpenter counts the candidates that failed validation.
+                let labels = [("consolidation_type", cmd.method.consolidation_type())];
+                match kept {
+                    Ok(kept) => {
+                        let dropped = (cmd.candidates.len() - kept.len()) as u64;
+                        if dropped > 0 {
+                            self.ctx.metrics.add(mc::VOLUNTARY_DISRUPTION_FAILED_VALIDATIONS, &labels, dropped);
+                        }
+                        let mut cmd = cmd;
+                        cmd.candidates = kept;
+                        self.execute(cmd, objects).await
+                    }
+                    Err(why) => {
+                        let failed = cmd.candidates.len() as u64;
+                        self.ctx.metrics.add(mc::VOLUNTARY_DISRUPTION_FAILED_VALIDATIONS, &labels, failed);
+                        self.abandon(&cmd, objects, &why, false).await;
+                        // Karpenter's pass goes on to the next method.
+                        self.resume_after = Some(cmd.method);
+                        None
+                    }
                 }
-                self.execute(cmd, objects).await
             }
             Step::Delete => {
                 self.finish(&cmd, objects).await;
