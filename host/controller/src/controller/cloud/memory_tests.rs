@@ -232,6 +232,69 @@ async fn a_nodeclaim_of_another_nodeclass_is_left_alone_by_lifecycle_and_termina
     assert!(deleting.status.unwrap_or_default().conditions.is_empty(), "no condition written");
 }
 
+impl World {
+    /// Runs `lifecycle` until NodeClaim `default-abcde` is Registered (10 s at most).
+    async fn until_registered(&self, lifecycle: &mut Lifecycle) {
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            lifecycle.reconcile().await.unwrap();
+            let nc = api.get("default-abcde").await.unwrap();
+            let conditions = nc.status.unwrap_or_default().conditions;
+            if condition_status(&conditions, condition::REGISTERED).as_deref() == Some("True") {
+                return;
+            }
+            assert!(Instant::now() < deadline, "not Registered within 10 s");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Node `node-a` for the launched NodeClaim, as the kubelet registers it with `taints`
+    /// (YAML flow mappings), once in the cache.
+    async fn kubelet_registers(&self, nc: NodeClaim, taints: &[String]) {
+        let provider_id = nc.status.and_then(|s| s.provider_id).expect("a provider ID");
+        let taints: String = taints.iter().map(|t| format!("  - {t}\n")).collect();
+        self.create::<k8s_openapi::api::core::v1::Node>(&format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: node-a}}\nspec:\n  providerID: {provider_id}\n  taints:\n{taints}"
+        ))
+        .await;
+        self.until("the Node in the cache", |c| !c.stores.nodes.state().is_empty()).await;
+    }
+}
+
+fn taint_keys(node: &k8s_openapi::api::core::v1::Node) -> Vec<String> {
+    node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default().into_iter().map(|t| t.key).collect()
+}
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/registration_test.go:466
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn startup_taints_removed_from_a_registered_node_are_not_synced_again() {
+    use k8s_openapi::api::core::v1::Node;
+    use kube::api::{Patch, PatchParams};
+    let w = World::new().await;
+    let startup = "example.com/cni-not-ready";
+    let nc =
+        w.launched_with("on-demand", &format!("  startupTaints: [{{key: {startup}, effect: NoSchedule}}]\n")).await;
+    let taints = [
+        "{key: karpenter.sh/unregistered, effect: NoExecute}".to_string(),
+        format!("{{key: {startup}, effect: NoSchedule}}"),
+    ];
+    w.kubelet_registers(nc, &taints).await;
+    let mut lifecycle = Lifecycle::new(w.ctx.clone());
+    w.until_registered(&mut lifecycle).await;
+    let nodes: Api<Node> = Api::all(w.client.clone());
+    assert_eq!(taint_keys(&nodes.get("node-a").await.unwrap()), [startup]);
+    // The startup taint's owner removes it; the controller sees the change and reconciles.
+    let cleared = serde_json::json!({"spec": {"taints": []}});
+    nodes.patch("node-a", &PatchParams::default(), &Patch::Merge(&cleared)).await.unwrap();
+    w.until("the untainted Node in the cache", |c| c.stores.nodes.state().iter().all(|n| taint_keys(n).is_empty()))
+        .await;
+    for _ in 0..3 {
+        lifecycle.reconcile().await.unwrap();
+    }
+    assert!(taint_keys(&nodes.get("node-a").await.unwrap()).is_empty(), "no startup taint synced again");
+}
+
 // Karpenter patches the Node under an optimistic lock (registration.go): a merge patch
 // replaces the taint list whole, and a CNI agent removing its startup taint writes the same
 // list at the same moment.
@@ -246,35 +309,26 @@ async fn a_startup_taint_removed_while_the_node_registers_stays_removed() {
             &format!("  startupTaints: [{{key: {startup}, effect: NoSchedule}}]\n  taints: [{{key: example.com/team, value: a, effect: NoSchedule}}]\n"),
         )
         .await;
-    let provider_id = nc.status.and_then(|s| s.provider_id).expect("a provider ID");
     // As the kubelet registers it, with the taints the user data gives it.
-    w.create::<Node>(&format!(
-        "apiVersion: v1\nkind: Node\nmetadata: {{name: node-a}}\nspec:\n  providerID: {provider_id}\n  taints:\n  - {{key: karpenter.sh/unregistered, effect: NoExecute}}\n  - {{key: {startup}, effect: NoSchedule}}\n"
-    ))
-    .await;
-    w.until("the Node in the cache", |c| !c.stores.nodes.state().is_empty()).await;
+    let taints = [
+        "{key: karpenter.sh/unregistered, effect: NoExecute}".to_string(),
+        format!("{{key: {startup}, effect: NoSchedule}}"),
+    ];
+    w.kubelet_registers(nc, &taints).await;
     // The CNI agent removes its taint just before the controller's first write to the Node.
     w.emulator.write_before_next("patch", "nodes", None, 1, move |node| {
         if let Some(taints) = node["spec"]["taints"].as_array_mut() {
             taints.retain(|t| t["key"] != startup);
         }
     });
-    let api: Api<NodeClaim> = Api::all(w.client.clone());
     let mut lifecycle = Lifecycle::new(w.ctx.clone());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        lifecycle.reconcile().await.unwrap();
-        let nc = api.get("default-abcde").await.unwrap();
-        if condition_status(&nc.status.unwrap_or_default().conditions, condition::REGISTERED).as_deref() == Some("True")
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "not Registered within 10 s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    w.until_registered(&mut lifecycle).await;
     let node = Api::<Node>::all(w.client.clone()).get("node-a").await.unwrap();
-    let taints: Vec<String> = node.spec.and_then(|s| s.taints).unwrap_or_default().into_iter().map(|t| t.key).collect();
-    assert_eq!(taints, ["example.com/team"], "the CNI agent's removal and the controller's own changes both land");
+    assert_eq!(
+        taint_keys(&node),
+        ["example.com/team"],
+        "the CNI agent's removal and the controller's own changes both land"
+    );
     let labels = node.metadata.labels.unwrap_or_default();
     assert_eq!(labels.get("karpenter.sh/registered").map(String::as_str), Some("true"));
     assert_eq!(node.metadata.finalizers.unwrap_or_default(), ["karpenter.sh/termination"]);

@@ -446,12 +446,18 @@ async fn the_instance_waits_for_the_nodes_volume_attachments() {
         Some(("Unknown".into(), "AwaitingVolumeDetachment".into()))
     );
     assert!(w.ec2.calls().is_empty(), "not while a volume is attached");
+    assert!(w.get_node("i-1").await.is_some(), "the Node waits for its volume");
     vas.delete("va-1", &DeleteParams::default()).await.unwrap();
     for s in [10, 11] {
         assert_eq!(w.node_step("i-1", t0 + s).await, NodeProgress::Waiting);
     }
     assert_eq!(condition_of(&w.get_claim("nc").await.unwrap(), condition::VOLUMES_DETACHED).unwrap().0, "True");
     assert_eq!(w.ec2.calls(), ["i-1"]);
+    w.ec2.finish("i-1");
+    assert_eq!(w.node_step("i-1", t0 + 12).await, NodeProgress::Released);
+    assert!(w.get_node("i-1").await.is_none(), "the Node is gone once its instance is");
+    let nc = w.get_claim("nc").await.expect("the NodeClaim outlives its Node");
+    assert_eq!(condition_of(&nc, condition::VOLUMES_DETACHED).unwrap().0, "True");
 }
 
 /// karpenter:pkg/controllers/node/termination/suite_test.go:978
