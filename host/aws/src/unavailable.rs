@@ -33,6 +33,13 @@ impl UnavailableOfferings {
         }
     }
 
+    /// Drops `o`'s entry, as its TTL running out would.
+    pub fn forget(&self, o: &UnavailableOffering) {
+        if let Ok(mut c) = self.cache.lock() {
+            c.forget(o);
+        }
+    }
+
     pub fn is_unavailable(&self, instance_type: &str, zone: &str, capacity_type: &str, now: Instant) -> bool {
         let now = self.ms(now);
         self.cache.lock().map(|c| c.is_unavailable(instance_type, zone, capacity_type, now)).unwrap_or(false)

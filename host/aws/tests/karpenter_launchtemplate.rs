@@ -1596,3 +1596,42 @@ async fn efa_only_interfaces_get_no_addresses() {
         .collect();
     assert_eq!(v6, [(Some("interface"), Some(true), Some(1)), (Some("efa-only"), None, None)]);
 }
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1488
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1489
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1490
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1491
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1492
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:1493
+#[tokio::test]
+async fn labels_in_restricted_domains_stay_out_of_the_launch_templates() {
+    let moto = Moto::start();
+    let p = moto.provider("rdl").await;
+    lab(&p, "rdl").await;
+    let nc = resolved(&p, lab_nodeclass("rdl")).await;
+    let restricted = [
+        "node-restriction.kubernetes.io/bar",
+        "kubernetes.io/bar",
+        "k8s.io/bar",
+        "foo.node-restriction.kubernetes.io/bar",
+        "foo.kubernetes.io/bar",
+        "foo.k8s.io/bar",
+    ];
+    for (i, label) in restricted.into_iter().enumerate() {
+        let mut req = request(&format!("rdl-{i}"), &nc, vec![option("m5.large", "us-east-1a", "amd64")]);
+        req.labels.insert(label.into(), "foobar".into());
+        // A label of each case's own: every launch writes a template of its own.
+        let own = format!("example.com/case-{i}");
+        req.labels.insert(own.clone(), "yes".into());
+        let made = templates_made_by(&p, async {
+            p.create(&req).await.unwrap();
+        })
+        .await;
+        assert!(!made.is_empty(), "{label}: a launch template written");
+        for d in &made {
+            let ud = user_data(d);
+            assert!(!ud.contains(label), "{label} in the user data: {ud}");
+            assert!(ud.contains(&own) && ud.contains("capacity.example.io/pool"), "other labels stay: {ud}");
+        }
+    }
+}

@@ -3,6 +3,7 @@
 
 mod documents;
 mod iam;
+mod insufficient_capacity;
 mod karpenter_amifamily;
 mod karpenter_interruption;
 mod karpenter_launchtemplate;

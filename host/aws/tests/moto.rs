@@ -585,7 +585,6 @@ fn unavailable(instance_type: &str, zone: &str, capacity_type: &str) -> Unavaila
 }
 
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2303
-/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2255
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2616
 #[tokio::test]
 async fn the_unavailable_offerings_cache_marks_single_offerings() {

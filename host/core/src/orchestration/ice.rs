@@ -19,6 +19,11 @@ impl UnavailableOfferings {
         self.until.insert(o, now + TTL_MS);
     }
 
+    /// Drops `o`'s entry, as its TTL running out would (Karpenter's cache `Delete`).
+    pub fn forget(&mut self, o: &UnavailableOffering) {
+        self.until.remove(o);
+    }
+
     pub fn is_unavailable(&self, instance_type: &str, zone: &str, capacity_type: &str, now: i64) -> bool {
         let key = UnavailableOffering {
             instance_type: instance_type.to_string(),
