@@ -244,12 +244,20 @@ fn pods_per_core_caps_pods_by_vcpus() {
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1912
 #[test]
 fn bottlerocket_ignores_pods_per_core() {
-    let eni = catalog(KubeletModel::default(), AmiFamilyFlags::BOTTLEROCKET);
+    // The bundled DescribeInstanceTypes answers, by type (Karpenter's case reads the fake's).
+    let mut text = String::new();
+    let gz: &[u8] = include_bytes!("../data/ec2-instance-types.json.gz");
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(gz), &mut text).unwrap();
+    let info: serde_json::Value = serde_json::from_str(&text).unwrap();
     let per_core =
         catalog(KubeletModel { pods_per_core: Some(1), ..KubeletModel::default() }, AmiFamilyFlags::BOTTLEROCKET);
+    assert!(per_core.len() > 100, "{} types", per_core.len());
     for t in &per_core {
-        assert_eq!(t.capacity.pods, find(&eni, &t.name).capacity.pods, "{}", t.name);
+        let eni_limited = tenon_core::catalog::eni_limited_pods(&info[&t.name]["NetworkInfo"], 0).expect("ENI data");
+        assert_eq!(t.capacity.pods, eni_limited, "{}: ENI-limited, not one per core", t.name);
     }
+    // 4 ENIs × (15 addresses − 1) + 2, where one per core would be 4.
+    assert_eq!(find(&per_core, "m5.xlarge").capacity.pods, 58);
 }
 
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1992
