@@ -57,14 +57,16 @@ impl std::fmt::Debug for ConcurrentWrite {
 }
 
 /// Stores `write` to `target`'s object as another client would (a new resourceVersion, watch
-/// events); nothing when the object does not exist.
+/// events), through the status subresource when the request is for it; nothing when the
+/// object does not exist.
 fn write_concurrently(s: &Shared, target: &Target, write: &ConcurrentWrite) {
     let (Some(name), Ok(mut store)) = (target.name.as_deref(), s.store.lock()) else { return };
     let ns = target.namespace.clone().unwrap_or_default();
     let Ok(mut o) = store.get(&target.t, &ns, name) else { return };
     (write.0)(&mut o);
     o["metadata"]["resourceVersion"] = Value::Null;
-    if store.update(&target.t, &ns, name, o, false, false).is_ok() {
+    let status = target.sub.as_deref() == Some("status");
+    if store.update(&target.t, &ns, name, o, status, false).is_ok() {
         let _ = s.changed.send(store.rv);
     }
 }

@@ -371,3 +371,22 @@ async fn a_spot_interruption_from_the_cloud_deletes_its_nodeclaim_and_marks_the_
     };
     assert!(w.cloud.unavailable().contains(&offering), "{:?}", w.cloud.unavailable());
 }
+
+// Karpenter writes a NodeClaim's status under an optimistic lock: its conditions are one
+// list, which another writer (a reconciler of ours, another controller) may change meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_condition_written_while_the_nodeclaim_launches_is_kept() {
+    let w = World::new().await;
+    w.emulator.write_before_next("patch", "nodeclaims/status", None, 1, |nc| {
+        let example = serde_json::json!({"type": "Example", "status": "True", "reason": "Example", "message": "",
+            "lastTransitionTime": "2026-12-06T00:00:00Z"});
+        match nc["status"]["conditions"].as_array_mut() {
+            Some(conditions) => conditions.push(example),
+            None => nc["status"]["conditions"] = serde_json::json!([example]),
+        }
+    });
+    let nc = w.launched("on-demand").await;
+    let status = nc.status.expect("a status");
+    assert!(status.provider_id.is_some(), "the launch is recorded");
+    assert_eq!(condition_status(&status.conditions, "Example").as_deref(), Some("True"), "{:?}", status.conditions);
+}

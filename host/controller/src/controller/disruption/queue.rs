@@ -7,7 +7,7 @@ use crate::controller::conditions;
 use crate::controller::error::Error;
 use crate::controller::metrics::catalog as mc;
 use crate::controller::provisioning::create_nodeclaim;
-use crate::controller::{Catalogs, involved_nodeclaim, node_patch, snapshot, termination};
+use crate::controller::{Catalogs, involved_nodeclaim, locked_patch, snapshot, termination};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
@@ -223,7 +223,7 @@ impl Disruption {
     /// Taint and `DisruptionReason` on one candidate.
     pub(super) async fn mark(&self, nc: &str, node: &str, method: Method, reason: &str) -> Result<(), kube::Error> {
         let nodes: Api<Node> = Api::all(self.ctx.client.clone());
-        node_patch::patch_locked(&nodes, node, termination::disrupted_taints).await?;
+        locked_patch::patch_locked(&nodes, node, termination::disrupted_taints).await?;
         let claims: Api<NodeClaim> = Api::all(self.ctx.client.clone());
         let obj = claims.get(nc).await?;
         let conds = conditions::with_condition(&obj, condition::DISRUPTION_REASON, true, method.reason_name(), reason);
@@ -254,7 +254,7 @@ impl Disruption {
             (tainted && n.metadata.deletion_timestamp.is_none())
                 .then(|| json!({"spec": {"taints": termination::taints_without(n, wk::TAINT_DISRUPTED)}}))
         };
-        match node_patch::patch_locked(&nodes, node, untainted).await {
+        match locked_patch::patch_locked(&nodes, node, untainted).await {
             Ok(()) => {}
             Err(kube::Error::Api(e)) if e.code == 404 => {}
             Err(e) => tracing::warn!(node = %node, error = %e, "could not remove the disruption taint"),

@@ -10,7 +10,7 @@ use crate::controller::cloud::{Cloud, LaunchSlot};
 use crate::controller::metrics::Metrics;
 use crate::controller::metrics::catalog::{NODECLAIMS_LAUNCHED, RECONCILE_ERROR_KINDS};
 use crate::controller::runner::Reconciler;
-use crate::controller::{Catalogs, conditions, involved_nodeclaim, unix_now_ms};
+use crate::controller::{Catalogs, conditions, involved_nodeclaim, locked_patch, unix_now_ms};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::json;
@@ -90,9 +90,14 @@ impl Lifecycle {
                         }
                     }
                     AfterFailure::Retry { at, reason, message } => {
-                        let conds = conditions::with_unknown_condition(&nc, condition::LAUNCHED, &reason, &message);
-                        let st = json!({"status": {"conditions": conds}});
-                        let _ = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&st)).await;
+                        let unknown = |current: &NodeClaim| {
+                            let conds =
+                                conditions::with_unknown_condition(current, condition::LAUNCHED, &reason, &message);
+                            Some(json!({"status": {"conditions": conds}}))
+                        };
+                        if let Err(e) = locked_patch::patch_status_locked(&api, &name, unknown).await {
+                            tracing::warn!(nodeclaim = %name, error = %e, "could not record the failed launch");
+                        }
                         // The next launch is a new attempt, recorded before it is made.
                         let next = (lifecycle::launch_attempt(&nc) + 1).to_string();
                         let meta = json!({"metadata": {"annotations": {wk::ANNOTATION_LAUNCH_ATTEMPT: next}}});
@@ -161,8 +166,10 @@ async fn launch_one(
     api.patch(&name, &PatchParams::default(), &Patch::Merge(&meta))
         .await
         .map_err(|e| LaunchFailure::unnamed(&format!("writing labels: {e}")))?;
-    let status = lifecycle::launched_status(nc, &instance, it);
-    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
+    // Built from the NodeClaim as it is now: its conditions are one list, and other writers
+    // may have changed it since this launch began.
+    let launched = |current: &NodeClaim| Some(json!({"status": lifecycle::launched_status(current, &instance, it)}));
+    locked_patch::patch_status_locked(&api, &name, launched)
         .await
         .map_err(|e| LaunchFailure::unnamed(&format!("writing Launched: {e}")))?;
     metrics.add(NODECLAIMS_LAUNCHED, &[("nodepool", &req.nodepool)], 1);
