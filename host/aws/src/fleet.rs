@@ -102,11 +102,12 @@ pub(crate) async fn create(
         }
         return Err(not_ready(req, "no resolved subnet is in any zone of the NodeClaim's options"));
     };
-    // The request's capacity type: the options are all of one (orchestration::launch).
+    // The request's capacity type: the first option's. `launch::fleet_request` gives options
+    // of one; others would go out as overrides of the wrong capacity type, so they are left out.
     let capacity_type = first.capacity_type.clone();
     let mut placements: Vec<Placement> = Vec::new();
     let mut no_ami: Vec<&str> = Vec::new();
-    for o in available {
+    for o in available.into_iter().filter(|o| o.capacity_type == capacity_type) {
         match status.amis.iter().find(|a| ami_serves(a, &o.labels)) {
             Some(ami) => placements.push(Placement {
                 option: o,
