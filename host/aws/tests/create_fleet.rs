@@ -1,5 +1,6 @@
-//! Offerings made unavailable the way EC2 makes them so: CreateFleet answering
-//! `InsufficientInstanceCapacity` (moto never does; a fault proxy in front of it answers).
+//! What a launch asks CreateFleet for, as it reaches EC2 (read through a proxy in front of
+//! moto), and what EC2's answers do to offerings: `InsufficientInstanceCapacity` (moto never
+//! answers so; the proxy does) makes them unavailable the way it does in a cluster.
 
 use crate::support;
 
@@ -63,7 +64,8 @@ fn available(types: &[InstanceType], name: &str) -> Vec<(String, String)> {
     t.offerings.iter().filter(|o| o.available).map(|o| (o.zone.clone(), o.capacity_type.clone())).collect()
 }
 
-/// The launch options a NodeClaim for `instance_type` and `capacity_types` gets, cheapest first.
+/// The launch options a NodeClaim for `instance_type` and `capacity_types` gets, cheapest
+/// first (before `launch::fleet_request` narrows them to one request's overrides).
 fn options_for(
     types: &[InstanceType],
     instance_type: &str,
@@ -139,9 +141,98 @@ async fn a_nodeclaim_flexible_to_both_capacity_types_launches_spot() {
     let options = options_for(&types, "m5.large", &["spot", "on-demand"]);
     let kinds: std::collections::BTreeSet<&str> = options.iter().map(|o| o.capacity_type.as_str()).collect();
     assert_eq!(kinds.into_iter().collect::<Vec<_>>(), ["on-demand", "spot"], "offered both ways");
-    let i = p.create(&request("flexible-a", &nc, options)).await.expect("launched");
+    let i = p.create(&request("flexible-a", &nc, launch::fleet_request(&options))).await.expect("launched");
     assert_eq!(i.capacity_type, "spot");
     // EC2's own record of the instance says spot too.
     let seen = p.get_many(std::slice::from_ref(&i.id)).await.unwrap();
     assert_eq!(seen[&i.id].capacity_type, "spot");
+}
+
+/// The parameters of a query-protocol request body (the values this test reads need no
+/// decoding: type names, subnet ids, capacity types).
+fn params_of(body: &str) -> Vec<(String, String)> {
+    body.split('&').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:476
+#[tokio::test]
+async fn a_flexible_launch_asks_only_for_spot_cheaper_than_the_cheapest_on_demand() {
+    let moto = Moto::start();
+    let setup = moto.provider("cheap").await;
+    let lab = lab(&setup, "cheap").await;
+    // One image and one maxPods: every type shares one launch template (Karpenter's case has
+    // one launch template config), as templates differ by image and kubelet settings.
+    let mut nc = three_zone_nodeclass(&setup, &lab, "cheap").await;
+    nc.spec.kubelet = Some(tenon_api::ec2nodeclass::KubeletConfiguration { max_pods: Some(110), ..Default::default() });
+    let nc = resolved(&setup, nc).await;
+    let proxy = tenon_fault_proxy::slow_matching(&moto.url, "Action=CreateFleet", std::time::Duration::ZERO).await;
+    let mut conn = moto.connection();
+    conn.endpoint_url = Some(proxy.url.clone());
+    let p = AwsProvider::connect(&conn, setup.settings.clone()).await.unwrap();
+    p.resolve(&nc).await.expect("resolved through the proxy");
+    // moto prices every spot offering the same; here spot costs 90% of on-demand, so the
+    // larger types' spot is dearer than the cheapest on-demand that fits.
+    let mut types: Vec<InstanceType> = (*p.instance_types(&nc).await.unwrap()).clone();
+    for t in &mut types {
+        let on_demand = t.offerings.iter().find(|o| o.capacity_type == "on-demand").map(|o| o.price);
+        for o in t.offerings.iter_mut().filter(|o| o.capacity_type == "spot") {
+            o.price = on_demand.map_or(o.price, |p| p * 0.9);
+        }
+    }
+    // A NodeClaim for one CPU, spot or on-demand, as the scheduler makes it (amd64: Karpenter's
+    // fake types are).
+    let reqs = Requirements::from_iter([
+        Requirement::in_values(wk::LABEL_CAPACITY_TYPE, ["spot", "on-demand"]),
+        Requirement::in_values(wk::LABEL_ARCH, ["amd64"]),
+    ]);
+    let requests = tenon_core::resources::Resources::new(1000, 0, 1);
+    // The overrides of one request, as the lifecycle reconciler makes them.
+    let options = launch::options(&launch::price_ranking(&reqs, &requests, &types), &reqs, &types);
+    p.create(&request("cheap-a", &nc, launch::fleet_request(&options))).await.expect("launched");
+
+    let bodies = proxy.bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 1, "one CreateFleet call");
+    let params = params_of(&bodies[0]);
+    let get = |k: &str| params.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+    assert!(!params.iter().any(|(k, _)| k.starts_with("LaunchTemplateConfigs.2.")), "one launch template config");
+    assert_eq!(get("TargetCapacitySpecification.DefaultTargetCapacityType"), Some("spot"));
+    let zone_of: std::collections::BTreeMap<&str, &str> =
+        nc.status.as_ref().unwrap().subnets.iter().map(|s| (s.id.as_str(), s.zone.as_str())).collect();
+    let price = |name: &str, zone: &str, ct: &str| {
+        let t = types.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} offered"));
+        t.offerings.iter().find(|o| o.zone == zone && o.capacity_type == ct).map(|o| o.price)
+    };
+    let overrides = overrides_of(&params, &zone_of);
+    assert!(!overrides.is_empty());
+    let cheapest_on_demand = overrides
+        .iter()
+        .filter_map(|(t, z)| price(t, z, "on-demand"))
+        .min_by(f64::total_cmp)
+        .expect("on-demand prices of the override types");
+    for (t, z) in &overrides {
+        let spot = price(t, z, "spot").expect("a spot price");
+        assert!(spot < cheapest_on_demand, "{t} in {z}: spot {spot} is not below on-demand {cheapest_on_demand}");
+    }
+    // Options of both capacity types handed over as they are: the on-demand ones do not go
+    // out as spot overrides.
+    p.create(&request("cheap-b", &nc, options)).await.expect("launched");
+    let second = proxy.bodies.lock().unwrap()[1].clone();
+    assert_eq!(overrides_of(&params_of(&second), &zone_of), overrides);
+}
+
+/// The (instance type, zone) of each override of a CreateFleet request's one launch template
+/// config.
+fn overrides_of(
+    params: &[(String, String)],
+    zone_of: &std::collections::BTreeMap<&str, &str>,
+) -> Vec<(String, String)> {
+    let get = |k: &str| params.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+    let mut out = Vec::new();
+    for n in 1.. {
+        let key = |field: &str| format!("LaunchTemplateConfigs.1.Overrides.{n}.{field}");
+        let Some(t) = get(&key("InstanceType")) else { break };
+        let subnet = get(&key("SubnetId")).expect("each override names its subnet");
+        out.push((t.to_string(), zone_of[subnet].to_string()));
+    }
+    out
 }

@@ -405,19 +405,34 @@ fn each_term_is_a_query_with_karpenters_owners() {
 }
 
 /// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2460
-#[test]
-fn id_terms_are_one_request_for_available_images() {
-    let q = describe_image_queries(&terms("[{id: ami-123}, {id: ami-456}]"), "1.33", &BTreeMap::new()).unwrap();
-    assert_eq!(q.len(), 1);
-    let filters: Vec<(String, Vec<String>)> =
-        q[0].request_filters().iter().map(|f| (f.name().unwrap().to_string(), f.values().to_vec())).collect();
-    assert_eq!(
-        filters,
-        [
-            ("image-id".to_string(), vec!["ami-123".to_string(), "ami-456".to_string()]),
-            ("state".to_string(), vec!["available".to_string()]),
-        ]
+#[tokio::test]
+async fn id_terms_are_one_request_for_available_images_and_each_image_launches() {
+    let moto = Moto::start();
+    let setup = moto.provider("ids").await;
+    let lab = lab(&setup, "ids").await;
+    // The DescribeImages call as it reaches EC2: both ids in one image-id filter, and only
+    // available images.
+    let filters = format!(
+        "Filter.1.Name=image-id&Filter.1.Value.1={}&Filter.1.Value.2={}&Filter.2.Name=state&Filter.2.Value.1=available",
+        lab.ami_amd64, lab.ami_arm64
     );
+    let proxy = tenon_fault_proxy::slow_matching(&moto.url, &filters, std::time::Duration::ZERO).await;
+    let mut conn = moto.connection();
+    conn.endpoint_url = Some(proxy.url.clone());
+    let p = tenon_aws::AwsProvider::connect(&conn, setup.settings.clone()).await.unwrap();
+    let terms = format!("[{{id: {}}}, {{id: {}}}]", lab.ami_amd64, lab.ami_arm64);
+    let nc = resolved(&p, with_terms("ids", "ids", &terms, Some("AL2023"))).await;
+    assert_eq!(proxy.seen.load(std::sync::atomic::Ordering::SeqCst), 1, "one DescribeImages call with those filters");
+    let options = vec![option("m5.large", "us-east-1a", "amd64"), option("m6g.large", "us-east-1a", "arm64")];
+    let made = templates_made_by(&p, async {
+        tenon_core::cloud::CloudProvider::create(&p, &request("ids-a", &nc, options)).await.unwrap();
+    })
+    .await;
+    let mut images: Vec<String> = made.iter().filter_map(|d| d.image_id().map(String::from)).collect();
+    images.sort();
+    let mut both = vec![lab.ami_amd64.clone(), lab.ami_arm64.clone()];
+    both.sort();
+    assert_eq!(images, both, "a launch template for each image");
 }
 
 /// karpenter-provider-aws:pkg/providers/amifamily/suite_test.go:1140

@@ -1354,6 +1354,7 @@ fn no_static_drift_across_hash_versions() {
 fn no_static_drift_without_a_hash_version_on_the_nodeclaim() {
     let c = static_drift_suite(&[("karpenter.sh/nodepool-hash", "test-hash-111111111")]);
     assert_eq!(drift_of(&c, &[], "nodeclaim"), None);
+    assert!(!present(&c, &[], "nodeclaim", "Drifted"), "no Drifted condition written");
 }
 
 // consolidation_test.go: Underutilized.

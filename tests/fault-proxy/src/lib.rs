@@ -10,6 +10,8 @@ pub struct Throttle {
     pub seen: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// The most matching requests that were waiting for moto's answer at one time.
     pub peak_in_flight: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// The bodies of the matching requests, in arrival order (what reached EC2, as sent).
+    pub bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 pub async fn throttle(upstream: &str, failures: usize) -> Throttle {
@@ -81,6 +83,8 @@ async fn serve(upstream: &str, needle: &str, decide: Decide, delay: std::time::D
     let in_flight = Arc::new(AtomicUsize::new(0));
     let peak_in_flight = Arc::new(AtomicUsize::new(0));
     let peak = peak_in_flight.clone();
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let recorded = bodies.clone();
     tokio::spawn(async move {
         while let Ok((mut client, _)) = listener.accept().await {
             let upstream = upstream.clone();
@@ -88,6 +92,7 @@ async fn serve(upstream: &str, needle: &str, decide: Decide, delay: std::time::D
             let (in_flight, peak) = (in_flight.clone(), peak.clone());
             let needle = needle.clone();
             let decide = decide.clone();
+            let recorded = recorded.clone();
             tokio::spawn(async move {
                 // Read one request: headers, then Content-Length bytes of body.
                 let mut buf = Vec::new();
@@ -116,6 +121,9 @@ async fn serve(upstream: &str, needle: &str, decide: Decide, delay: std::time::D
                     buf.extend_from_slice(&chunk[..r]);
                 }
                 let matches = String::from_utf8_lossy(&buf).contains(&needle);
+                if matches && let Ok(mut b) = recorded.lock() {
+                    b.push(String::from_utf8_lossy(&buf[header_end..]).to_string());
+                }
                 match matches.then(|| decide(count.fetch_add(1, Ordering::SeqCst))).flatten() {
                     Some(Fault::Respond(response)) => {
                         let _ = client.write_all(response.as_bytes()).await;
@@ -145,7 +153,7 @@ async fn serve(upstream: &str, needle: &str, decide: Decide, delay: std::time::D
             });
         }
     });
-    Throttle { url, seen, peak_in_flight }
+    Throttle { url, seen, peak_in_flight, bodies }
 }
 
 /// What a brownout answers a matching request with, when it picks it.

@@ -174,10 +174,11 @@ async fn the_lifecycle_reconciler_launches_a_nodeclaim_in_the_cloud_and_records_
     assert_eq!(labels.get("topology.kubernetes.io/zone"), Some(&instance.zone));
 }
 
-// Karpenter's lifecycle (launch_test:73, initialization_test:113, suite_test:127) and
-// termination (termination_test:127) controllers ignore NodeClaims of another provider's
-// NodeClass: nothing launched, no finalizer or condition written, its Node left as it is,
-// and its deletion left to its own controller.
+// Karpenter's lifecycle (launch_test:73, registration_test:140, initialization_test:113,
+// liveness_test:98, suite_test:127) and termination (termination_test:127) controllers ignore
+// NodeClaims of another provider's NodeClass: nothing launched, nothing deleted past a
+// liveness timeout, no finalizer or condition written, its Node left as it is, and its
+// deletion left to its own controller.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nodeclaim_of_another_nodeclass_is_left_alone_by_lifecycle_and_termination() {
     use crate::controller::termination::Termination;
@@ -191,8 +192,16 @@ async fn a_nodeclaim_of_another_nodeclass_is_left_alone_by_lifecycle_and_termina
         .await;
     let api: Api<NodeClaim> = Api::all(w.client.clone());
     let mut with_status = nc.clone();
-    with_status.status =
-        Some(serde_json::from_value(serde_json::json!({"providerID": "test:///other", "nodeName": "other"})).unwrap());
+    // Launched at the start of the year and never Registered: a NodeClaim of ours would be
+    // past its registration liveness and deleted, and its Node registered if it appeared.
+    let launched = serde_json::json!({"type": "Launched", "status": "True", "reason": "Launched", "message": "",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"});
+    with_status.status = Some(
+        serde_json::from_value(
+            serde_json::json!({"providerID": "test:///other", "nodeName": "other", "conditions": [launched]}),
+        )
+        .unwrap(),
+    );
     let status = serde_json::json!({"status": with_status.status});
     api.patch_status("other", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&status)).await.unwrap();
     w.create::<Node>(

@@ -372,6 +372,7 @@ async fn a_node_two_nodeclaims_claim_is_released_as_one_without_any() {
     w.unlaunched_claim("b", Some("aws:///us-east-1a/i-1")).await;
     w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
     w.node_until_released("i-1", now(), 3).await;
+    assert!(w.get_node("i-1").await.is_none(), "the Node is gone");
     assert!(w.get_claim("a").await.unwrap().metadata.deletion_timestamp.is_none());
     assert!(w.ec2.calls().is_empty());
 }
@@ -625,6 +626,10 @@ async fn a_failed_termination_keeps_the_finalizer_for_the_next_pass() {
     *w.ec2.fail_terminate.lock().unwrap() = false;
     assert_eq!(w.claim_step("nc", now()).await.unwrap(), Progress::Waiting);
     assert_eq!(w.ec2.calls(), ["i-1"]);
+    // The retried termination goes through: the NodeClaim is released and gone.
+    w.ec2.finish("i-1");
+    assert_eq!(w.claim_step("nc", now()).await.unwrap(), Progress::Released);
+    assert!(w.get_claim("nc").await.is_none(), "the finalizer went, and the NodeClaim with it");
 }
 
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/suite_test.go:151
