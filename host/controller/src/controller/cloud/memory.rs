@@ -220,6 +220,10 @@ impl MemoryCloud {
             (wk::TAG_NODECLAIM.to_string(), req.nodeclaim.clone()),
             (wk::LABEL_NODEPOOL.to_string(), req.nodepool.clone()),
         ]);
+        // As EC2 places it: in the NodeClass's subnet of that zone, with its security groups.
+        let status = req.nodeclass.status.as_ref();
+        let subnet = status.and_then(|st| st.subnets.iter().find(|sn| sn.zone == option.zone)).map(|sn| sn.id.clone());
+        let groups = status.map(|st| st.security_groups.iter().map(|g| g.id.clone()).collect()).unwrap_or_default();
         let instance = Instance {
             provider_id: format!("aws:///{}/{id}", option.zone),
             id: id.clone(),
@@ -227,8 +231,8 @@ impl MemoryCloud {
             zone: option.zone.clone(),
             capacity_type: option.capacity_type.clone(),
             image_id: "ami-amd64".into(),
-            subnet_id: String::new(),
-            security_groups: Vec::new(),
+            subnet_id: subnet.unwrap_or_default(),
+            security_groups: groups,
             state: InstanceState::Running,
             launched_at: Some(crate::controller::unix_now()),
             tags,
