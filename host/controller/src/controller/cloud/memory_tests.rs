@@ -238,7 +238,8 @@ async fn a_nodeclaim_of_another_nodeclass_is_left_alone_by_lifecycle_and_termina
     }
     let deleting = api.get("other").await.unwrap();
     assert_eq!(deleting.metadata.finalizers.unwrap_or_default(), ["karpenter.sh/termination"]);
-    assert!(deleting.status.unwrap_or_default().conditions.is_empty(), "no condition written");
+    let conditions: Vec<String> = deleting.status.unwrap_or_default().conditions.into_iter().map(|c| c.type_).collect();
+    assert_eq!(conditions, ["Launched"], "no condition written but its own");
 }
 
 impl World {
@@ -398,4 +399,73 @@ async fn a_condition_written_while_the_nodeclaim_launches_is_kept() {
     let status = nc.status.expect("a status");
     assert!(status.provider_id.is_some(), "the launch is recorded");
     assert_eq!(condition_status(&status.conditions, "Example").as_deref(), Some("True"), "{:?}", status.conditions);
+}
+
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:1136
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spot_node_is_unconsolidatable_without_spot_to_spot_and_says_so() {
+    use crate::controller::disruption::Disruption;
+    use k8s_openapi::api::core::v1::{Event, Node, Pod};
+    let w = World::new().await;
+    // A spot node of 2 CPUs holding one small pod: a 1-CPU spot node would be cheaper.
+    let nc = w.launched("spot").await;
+    w.kubelet_registers(nc, &["{key: karpenter.sh/unregistered, effect: NoExecute}".to_string()]).await;
+    let ready = serde_json::json!({"status": {
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": ""}],
+        "capacity": {"cpu": "2", "memory": "4Gi", "pods": "20"},
+        "allocatable": {"cpu": "1900m", "memory": "4Gi", "pods": "20"},
+    }});
+    let nodes: Api<Node> = Api::all(w.client.clone());
+    nodes.patch_status("node-a", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&ready)).await.unwrap();
+    let pod: Pod = serde_yaml::from_str(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: 00000000-0000-0000-0000-000000000001, controller: true}]}\nspec:\n  nodeName: node-a\n  containers: [{name: app, image: app, resources: {requests: {cpu: 100m}}}]\nstatus: {phase: Running}\n",
+    )
+    .unwrap();
+    Api::<Pod>::namespaced(w.client.clone(), "default").create(&PostParams::default(), &pod).await.unwrap();
+    let mut lifecycle = Lifecycle::new(w.ctx.clone());
+    let claims: Api<NodeClaim> = Api::all(w.client.clone());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        lifecycle.reconcile().await.unwrap();
+        let conds = claims.get("default-abcde").await.unwrap().status.unwrap_or_default().conditions;
+        if condition_status(&conds, condition::INITIALIZED).as_deref() == Some("True") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not Initialized within 10 s: {conds:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    w.until("the initialized NodeClaim and the pod in the cache", |c| {
+        !c.stores.pods.state().is_empty()
+            && c.stores.nodeclaims.state().iter().any(|n| {
+                n.status
+                    .as_ref()
+                    .is_some_and(|s| condition_status(&s.conditions, condition::INITIALIZED).as_deref() == Some("True"))
+            })
+    })
+    .await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    disruption.reconcile().await.unwrap();
+    // The recorder posts from its own queue.
+    let said = |events: &[Event], kind: &str| {
+        events.iter().any(|e| {
+            e.involved_object.kind.as_deref() == Some(kind)
+                && e.reason.as_deref() == Some("Unconsolidatable")
+                && e.message.as_deref()
+                    == Some("SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node")
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let events: Vec<Event> = Api::<Event>::all(w.client.clone()).list(&Default::default()).await.unwrap().items;
+        if said(&events, "Node") && said(&events, "NodeClaim") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no Unconsolidatable Event on the Node and the NodeClaim: {events:#?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Nothing was disrupted: the node stays, unmarked.
+    let node = nodes.get("node-a").await.unwrap();
+    let taints = taint_keys(&node);
+    assert!(!taints.iter().any(|t| t == "karpenter.sh/disrupted"), "{taints:?}");
+    assert!(claims.get("default-abcde").await.unwrap().metadata.deletion_timestamp.is_none());
 }
