@@ -527,6 +527,8 @@ async fn launch_templates_carry_the_nodeclass_metadata_options() {
 }
 
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2512
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2534 (titled AL2, run on
+/// the suite's default NodeClass, AL2023)
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2548
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2563
 #[tokio::test]
@@ -586,6 +588,7 @@ fn unavailable(instance_type: &str, zone: &str, capacity_type: &str) -> Unavaila
 
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2303
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2616
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2643
 #[tokio::test]
 async fn the_unavailable_offerings_cache_marks_single_offerings() {
     let moto = Moto::start();

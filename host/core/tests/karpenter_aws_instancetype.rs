@@ -1030,3 +1030,36 @@ fn max_pods_110_plans_110_pods_per_node() {
         assert_eq!(d.pods_per_nodeclaim(), [110, 110], "{ty}: {}", d.plan.render(&d.snap));
     }
 }
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:3632 (a departure:
+/// Karpenter fails the whole list when one type cannot be resolved; Tenon leaves that type
+/// out and lists the rest.)
+#[test]
+fn a_type_that_cannot_be_modelled_is_left_out_of_the_list() {
+    let opts = AwsCatalogOptions::default();
+    let good = serde_json::json!({
+        "InstanceType": "m5.large",
+        "ProcessorInfo": {"SupportedArchitectures": ["x86_64"]},
+        "VCpuInfo": {"DefaultVCpus": 2},
+        "MemoryInfo": {"SizeInMiB": 8192},
+        "NetworkInfo": {"DefaultNetworkCardIndex": 0, "Ipv4AddressesPerInterface": 10,
+            "NetworkCards": [{"NetworkCardIndex": 0, "MaximumNetworkInterfaces": 3}]},
+        "SupportedUsageClasses": ["on-demand", "spot"]
+    });
+    // An i386-only type (no architecture Tenon launches), and one with no network data.
+    let mut i386 = good.clone();
+    i386["InstanceType"] = "t1.micro".into();
+    i386["ProcessorInfo"]["SupportedArchitectures"] = serde_json::json!(["i386"]);
+    let mut no_network = good.clone();
+    no_network["InstanceType"] = "x9.large".into();
+    no_network["NetworkInfo"] = serde_json::Value::Null;
+    let listed: Vec<String> = [&good, &i386, &no_network]
+        .into_iter()
+        .filter_map(|info| {
+            let name = info["InstanceType"].as_str().unwrap();
+            instance_type_from_info(name, info, 0.1, &[ZONE_1A], &|_| None, &opts)
+        })
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(listed, ["m5.large"], "the others are left out, the list is not refused");
+}
