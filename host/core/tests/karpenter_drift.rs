@@ -1253,8 +1253,10 @@ fn static_field_drift(change: impl FnOnce(&mut tenon_api::NodePool)) {
     stamp.insert("karpenter.sh/nodepool-hash".into(), hash);
     stamp.insert("karpenter.sh/nodepool-hash-version".into(), NODEPOOL_HASH_VERSION.into());
     assert_eq!(drift_of(&c, &[], "nodeclaim"), None);
+    assert!(!present(&c, &[], "nodeclaim", "Drifted"), "no Drifted condition written");
     change(&mut c.objects.nodepools[0]);
     assert_eq!(drift_of(&c, &[], "nodeclaim").as_deref(), Some("NodePoolDrifted"));
+    assert!(has(&c, &[], "nodeclaim", "Drifted"), "Drifted=True written");
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/drift_test.go:474

@@ -15,7 +15,7 @@ use tenon_aws::interruption::{InterruptionEvent, Received};
 use tenon_aws::nodeclass::{Check, Resolution, family_check};
 use tenon_core::cloud::{CloudError, Instance, InstanceState, LaunchRequest, UnavailableOffering};
 use tenon_core::instancetype::InstanceType;
-use tenon_core::orchestration::instance_health::InstanceChecks;
+use tenon_core::orchestration::instance_health::{Check as HealthCheck, InstanceChecks};
 
 #[derive(Default)]
 struct State {
@@ -23,6 +23,8 @@ struct State {
     instances: BTreeMap<String, Instance>,
     unavailable: BTreeSet<UnavailableOffering>,
     events: VecDeque<Received>,
+    /// Status checks EC2 reports for an instance (none: all passing).
+    checks: BTreeMap<String, Vec<HealthCheck>>,
 }
 
 pub struct MemoryCloud {
@@ -51,6 +53,11 @@ impl MemoryCloud {
     /// Offerings marked unavailable (by a failed launch or an interruption).
     pub fn unavailable(&self) -> BTreeSet<UnavailableOffering> {
         self.state().unavailable.clone()
+    }
+
+    /// EC2 reports `checks` for instance `id` from now on.
+    pub fn set_checks(&self, id: &str, checks: Vec<HealthCheck>) {
+        self.state().checks.insert(id.to_string(), checks);
     }
 
     /// Queues an interruption event for the interruption queue to deliver.
@@ -169,12 +176,15 @@ impl Cloud for MemoryCloud {
     }
 
     fn instance_statuses(&self) -> BoxFuture<'_, Result<Vec<InstanceChecks>, CloudError>> {
-        let statuses = self
-            .state()
+        let s = self.state();
+        let statuses = s
             .instances
             .values()
             .filter(|i| i.state == InstanceState::Running)
-            .map(|i| InstanceChecks { instance_id: i.id.clone(), checks: Vec::new() })
+            .map(|i| InstanceChecks {
+                instance_id: i.id.clone(),
+                checks: s.checks.get(&i.id).cloned().unwrap_or_default(),
+            })
             .collect();
         Box::pin(async move { Ok(statuses) })
     }

@@ -1,3 +1,4 @@
+//! (Long: tests only, one per reconciler behaviour; the World that sets them up is shared.)
 //! Reconcilers against the API emulator and the in-memory cloud: no moto, no AWS.
 
 use super::memory::MemoryCloud;
@@ -468,4 +469,38 @@ async fn a_spot_node_is_unconsolidatable_without_spot_to_spot_and_says_so() {
     let taints = taint_keys(&node);
     assert!(!taints.iter().any(|t| t == "karpenter.sh/disrupted"), "{taints:?}");
     assert!(claims.get("default-abcde").await.unwrap().metadata.deletion_timestamp.is_none());
+}
+
+/// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:424
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_event_deletes_the_nodeclaim_without_a_termination_timestamp() {
+    use tenon_core::orchestration::instance_health::{Check, UnhealthySeen};
+    use tenon_core::orchestration::interruption::HealthCategory;
+    let w = World::new().await;
+    w.launched("on-demand").await;
+    w.until("the launched NodeClaim in the cache", |c| {
+        c.stores.nodeclaims.state().iter().any(|n| n.status.as_ref().is_some_and(|s| s.provider_id.is_some()))
+    })
+    .await;
+    let api: Api<NodeClaim> = Api::all(w.client.clone());
+    let nc = api.get("default-abcde").await.unwrap();
+    assert!(nc.metadata.finalizers.unwrap_or_default().iter().any(|f| f == "karpenter.sh/termination"));
+    // EC2 schedules the instance's retirement.
+    let instance = w.cloud.instances().remove(0);
+    let retirement = Check { category: HealthCategory::EventStatus, failed: true, impaired_since_ms: None };
+    w.cloud.set_checks(&instance.id, vec![retirement]);
+    let handler = Interruption {
+        client: w.client.clone(),
+        stores: w.ctx.stores.clone(),
+        cloud: w.ctx.cloud.clone(),
+        recorder: w.ctx.recorder.clone(),
+        metrics: w.ctx.metrics.clone(),
+        leadership: w.ctx.leadership.clone(),
+    };
+    handler.check_once(&mut UnhealthySeen::default()).await;
+    // Still there (its finalizer), being deleted, and not stamped for a forceful termination.
+    let nc = api.get("default-abcde").await.unwrap();
+    assert!(nc.metadata.deletion_timestamp.is_some(), "deleted: drained and replaced");
+    let annotations = nc.metadata.annotations.unwrap_or_default();
+    assert!(!annotations.contains_key("karpenter.sh/nodeclaim-termination-timestamp"), "{annotations:?}");
 }
