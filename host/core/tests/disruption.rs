@@ -178,7 +178,7 @@ fn do_not_disrupt_and_pdbs_block_consolidation() {
     });
     let d = decide(&s);
     assert!(d.plan.is_none());
-    assert!(d.blocked[0].reason.contains("PodDisruptionBudget default/db"), "{:?}", d.blocked);
+    assert!(d.blocked[0].reason.contains("PodDisruptionBudget=[default/db]"), "{:?}", d.blocked);
 }
 
 #[test]

@@ -1003,7 +1003,7 @@ fn pdb_blocks_the_replacement(spot: bool) {
     let (c, _) = three_pods_under_a_pdb(spot, "");
     let (_, d) = decide(&c);
     assert!(d.plan.is_none(), "{:?}", d.plan);
-    assert!(d.blocked.iter().any(|b| b.reason.contains("PodDisruptionBudget default/pdb")), "{:?}", d.blocked);
+    assert!(d.blocked.iter().any(|b| b.reason.contains("PodDisruptionBudget=[default/pdb]")), "{:?}", d.blocked);
     // No new NodeClaim, the old one kept.
     assert_eq!(nodeclaims(&c), ["node-1"]);
     assert_eq!(node_names(&c), ["node-1"]);

@@ -683,19 +683,21 @@ fn a_lower_priority_costs_less() {
 
 fn assert_do_not_disrupt_blocks(s: &ClusterSnapshot, pod: &str) {
     let why = graceful_block(s, 0).expect("blocked");
-    assert!(why.contains(&format!("default/{pod}")) && why.contains("karpenter.sh/do-not-disrupt"), "{why}");
+    assert_eq!(why, format!("pod has \"karpenter.sh/do-not-disrupt\" annotation (Pod=default/{pod})"));
     let d = decide(s);
     assert!(d.plan.is_none(), "{:?}", d.plan);
-    // The shell's `DisruptionBlocked` Event carries the same reason.
-    assert!(d.blocked.iter().any(|b| b.node == 0 && b.reason == why), "{:?}", d.blocked);
+    // The `DisruptionBlocked` Event both shells publish on the Node and the NodeClaim.
+    let event = format!("Pod has \"karpenter.sh/do-not-disrupt\" annotation (Pod=default/{pod})");
+    assert!(d.blocked.iter().any(|b| b.node == 0 && b.event_message() == event), "{:?}", d.blocked);
 }
 
 fn assert_pdb_blocks(s: &ClusterSnapshot, pdb: &str) {
     let why = graceful_block(s, 0).expect("blocked");
-    assert!(why.contains(&format!("PodDisruptionBudget default/{pdb}")), "{why}");
+    assert_eq!(why, format!("pdb prevents pod evictions (PodDisruptionBudget=[default/{pdb}])"));
     let d = decide(s);
     assert!(d.plan.is_none(), "{:?}", d.plan);
-    assert!(d.blocked.iter().any(|b| b.node == 0 && b.reason == why), "{:?}", d.blocked);
+    let event = format!("Pdb prevents pod evictions (PodDisruptionBudget=[default/{pdb}])");
+    assert!(d.blocked.iter().any(|b| b.node == 0 && b.event_message() == event), "{:?}", d.blocked);
 }
 
 fn assert_considered(s: &ClusterSnapshot, n: usize) {
@@ -870,7 +872,7 @@ fn do_not_disrupt_on_the_node_blocks_it() {
     let mut s = one_node();
     claim_mut(&mut s, 0).annotations.insert("karpenter.sh/do-not-disrupt".into(), "true".into());
     let why = graceful_block(&s, 0).expect("blocked");
-    assert!(why.contains("node has karpenter.sh/do-not-disrupt"), "{why}");
+    assert_eq!(why, "disruption is blocked through the \"karpenter.sh/do-not-disrupt\" annotation");
     let d = decide(&s);
     assert!(d.plan.is_none());
     assert!(d.blocked.iter().any(|b| b.node == 0 && b.reason == why));
@@ -884,8 +886,10 @@ fn a_pod_under_two_pdbs_blocks_its_node() {
     s.pdbs.push(pdb("pdb-1", "test", 0));
     s.pdbs.push(pdb("pdb-2", "test", 0));
     let why = graceful_block(&s, 0).expect("blocked");
-    assert!(why.contains("more than one PodDisruptionBudget"), "{why}");
-    assert!(decide(&s).plan.is_none());
+    assert!(why.starts_with("eviction does not support multiple PDBs"), "{why}");
+    let d = decide(&s);
+    assert!(d.plan.is_none());
+    assert!(d.blocked.iter().any(|b| b.event_message().starts_with("Eviction does not support multiple PDBs")));
     // Karpenter names both budgets.
     assert!(why.contains("default/pdb-1") && why.contains("default/pdb-2"), "{why}");
 }
@@ -988,9 +992,9 @@ fn a_node_a_pending_pod_is_nominated_to_is_no_candidate() {
     s.pods.push(pod("pending", 1000, 1));
     let d = decide(&s);
     assert!(d.plan.is_none(), "{:?}", d.plan);
-    // The shell's `DisruptionBlocked` Event: "node is nominated for a pending pod".
+    // The shell's `DisruptionBlocked` Event: "Node is nominated for a pending pod".
     assert!(
-        d.blocked.iter().any(|b| b.node == 0 && b.reason.contains("nominated for a pending pod")),
+        d.blocked.iter().any(|b| b.node == 0 && b.event_message() == "Node is nominated for a pending pod"),
         "{:?}",
         d.blocked
     );

@@ -39,7 +39,7 @@ pub const DECISION_EVENTS: &[&str] = &[
 
 /// A candidate blocked because pending pods would go to it: whether a round falls in the
 /// moment between a scale-up and the binding depends on the clock, not on a decision.
-const NOMINATED: &str = "nominated for a pending pod";
+const NOMINATED: &str = "Node is nominated for a pending pod";
 
 /// The shared scenario list.
 pub fn scenarios() -> Vec<PathBuf> {

@@ -42,6 +42,15 @@ pub struct Blocked {
     pub reason: String,
 }
 
+impl Blocked {
+    /// The `DisruptionBlocked` Event's message: the reason as a sentence (Karpenter's
+    /// `pretty.Sentence`, which capitalises the error it publishes).
+    pub fn event_message(&self) -> String {
+        let mut chars = self.reason.chars();
+        chars.next().map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
+    }
+}
+
 /// Karpenter's eviction cost of one pod: 1, moved by `controller.kubernetes.io/pod-deletion-cost`
 /// and priority, clamped to [-10, 10].
 pub fn eviction_cost(p: &Pod) -> f64 {
@@ -185,9 +194,8 @@ pub fn pdb_problem(pods: &[usize], snap: &ClusterSnapshot) -> Option<String> {
         if matching.len() > 1 {
             let names: Vec<String> = matching.iter().map(|b| format!("{}/{}", b.namespace, b.name)).collect();
             return Some(format!(
-                "pod {} is selected by more than one PodDisruptionBudget ({}): eviction does not support that",
-                pod.key(),
-                names.join(", ")
+                "eviction does not support multiple PDBs (PodDisruptionBudget(s)=[{}])",
+                names.join(" ")
             ));
         }
         if let Some(b) = matching.first() {
@@ -197,10 +205,7 @@ pub fn pdb_problem(pods: &[usize], snap: &ClusterSnapshot) -> Option<String> {
             let n = used.entry((b.namespace.as_str(), b.name.as_str())).or_default();
             *n += 1;
             if *n > b.disruptions_allowed {
-                return Some(format!(
-                    "PodDisruptionBudget {}/{} allows {} disruption(s)",
-                    b.namespace, b.name, b.disruptions_allowed
-                ));
+                return Some(format!("pdb prevents pod evictions (PodDisruptionBudget=[{}/{}])", b.namespace, b.name));
             }
         }
     }
@@ -258,7 +263,10 @@ pub fn candidates(snap: &ClusterSnapshot) -> (Vec<Candidate>, Vec<Blocked>) {
             continue;
         }
         if claim.annotations.get(ANNOTATION_DO_NOT_DISRUPT).is_some_and(|v| v == "true") {
-            blocked.push(Blocked { node: n, reason: format!("node has {ANNOTATION_DO_NOT_DISRUPT}") });
+            blocked.push(Blocked {
+                node: n,
+                reason: format!("disruption is blocked through the \"{ANNOTATION_DO_NOT_DISRUPT}\" annotation"),
+            });
             continue;
         }
         let tpl = &snap.nodepools[pool];
@@ -270,7 +278,7 @@ pub fn candidates(snap: &ClusterSnapshot) -> (Vec<Candidate>, Vec<Blocked>) {
         let mut reason = on
             .iter()
             .find(|&&p| active(p) && do_not_disrupt(&snap.pods[p], now))
-            .map(|&p| format!("pod {} has {ANNOTATION_DO_NOT_DISRUPT}", snap.pods[p].key()));
+            .map(|&p| format!("pod has \"{ANNOTATION_DO_NOT_DISRUPT}\" annotation (Pod={})", snap.pods[p].key()));
         if reason.is_none() {
             let evicted: Vec<usize> = on.iter().copied().filter(|&p| active(p) && evictable(&snap.pods[p])).collect();
             reason = pdb_problem(&evicted, snap);

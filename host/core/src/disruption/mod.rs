@@ -253,7 +253,7 @@ fn decide(
     // (an emptied node waiting for the pods a finished command moves is not "empty").
     let nominated = round.nominated();
     for c in all.iter().filter(|c| nominated.contains(snap.nodes[c.node].name.as_str())) {
-        blocked.push(Blocked { node: c.node, reason: "nominated for a pending pod".into() });
+        blocked.push(Blocked { node: c.node, reason: "node is nominated for a pending pod".into() });
     }
     // Expired nodes are expiration's (orchestration::expiration), deleted outside rounds.
     let live: Vec<&Candidate> =

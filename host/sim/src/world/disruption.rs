@@ -84,8 +84,8 @@ impl World<'_> {
             let name = snap.nodes[b.node].name.clone();
             if self.blocked.get(&name) != Some(&b.reason) {
                 self.blocked.insert(name.clone(), b.reason.clone());
-                self.event("DisruptionBlocked", format!("Node/{name}"), b.reason.clone());
-                self.event("DisruptionBlocked", format!("NodeClaim/{name}"), b.reason.clone());
+                self.event("DisruptionBlocked", format!("Node/{name}"), b.event_message());
+                self.event("DisruptionBlocked", format!("NodeClaim/{name}"), b.event_message());
             }
         }
         for (i, why) in &decision.unconsolidatable {

@@ -201,13 +201,13 @@ impl Disruption {
                 self.ctx.recorder.publish(&self.ctx.client, &obj, "Normal", budget_events::REASON, &message).await;
             }
         }
-        let said = decision.blocked.iter().map(|b| (b.node, "DisruptionBlocked", &b.reason));
+        let said = decision.blocked.iter().map(|b| (b.node, "DisruptionBlocked", b.event_message()));
         for (i, reason, message) in
-            said.chain(decision.unconsolidatable.iter().map(|(i, w)| (*i, "Unconsolidatable", w)))
+            said.chain(decision.unconsolidatable.iter().map(|(i, w)| (*i, "Unconsolidatable", w.clone())))
         {
             let node = &snap.nodes[i];
             let nodeclaim = node.claim.as_ref().map(|c| c.nodeclaim.as_str());
-            self.publish_on_node_and_claim(objects, &node.name, nodeclaim, reason, message).await;
+            self.publish_on_node_and_claim(objects, &node.name, nodeclaim, reason, &message).await;
         }
         // Karpenter's word on each duration-valued or invalid do-not-disrupt of a pod on a
         // node it could disrupt.
