@@ -402,73 +402,150 @@ async fn a_condition_written_while_the_nodeclaim_launches_is_kept() {
     assert_eq!(condition_status(&status.conditions, "Example").as_deref(), Some("True"), "{:?}", status.conditions);
 }
 
+impl World {
+    /// NodeClaim `default-abcde` of `capacity_type` (with `spec` lines) launched, its Node
+    /// `node-a` (2 CPUs) registered, Ready and Initialized, pod `web` (100m, of a ReplicaSet,
+    /// with `pod_meta` flow-mapping entries) bound to it.
+    async fn initialized_with_pod(&self, capacity_type: &str, spec: &str, pod_meta: &str) {
+        use k8s_openapi::api::core::v1::{Node, Pod};
+        let nc = self.launched_with(capacity_type, spec).await;
+        self.kubelet_registers(nc, &["{key: karpenter.sh/unregistered, effect: NoExecute}".to_string()]).await;
+        let ready = serde_json::json!({"status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": ""}],
+            "capacity": {"cpu": "2", "memory": "4Gi", "pods": "20"},
+            "allocatable": {"cpu": "1900m", "memory": "4Gi", "pods": "20"},
+        }});
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        nodes
+            .patch_status("node-a", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&ready))
+            .await
+            .unwrap();
+        let pod: Pod = serde_yaml::from_str(&format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: web, namespace: default, {pod_meta} ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: 00000000-0000-0000-0000-000000000001, controller: true}}]}}\nspec:\n  nodeName: node-a\n  containers: [{{name: app, image: app, resources: {{requests: {{cpu: 100m}}}}}}]\nstatus: {{phase: Running}}\n"
+        ))
+        .unwrap();
+        Api::<Pod>::namespaced(self.client.clone(), "default").create(&PostParams::default(), &pod).await.unwrap();
+        let mut lifecycle = Lifecycle::new(self.ctx.clone());
+        let claims: Api<NodeClaim> = Api::all(self.client.clone());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            lifecycle.reconcile().await.unwrap();
+            let conds = claims.get("default-abcde").await.unwrap().status.unwrap_or_default().conditions;
+            if condition_status(&conds, condition::INITIALIZED).as_deref() == Some("True") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "not Initialized within 10 s: {conds:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.until("the initialized NodeClaim and the pod in the cache", |c| {
+            !c.stores.pods.state().is_empty()
+                && c.stores.nodeclaims.state().iter().any(|n| {
+                    n.status.as_ref().is_some_and(|s| {
+                        condition_status(&s.conditions, condition::INITIALIZED).as_deref() == Some("True")
+                    })
+                })
+        })
+        .await;
+    }
+
+    /// Runs one disruption round, then waits (the recorder posts from its own queue) for an
+    /// Event `reason` with `message` on both the Node and the NodeClaim.
+    async fn disruption_says(&self, reason: &str, message: &str) {
+        use crate::controller::disruption::Disruption;
+        use k8s_openapi::api::core::v1::Event;
+        Disruption::new(self.ctx.clone()).reconcile().await.unwrap();
+        let said = |events: &[Event], kind: &str| {
+            events.iter().any(|e| {
+                e.involved_object.kind.as_deref() == Some(kind)
+                    && e.reason.as_deref() == Some(reason)
+                    && e.message.as_deref() == Some(message)
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let events: Vec<Event> =
+                Api::<Event>::all(self.client.clone()).list(&Default::default()).await.unwrap().items;
+            if said(&events, "Node") && said(&events, "NodeClaim") {
+                return;
+            }
+            assert!(Instant::now() < deadline, "no {reason} {message:?} on the Node and the NodeClaim: {events:#?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Neither the Node nor the NodeClaim was disrupted: no disruption taint, not deleted.
+    async fn not_disrupted(&self) {
+        use k8s_openapi::api::core::v1::Node;
+        let node = Api::<Node>::all(self.client.clone()).get("node-a").await.unwrap();
+        assert!(!taint_keys(&node).iter().any(|t| t == "karpenter.sh/disrupted"), "{:?}", taint_keys(&node));
+        let claims: Api<NodeClaim> = Api::all(self.client.clone());
+        assert!(claims.get("default-abcde").await.unwrap().metadata.deletion_timestamp.is_none());
+    }
+}
+
 /// karpenter:pkg/controllers/disruption/consolidation_test.go:1136
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spot_node_is_unconsolidatable_without_spot_to_spot_and_says_so() {
-    use crate::controller::disruption::Disruption;
-    use k8s_openapi::api::core::v1::{Event, Node, Pod};
     let w = World::new().await;
     // A spot node of 2 CPUs holding one small pod: a 1-CPU spot node would be cheaper.
-    let nc = w.launched("spot").await;
-    w.kubelet_registers(nc, &["{key: karpenter.sh/unregistered, effect: NoExecute}".to_string()]).await;
-    let ready = serde_json::json!({"status": {
-        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": ""}],
-        "capacity": {"cpu": "2", "memory": "4Gi", "pods": "20"},
-        "allocatable": {"cpu": "1900m", "memory": "4Gi", "pods": "20"},
-    }});
-    let nodes: Api<Node> = Api::all(w.client.clone());
-    nodes.patch_status("node-a", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&ready)).await.unwrap();
-    let pod: Pod = serde_yaml::from_str(
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: 00000000-0000-0000-0000-000000000001, controller: true}]}\nspec:\n  nodeName: node-a\n  containers: [{name: app, image: app, resources: {requests: {cpu: 100m}}}]\nstatus: {phase: Running}\n",
+    w.initialized_with_pod("spot", "", "").await;
+    let why = "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node";
+    w.disruption_says("Unconsolidatable", why).await;
+    w.not_disrupted().await;
+}
+
+/// karpenter:pkg/controllers/disruption/suite_test.go:1124
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pdb_blocked_pod_under_a_termination_grace_period_blocks_graceful_disruption() {
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    let w = World::new().await;
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(w.client.clone(), "default");
+    let pdb: PodDisruptionBudget = serde_yaml::from_str(
+        "metadata: {name: pdb}\nspec: {maxUnavailable: 0, selector: {matchLabels: {test: value}}}\n",
     )
     .unwrap();
-    Api::<Pod>::namespaced(w.client.clone(), "default").create(&PostParams::default(), &pod).await.unwrap();
-    let mut lifecycle = Lifecycle::new(w.ctx.clone());
-    let claims: Api<NodeClaim> = Api::all(w.client.clone());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        lifecycle.reconcile().await.unwrap();
-        let conds = claims.get("default-abcde").await.unwrap().status.unwrap_or_default().conditions;
-        if condition_status(&conds, condition::INITIALIZED).as_deref() == Some("True") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "not Initialized within 10 s: {conds:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    w.until("the initialized NodeClaim and the pod in the cache", |c| {
-        !c.stores.pods.state().is_empty()
-            && c.stores.nodeclaims.state().iter().any(|n| {
-                n.status
-                    .as_ref()
-                    .is_some_and(|s| condition_status(&s.conditions, condition::INITIALIZED).as_deref() == Some("True"))
-            })
+    pdbs.create(&PostParams::default(), &pdb).await.unwrap();
+    let status = serde_json::json!({"status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1}});
+    pdbs.patch_status("pdb", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&status)).await.unwrap();
+    w.initialized_with_pod("on-demand", "  terminationGracePeriod: 300s\n", "labels: {test: value},").await;
+    w.disruption_says("DisruptionBlocked", "Pdb prevents pod evictions (PodDisruptionBudget=[default/pdb])").await;
+    w.not_disrupted().await;
+}
+
+/// karpenter:pkg/controllers/disruption/suite_test.go:1493
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_do_not_disrupt_pod_blocks_graceful_disruption_of_its_node() {
+    let w = World::new().await;
+    w.initialized_with_pod("on-demand", "", "annotations: {karpenter.sh/do-not-disrupt: \"true\"},").await;
+    let why = "Pod has \"karpenter.sh/do-not-disrupt\" annotation (Pod=default/web)";
+    w.disruption_says("DisruptionBlocked", why).await;
+    w.not_disrupted().await;
+}
+
+/// karpenter:pkg/controllers/disruption/suite_test.go:1678
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_nominated_for_a_pending_pod_is_no_candidate() {
+    use k8s_openapi::api::core::v1::Pod;
+    let w = World::new().await;
+    w.initialized_with_pod("on-demand", "", "").await;
+    // A pod kube-scheduler could not place: the node has room for it, so it is nominated.
+    let pending: Pod = serde_yaml::from_str(
+        "metadata: {name: pending, namespace: default, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: 00000000-0000-0000-0000-000000000001, controller: true}]}\nspec:\n  containers: [{name: app, image: app, resources: {requests: {cpu: 100m}}}]\nstatus: {phase: Pending, conditions: [{type: PodScheduled, status: \"False\", reason: Unschedulable}]}\n",
+    )
+    .unwrap();
+    let pods: Api<Pod> = Api::namespaced(w.client.clone(), "default");
+    pods.create(&PostParams::default(), &pending).await.unwrap();
+    // As kube-scheduler writes it (a create's status is not kept).
+    let unschedulable = serde_json::json!({"status": pending.status});
+    pods.patch_status("pending", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&unschedulable))
+        .await
+        .unwrap();
+    w.until("the unschedulable pod in the cache", |c| {
+        c.stores.pods.state().iter().any(|p| tenon_core::convert::is_provisionable(p))
     })
     .await;
-    let mut disruption = Disruption::new(w.ctx.clone());
-    disruption.reconcile().await.unwrap();
-    // The recorder posts from its own queue.
-    let said = |events: &[Event], kind: &str| {
-        events.iter().any(|e| {
-            e.involved_object.kind.as_deref() == Some(kind)
-                && e.reason.as_deref() == Some("Unconsolidatable")
-                && e.message.as_deref()
-                    == Some("SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node")
-        })
-    };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let events: Vec<Event> = Api::<Event>::all(w.client.clone()).list(&Default::default()).await.unwrap().items;
-        if said(&events, "Node") && said(&events, "NodeClaim") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no Unconsolidatable Event on the Node and the NodeClaim: {events:#?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    // Nothing was disrupted: the node stays, unmarked.
-    let node = nodes.get("node-a").await.unwrap();
-    let taints = taint_keys(&node);
-    assert!(!taints.iter().any(|t| t == "karpenter.sh/disrupted"), "{taints:?}");
-    assert!(claims.get("default-abcde").await.unwrap().metadata.deletion_timestamp.is_none());
+    w.disruption_says("DisruptionBlocked", "Node is nominated for a pending pod").await;
+    w.not_disrupted().await;
 }
 
 /// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:424
