@@ -846,13 +846,25 @@ fn consolidatable(c: &Cluster, nodeclaim: &str) -> bool {
 /// NodeClaim `nodeclaim`'s conditions (type, status) once the round's `Consolidatable` and
 /// `Drifted` are written (`claim_conditions::changed`, as the controller writes them).
 fn written(c: &Cluster, cloud: &[(&str, &str)], nodeclaim: &str) -> Vec<(String, String)> {
+    written_conditions(c, cloud, nodeclaim).into_iter().map(|c| (c.type_, c.status)).collect()
+}
+
+/// NodeClaim `nodeclaim`'s conditions, whole, once the round's are written.
+fn written_conditions(c: &Cluster, cloud: &[(&str, &str)], nodeclaim: &str) -> Vec<tenon_api::common::Condition> {
     let (snap, d) = round(c, cloud);
     let now = Time(k8s_openapi::jiff::Timestamp::from_second(c.now).expect("now"));
     let nc = c.objects.nodeclaims.iter().find(|nc| nc.metadata.name.as_deref() == Some(nodeclaim)).expect("NodeClaim");
-    let conds = claim_conditions::changed([nc], &snap, &d.candidates, &now)
+    claim_conditions::changed([nc], &snap, &d.candidates, &now)
         .pop()
-        .map_or_else(|| nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default(), |(_, c)| c);
-    conds.into_iter().map(|c| (c.type_, c.status)).collect()
+        .map_or_else(|| nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default(), |(_, c)| c)
+}
+
+/// The reason of NodeClaim `nodeclaim`'s `Drifted` condition once the round writes, if True.
+fn drifted_reason(c: &Cluster, cloud: &[(&str, &str)], nodeclaim: &str) -> Option<String> {
+    written_conditions(c, cloud, nodeclaim)
+        .into_iter()
+        .find(|c| c.type_ == "Drifted" && c.status == "True")
+        .map(|c| c.reason)
 }
 
 /// Whether NodeClaim `nodeclaim` has condition `t` True after the round writes.
@@ -889,7 +901,7 @@ const CLOUD_DRIFTED: [(&str, &str); 1] = [("nodeclaim", "drifted")];
 fn cloud_provider_drift_marks_the_nodeclaim_drifted() {
     let c = drift_suite(it());
     assert_eq!(drift_of(&c, &CLOUD_DRIFTED, "nodeclaim").as_deref(), Some("drifted"));
-    // The shell writes Drifted True with this reason.
+    assert_eq!(drifted_reason(&c, &CLOUD_DRIFTED, "nodeclaim").as_deref(), Some("drifted"), "Drifted=True written");
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/drift_test.go:84
@@ -907,6 +919,7 @@ fn nodeclaims_of_another_nodeclass_are_not_judged_for_drift() {
         },
     );
     assert!(!is_candidate(&c, &CLOUD_DRIFTED, "nodeclaim"));
+    assert!(!present(&c, &CLOUD_DRIFTED, "nodeclaim", "Drifted"), "no Drifted condition written");
 }
 
 /// Karpenter's InstanceTypeNotFound drift, two hours after launch.
@@ -915,6 +928,7 @@ fn instance_type_not_found(mut c: Cluster) {
     // The condition's reason is the part before ": " (the controller's split).
     let drift = drift_of(&c, &[], "nodeclaim");
     assert_eq!(drift.as_deref().and_then(|d| d.split(": ").next()), Some("InstanceTypeNotFound"), "{drift:?}");
+    assert_eq!(drifted_reason(&c, &[], "nodeclaim").as_deref(), Some("InstanceTypeNotFound"), "Drifted=True written");
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/drift_test.go:86
@@ -989,6 +1003,7 @@ fn static_drift_is_reported_before_cloud_provider_drift() {
         },
     );
     assert_eq!(drift_of(&c, &CLOUD_DRIFTED, "nodeclaim").as_deref(), Some("NodePoolDrifted"));
+    assert_eq!(drifted_reason(&c, &CLOUD_DRIFTED, "nodeclaim").as_deref(), Some("NodePoolDrifted"));
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/drift_test.go:151
@@ -1002,6 +1017,7 @@ fn requirement_drift_is_reported_before_cloud_provider_drift() {
     let hash = pool_hash(&c, "default");
     add(&mut c, Claim { annotations: vec![("karpenter.sh/nodepool-hash", &hash)], ..claim("nodeclaim") });
     assert_eq!(drift_of(&c, &CLOUD_DRIFTED, "nodeclaim").as_deref(), Some("RequirementsDrifted"));
+    assert_eq!(drifted_reason(&c, &CLOUD_DRIFTED, "nodeclaim").as_deref(), Some("RequirementsDrifted"));
 }
 
 /// A drifted-recorded NodeClaim whose `Launched` condition is `launched`, not initialized.
@@ -1047,6 +1063,7 @@ fn a_nodeclaim_of_a_missing_nodepool_is_not_drifted() {
     let mut c = claims_suite(it());
     add(&mut c, claim("nodeclaim"));
     assert!(!is_candidate(&c, &CLOUD_DRIFTED, "nodeclaim"));
+    assert!(!present(&c, &CLOUD_DRIFTED, "nodeclaim", "Drifted"), "no Drifted condition written");
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/drift_test.go:198
@@ -1223,6 +1240,8 @@ fn only_nodeclaims_outside_the_updated_requirements_drift() {
         serde_yaml::from_str(&format!("[{OD}, {{key: kubernetes.io/os, operator: In, values: [linux]}}]")).unwrap();
     assert_eq!(drift_of(&c, &[], "nodeclaim"), None);
     assert_eq!(drift_of(&c, &[], "nodeclaim-two").as_deref(), Some("RequirementsDrifted"));
+    assert!(!present(&c, &[], "nodeclaim", "Drifted"));
+    assert_eq!(drifted_reason(&c, &[], "nodeclaim-two").as_deref(), Some("RequirementsDrifted"));
 }
 
 /// The static drift context's NodePool (Karpenter's, its NodeClass Tenon's EC2NodeClass) and
@@ -1326,6 +1345,7 @@ fn no_static_drift_without_a_hash_on_the_nodepool() {
         .get_or_insert_default()
         .insert("karpenter.sh/nodepool-hash".into(), hash);
     assert_eq!(drift_of(&c, &[], "nodeclaim"), None);
+    assert!(!present(&c, &[], "nodeclaim", "Drifted"), "no Drifted condition written");
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/drift_test.go:489
@@ -1333,6 +1353,7 @@ fn no_static_drift_without_a_hash_on_the_nodepool() {
 fn no_static_drift_without_a_hash_on_the_nodeclaim() {
     let c = static_drift_suite(&[("karpenter.sh/nodepool-hash-version", NODEPOOL_HASH_VERSION)]);
     assert_eq!(drift_of(&c, &[], "nodeclaim"), None);
+    assert!(!present(&c, &[], "nodeclaim", "Drifted"), "no Drifted condition written");
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/drift_test.go:498
@@ -1349,6 +1370,7 @@ fn no_static_drift_across_hash_versions() {
             .collect(),
     );
     assert_eq!(drift_of(&c, &[], "nodeclaim"), None);
+    assert!(!present(&c, &[], "nodeclaim", "Drifted"), "no Drifted condition written");
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/drift_test.go:512
@@ -1389,6 +1411,7 @@ fn nodeclaims_of_another_nodeclass_are_not_judged_consolidatable() {
     assert!(!is_candidate(&c, &[], "unmanaged"));
     c.now += MINUTE;
     assert!(!is_candidate(&c, &[], "unmanaged"));
+    assert!(!present(&c, &[], "unmanaged", "Consolidatable"), "no Consolidatable condition written");
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/consolidation_test.go:85
@@ -1411,8 +1434,10 @@ fn without_pod_events_consolidate_after_counts_from_initialization() {
     add(&mut c, claim("nodeclaim"));
     c.now = INITIALIZED;
     assert!(!consolidatable(&c, "nodeclaim"));
+    assert!(!has(&c, &[], "nodeclaim", "Consolidatable"));
     c.now += MINUTE;
     assert!(consolidatable(&c, "nodeclaim"));
+    assert!(has(&c, &[], "nodeclaim", "Consolidatable"));
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/consolidation_test.go:116
@@ -1495,6 +1520,7 @@ fn drifted_and_consolidatable_are_set_together() {
     let cand = candidate(&snap, &d, "nodeclaim").expect("candidate");
     assert_eq!(cand.drifted.as_deref(), Some("drifted"));
     assert!(cand.consolidatable);
+    assert!(has(&c, &CLOUD_DRIFTED, "nodeclaim", "Drifted") && has(&c, &CLOUD_DRIFTED, "nodeclaim", "Consolidatable"));
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/suite_test.go:140
@@ -1506,6 +1532,7 @@ fn a_static_nodepools_nodeclaim_is_drifted_but_not_consolidatable() {
     let cand = candidate(&snap, &d, "nodeclaim").expect("candidate");
     assert_eq!(cand.drifted.as_deref(), Some("drifted"));
     assert!(!cand.consolidatable);
+    assert!(has(&c, &CLOUD_DRIFTED, "nodeclaim", "Drifted") && !has(&c, &CLOUD_DRIFTED, "nodeclaim", "Consolidatable"));
 }
 
 /// karpenter:pkg/controllers/nodeclaim/disruption/suite_test.go:170
