@@ -23,6 +23,8 @@ struct State {
     instances: BTreeMap<String, Instance>,
     unavailable: BTreeSet<UnavailableOffering>,
     events: VecDeque<Received>,
+    /// Interruption messages acknowledged (deleted from the queue).
+    acked: u64,
     /// Status checks EC2 reports for an instance (none: all passing).
     checks: BTreeMap<String, Vec<HealthCheck>>,
 }
@@ -58,6 +60,11 @@ impl MemoryCloud {
     /// EC2 reports `checks` for instance `id` from now on.
     pub fn set_checks(&self, id: &str, checks: Vec<HealthCheck>) {
         self.state().checks.insert(id.to_string(), checks);
+    }
+
+    /// How many interruption messages were acknowledged (deleted from the queue).
+    pub fn acked(&self) -> u64 {
+        self.state().acked
     }
 
     /// Queues an interruption event for the interruption queue to deliver.
@@ -282,6 +289,7 @@ impl InterruptionQueue for MemoryQueue {
     }
 
     fn ack<'a>(&'a self, _event: &'a Received) -> BoxFuture<'a, Result<(), CloudError>> {
+        lock(&self.state).acked += 1;
         Box::pin(async { Ok(()) })
     }
 

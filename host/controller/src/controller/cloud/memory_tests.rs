@@ -345,6 +345,7 @@ async fn a_startup_taint_removed_while_the_node_registers_stays_removed() {
     assert_eq!(node.metadata.finalizers.unwrap_or_default(), ["karpenter.sh/termination"]);
 }
 
+/// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:279
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spot_interruption_from_the_cloud_deletes_its_nodeclaim_and_marks_the_offering_unavailable() {
     let w = World::new().await;
@@ -370,7 +371,10 @@ async fn a_spot_interruption_from_the_cloud_deletes_its_nodeclaim_and_marks_the_
     let running = tokio::spawn(handler.run("memory".into()));
     let api: Api<NodeClaim> = Api::all(w.client.clone());
     let deadline = Instant::now() + Duration::from_secs(10);
-    while api.get_opt("default-abcde").await.unwrap().is_some_and(|nc| nc.metadata.deletion_timestamp.is_none()) {
+    // Handled, then the message deleted from the queue.
+    while api.get_opt("default-abcde").await.unwrap().is_some_and(|nc| nc.metadata.deletion_timestamp.is_none())
+        || w.cloud.acked() == 0
+    {
         assert!(Instant::now() < deadline, "the interrupted NodeClaim is not being deleted within 10 s");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -381,6 +385,7 @@ async fn a_spot_interruption_from_the_cloud_deletes_its_nodeclaim_and_marks_the_
         capacity_type: "spot".into(),
     };
     assert!(w.cloud.unavailable().contains(&offering), "{:?}", w.cloud.unavailable());
+    assert_eq!(w.cloud.acked(), 1, "the one message is deleted from the queue");
 }
 
 // Karpenter writes a NodeClaim's status under an optimistic lock: its conditions are one
