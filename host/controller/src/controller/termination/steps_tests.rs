@@ -812,3 +812,82 @@ async fn a_refused_eviction_waits_its_backoff_and_says_why_on_the_node() {
     assert!(pods.get_opt("web").await.unwrap().is_none_or(|p| p.metadata.deletion_timestamp.is_some()), "evicted");
     assert!(w.metrics.render().contains("karpenter_pods_eviction_requests_total{code=\"429\"} 1"));
 }
+
+impl World {
+    /// Whether pod `name` was evicted (gone, or going).
+    async fn evicted(&self, name: &str) -> bool {
+        let pod = Api::<Pod>::namespaced(self.client.clone(), "default").get_opt(name).await.unwrap();
+        pod.is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+    }
+
+    /// Node `<id>` (registered for NodeClaim `nc`) deleted and stepped until released, its
+    /// instance terminating on the way; asserts the Node is gone.
+    async fn drained_and_gone(&self, id: &str) {
+        self.node_until_released(id, now(), 12).await;
+        assert!(self.get_node(id).await.is_none(), "the Node is gone");
+    }
+}
+
+/// Karpenter's drain of a Node with pods `pods` (name, extra fields): the Node deleted,
+/// one step taken; returns which were evicted (in `pods` order).
+async fn drained(w: &World, pods: &[(&str, serde_json::Value)]) -> Vec<bool> {
+    w.registered_node("nc", "i-1", None).await;
+    for (name, extra) in pods {
+        w.pod(name, &node_name("i-1"), 0, extra.clone()).await;
+    }
+    w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
+    w.node_step("i-1", now()).await;
+    assert!(tainted(&w.get_node("i-1").await.expect("draining")), "the Node is tainted while it drains");
+    let mut out = Vec::new();
+    for (name, _) in pods {
+        out.push(w.evicted(name).await);
+    }
+    out
+}
+
+/// karpenter:pkg/controllers/node/termination/suite_test.go:225
+/// karpenter:pkg/controllers/node/termination/suite_test.go:256
+#[tokio::test]
+async fn pods_tolerating_the_disruption_taint_stay_and_do_not_hold_the_node() {
+    for toleration in [
+        json!({"key": "karpenter.sh/disrupted", "operator": "Equal", "value": "", "effect": "NoSchedule"}),
+        json!({"key": "karpenter.sh/disrupted", "operator": "Exists", "effect": "NoSchedule"}),
+    ] {
+        let w = World::new().await;
+        let tolerant = json!({"spec": {"tolerations": [toleration]}});
+        assert_eq!(drained(&w, &[("plain", json!({})), ("tolerant", tolerant)]).await, [true, false]);
+        w.drained_and_gone("i-1").await;
+    }
+}
+
+/// karpenter:pkg/controllers/node/termination/suite_test.go:289
+/// karpenter:pkg/controllers/node/termination/suite_test.go:317
+#[tokio::test]
+async fn pods_tolerating_unschedulable_and_pods_without_owners_are_evicted() {
+    let w = World::new().await;
+    let tolerates = json!({
+        "metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid", "controller": true}]},
+        "spec": {"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]},
+    });
+    assert_eq!(drained(&w, &[("tolerates-unschedulable", tolerates), ("no-owner", json!({}))]).await, [true, true]);
+    w.drained_and_gone("i-1").await;
+}
+
+/// karpenter:pkg/controllers/node/termination/suite_test.go:348
+#[tokio::test]
+async fn terminal_pods_are_not_evicted_and_do_not_hold_the_node() {
+    let w = World::new().await;
+    let done = json!({"status": {"phase": "Succeeded"}});
+    let failed = json!({"status": {"phase": "Failed"}});
+    assert_eq!(drained(&w, &[("done", done), ("failed", failed)]).await, [false, false]);
+    w.drained_and_gone("i-1").await;
+}
+
+/// karpenter:pkg/controllers/node/termination/suite_test.go:523
+#[tokio::test]
+async fn static_pods_are_not_evicted_and_do_not_hold_the_node() {
+    let w = World::new().await;
+    let mirror = json!({"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node_name("i-1"), "uid": "node-uid", "controller": true}]}});
+    assert_eq!(drained(&w, &[("mirror", mirror), ("app", json!({}))]).await, [false, true]);
+    w.drained_and_gone("i-1").await;
+}
