@@ -345,47 +345,78 @@ async fn a_startup_taint_removed_while_the_node_registers_stays_removed() {
     assert_eq!(node.metadata.finalizers.unwrap_or_default(), ["karpenter.sh/termination"]);
 }
 
+impl World {
+    /// NodeClaim `default-abcde` of `capacity_type` launched, then EC2's `kind` message for
+    /// its instance handled by the interruption controller until the NodeClaim is being
+    /// deleted and the message deleted from the queue; the instance.
+    async fn interrupted(&self, capacity_type: &str, kind: InterruptionKind) -> tenon_core::cloud::Instance {
+        self.launched(capacity_type).await;
+        self.until("the launched NodeClaim in the cache", |c| {
+            c.stores.nodeclaims.state().iter().any(|n| n.status.as_ref().is_some_and(|s| s.provider_id.is_some()))
+        })
+        .await;
+        let instance = self.cloud.instances().remove(0);
+        let time = "2026-12-06T12:00:00Z".into();
+        self.cloud.send(InterruptionEvent { kind, instance_ids: vec![instance.id.clone()], time });
+        let handler = Interruption {
+            client: self.client.clone(),
+            stores: self.ctx.stores.clone(),
+            cloud: self.ctx.cloud.clone(),
+            recorder: self.ctx.recorder.clone(),
+            metrics: self.ctx.metrics.clone(),
+            leadership: self.ctx.leadership.clone(),
+        };
+        let running = tokio::spawn(handler.run("memory".into()));
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while api.get_opt("default-abcde").await.unwrap().is_some_and(|nc| nc.metadata.deletion_timestamp.is_none())
+            || self.cloud.acked() == 0
+        {
+            assert!(Instant::now() < deadline, "the interrupted NodeClaim is not being deleted within 10 s");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        running.abort();
+        assert_eq!(self.cloud.acked(), 1, "the one message is deleted from the queue");
+        instance
+    }
+
+    /// `karpenter_nodeclaims_disrupted_total` for NodeClaim `default-abcde` (NodePool
+    /// `default`, no grace period) of `capacity_type` disrupted for `reason`.
+    fn disrupted(&self, reason: &str, capacity_type: &str) -> Option<f64> {
+        use crate::controller::metrics::catalog::NODECLAIMS_DISRUPTED;
+        let labels = [
+            ("reason", reason),
+            ("nodepool", "default"),
+            ("capacity_type", capacity_type),
+            ("consolidation_policy", ""),
+            ("termination_mode", "graceful"),
+        ];
+        self.ctx.metrics.value(NODECLAIMS_DISRUPTED, &labels)
+    }
+}
+
+/// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:137
 /// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:279
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spot_interruption_from_the_cloud_deletes_its_nodeclaim_and_marks_the_offering_unavailable() {
     let w = World::new().await;
-    w.launched("spot").await;
-    w.until("the launched NodeClaim in the cache", |c| {
-        c.stores.nodeclaims.state().iter().any(|n| n.status.as_ref().is_some_and(|s| s.provider_id.is_some()))
-    })
-    .await;
-    let instance = w.cloud.instances().remove(0);
-    w.cloud.send(InterruptionEvent {
-        kind: InterruptionKind::SpotInterruption,
-        instance_ids: vec![instance.id.clone()],
-        time: "2026-12-06T12:00:00Z".into(),
-    });
-    let handler = Interruption {
-        client: w.client.clone(),
-        stores: w.ctx.stores.clone(),
-        cloud: w.ctx.cloud.clone(),
-        recorder: w.ctx.recorder.clone(),
-        metrics: w.ctx.metrics.clone(),
-        leadership: w.ctx.leadership.clone(),
-    };
-    let running = tokio::spawn(handler.run("memory".into()));
-    let api: Api<NodeClaim> = Api::all(w.client.clone());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    // Handled, then the message deleted from the queue.
-    while api.get_opt("default-abcde").await.unwrap().is_some_and(|nc| nc.metadata.deletion_timestamp.is_none())
-        || w.cloud.acked() == 0
-    {
-        assert!(Instant::now() < deadline, "the interrupted NodeClaim is not being deleted within 10 s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    running.abort();
+    let instance = w.interrupted("spot", InterruptionKind::SpotInterruption).await;
+    assert_eq!(w.disrupted("spot_interrupted", "spot"), Some(1.0));
     let offering = UnavailableOffering {
         instance_type: instance.instance_type.clone(),
         zone: instance.zone.clone(),
         capacity_type: "spot".into(),
     };
     assert!(w.cloud.unavailable().contains(&offering), "{:?}", w.cloud.unavailable());
-    assert_eq!(w.cloud.acked(), 1, "the one message is deleted from the queue");
+}
+
+/// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:175
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_change_message_deletes_its_nodeclaim() {
+    let w = World::new().await;
+    w.interrupted("on-demand", InterruptionKind::ScheduledChange).await;
+    assert_eq!(w.disrupted("scheduled_change", "on-demand"), Some(1.0));
+    assert!(w.cloud.unavailable().is_empty(), "no offering is marked for a scheduled change");
 }
 
 // Karpenter writes a NodeClaim's status under an optimistic lock: its conditions are one
