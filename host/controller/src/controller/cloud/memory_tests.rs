@@ -584,36 +584,113 @@ async fn a_node_nominated_for_a_pending_pod_is_no_candidate() {
     w.not_disrupted().await;
 }
 
+impl World {
+    /// NodeClaim `default-abcde` launched on demand, EC2 reporting `checks` for its
+    /// instance, and one instance-health check run (`seen` kept across checks); the
+    /// NodeClaim as it is then.
+    async fn health_checked(&self, checks: Vec<tenon_core::orchestration::instance_health::Check>) -> NodeClaim {
+        self.launched("on-demand").await;
+        self.until("the launched NodeClaim in the cache", |c| {
+            c.stores.nodeclaims.state().iter().any(|n| n.status.as_ref().is_some_and(|s| s.provider_id.is_some()))
+        })
+        .await;
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let nc = api.get("default-abcde").await.unwrap();
+        assert!(nc.metadata.finalizers.unwrap_or_default().iter().any(|f| f == "karpenter.sh/termination"));
+        let instance = self.cloud.instances().remove(0);
+        self.cloud.set_checks(&instance.id, checks);
+        self.check_health_once().await;
+        api.get("default-abcde").await.unwrap()
+    }
+
+    async fn check_health_once(&self) {
+        let handler = Interruption {
+            client: self.client.clone(),
+            stores: self.ctx.stores.clone(),
+            cloud: self.ctx.cloud.clone(),
+            recorder: self.ctx.recorder.clone(),
+            metrics: self.ctx.metrics.clone(),
+            leadership: self.ctx.leadership.clone(),
+        };
+        handler.check_once(&mut tenon_core::orchestration::instance_health::UnhealthySeen::default()).await;
+    }
+
+    /// `karpenter_interruption_instance_status_unhealthy_total` for `category`.
+    fn unhealthy(&self, category: &str) -> Option<f64> {
+        use crate::controller::metrics::catalog::INSTANCE_STATUS_UNHEALTHY;
+        self.ctx.metrics.value(INSTANCE_STATUS_UNHEALTHY, &[("category", category)])
+    }
+}
+
+/// A failed check of `category` impaired for an hour (or a scheduled event).
+fn failing(
+    category: tenon_core::orchestration::interruption::HealthCategory,
+) -> tenon_core::orchestration::instance_health::Check {
+    let an_hour_ago = crate::controller::conditions::now_time().0.as_millisecond() - 3_600_000;
+    let since =
+        (category != tenon_core::orchestration::interruption::HealthCategory::EventStatus).then_some(an_hour_ago);
+    tenon_core::orchestration::instance_health::Check { category, failed: true, impaired_since_ms: since }
+}
+
+const TERMINATION_TIMESTAMP: &str = "karpenter.sh/nodeclaim-termination-timestamp";
+
 /// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:424
+/// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:514
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scheduled_event_deletes_the_nodeclaim_without_a_termination_timestamp() {
-    use tenon_core::orchestration::instance_health::{Check, UnhealthySeen};
     use tenon_core::orchestration::interruption::HealthCategory;
     let w = World::new().await;
-    w.launched("on-demand").await;
-    w.until("the launched NodeClaim in the cache", |c| {
-        c.stores.nodeclaims.state().iter().any(|n| n.status.as_ref().is_some_and(|s| s.provider_id.is_some()))
-    })
-    .await;
-    let api: Api<NodeClaim> = Api::all(w.client.clone());
-    let nc = api.get("default-abcde").await.unwrap();
-    assert!(nc.metadata.finalizers.unwrap_or_default().iter().any(|f| f == "karpenter.sh/termination"));
     // EC2 schedules the instance's retirement.
-    let instance = w.cloud.instances().remove(0);
-    let retirement = Check { category: HealthCategory::EventStatus, failed: true, impaired_since_ms: None };
-    w.cloud.set_checks(&instance.id, vec![retirement]);
-    let handler = Interruption {
-        client: w.client.clone(),
-        stores: w.ctx.stores.clone(),
-        cloud: w.ctx.cloud.clone(),
-        recorder: w.ctx.recorder.clone(),
-        metrics: w.ctx.metrics.clone(),
-        leadership: w.ctx.leadership.clone(),
-    };
-    handler.check_once(&mut UnhealthySeen::default()).await;
+    let nc = w.health_checked(vec![failing(HealthCategory::EventStatus)]).await;
     // Still there (its finalizer), being deleted, and not stamped for a forceful termination.
-    let nc = api.get("default-abcde").await.unwrap();
     assert!(nc.metadata.deletion_timestamp.is_some(), "deleted: drained and replaced");
     let annotations = nc.metadata.annotations.unwrap_or_default();
-    assert!(!annotations.contains_key("karpenter.sh/nodeclaim-termination-timestamp"), "{annotations:?}");
+    assert!(!annotations.contains_key(TERMINATION_TIMESTAMP), "{annotations:?}");
+    assert_eq!(w.disrupted("event_status", "on-demand"), Some(1.0));
+    assert_eq!(w.unhealthy("EventStatus"), Some(1.0));
+}
+
+/// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:321
+/// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:361
+/// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:396
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_reachability_check_deletes_the_nodeclaim_without_waiting_for_its_drain() {
+    use tenon_core::orchestration::interruption::HealthCategory;
+    for (category, label, category_label) in [
+        (HealthCategory::SystemStatus, "system_status", "SystemStatus"),
+        (HealthCategory::InstanceStatus, "instance_status", "InstanceStatus"),
+    ] {
+        let w = World::new().await;
+        let nc = w.health_checked(vec![failing(category)]).await;
+        assert!(nc.metadata.deletion_timestamp.is_some(), "{label}: deleted");
+        let annotations = nc.metadata.annotations.unwrap_or_default();
+        assert!(
+            annotations.contains_key(TERMINATION_TIMESTAMP),
+            "{label}: terminated without its drain: {annotations:?}"
+        );
+        assert_eq!(w.disrupted(label, "on-demand"), Some(1.0), "{label}");
+        assert_eq!(w.unhealthy(category_label), Some(1.0), "{label}");
+    }
+}
+
+/// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:446
+/// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:479
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_check_and_a_scheduled_event_stamp_once() {
+    use tenon_core::orchestration::interruption::HealthCategory;
+    let w = World::new().await;
+    let nc =
+        w.health_checked(vec![failing(HealthCategory::InstanceStatus), failing(HealthCategory::EventStatus)]).await;
+    let stamp = nc.metadata.annotations.unwrap_or_default().get(TERMINATION_TIMESTAMP).cloned();
+    assert!(stamp.is_some(), "forceful termination wins");
+    assert!(nc.metadata.deletion_timestamp.is_some());
+    // The next check writes nothing: the same stamp, the same resourceVersion.
+    w.until("the deleting NodeClaim in the cache", |c| {
+        c.stores.nodeclaims.state().iter().any(|n| n.metadata.deletion_timestamp.is_some())
+    })
+    .await;
+    w.check_health_once().await;
+    let again = Api::<NodeClaim>::all(w.client.clone()).get("default-abcde").await.unwrap();
+    assert_eq!(again.metadata.annotations.unwrap_or_default().get(TERMINATION_TIMESTAMP).cloned(), stamp);
+    assert_eq!(again.metadata.resource_version, nc.metadata.resource_version);
 }
