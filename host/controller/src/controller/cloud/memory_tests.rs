@@ -358,15 +358,7 @@ impl World {
         let instance = self.cloud.instances().remove(0);
         let time = "2026-12-06T12:00:00Z".into();
         self.cloud.send(InterruptionEvent { kind, instance_ids: vec![instance.id.clone()], time });
-        let handler = Interruption {
-            client: self.client.clone(),
-            stores: self.ctx.stores.clone(),
-            cloud: self.ctx.cloud.clone(),
-            recorder: self.ctx.recorder.clone(),
-            metrics: self.ctx.metrics.clone(),
-            leadership: self.ctx.leadership.clone(),
-        };
-        let running = tokio::spawn(handler.run("memory".into()));
+        let running = tokio::spawn(self.interruption().run("memory".into()));
         let api: Api<NodeClaim> = Api::all(self.client.clone());
         let deadline = Instant::now() + Duration::from_secs(10);
         while api.get_opt("default-abcde").await.unwrap().is_some_and(|nc| nc.metadata.deletion_timestamp.is_none())
@@ -604,15 +596,19 @@ impl World {
     }
 
     async fn check_health_once(&self) {
-        let handler = Interruption {
+        self.interruption().check_once(&mut tenon_core::orchestration::instance_health::UnhealthySeen::default()).await;
+    }
+
+    /// The interruption controller over this world.
+    fn interruption(&self) -> Interruption {
+        Interruption {
             client: self.client.clone(),
             stores: self.ctx.stores.clone(),
             cloud: self.ctx.cloud.clone(),
             recorder: self.ctx.recorder.clone(),
             metrics: self.ctx.metrics.clone(),
             leadership: self.ctx.leadership.clone(),
-        };
-        handler.check_once(&mut tenon_core::orchestration::instance_health::UnhealthySeen::default()).await;
+        }
     }
 
     /// `karpenter_interruption_instance_status_unhealthy_total` for `category`.
