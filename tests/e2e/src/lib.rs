@@ -157,6 +157,17 @@ pub fn tenon_bin() -> PathBuf {
 
 /// The most recently modified source of the binary under `dir`: `.rs` files in `src/`
 /// directories and `Cargo.toml`s (a crate's tests and benches do not go into the binary).
+/// Whether a change to `path` can change the `tenon` binary: Rust sources and manifests, but
+/// not test-only modules (`tests.rs`, `*_tests.rs`), which a build of the binary skips and so
+/// never makes it newer than.
+fn is_binary_source(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    if name == "Cargo.toml" {
+        return true;
+    }
+    name.ends_with(".rs") && name != "tests.rs" && !name.ends_with("_tests.rs")
+}
+
 fn newest_source(dir: &Path) -> Option<(std::time::SystemTime, PathBuf)> {
     let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
     let mut stack = vec![dir.to_path_buf()];
@@ -168,7 +179,7 @@ fn newest_source(dir: &Path) -> Option<(std::time::SystemTime, PathBuf)> {
                 if !["target", "tests", "benches", "examples"].iter().any(|n| name == *n) {
                     stack.push(path);
                 }
-            } else if path.extension().is_some_and(|e| e == "rs") || name == "Cargo.toml" {
+            } else if is_binary_source(&path) {
                 let modified = entry.metadata().and_then(|m| m.modified()).ok()?;
                 if newest.as_ref().is_none_or(|(t, _)| modified > *t) {
                     newest = Some((modified, path));
