@@ -1001,6 +1001,21 @@ fn a_node_a_pending_pod_is_nominated_to_is_no_candidate() {
 }
 
 /// karpenter:pkg/controllers/disruption/suite_test.go:1699
+#[test]
+fn a_nodeclaim_with_a_deletion_timestamp_is_no_candidate() {
+    let mut c = karpenter_cluster();
+    karpenter_node(&mut c, &[]);
+    let s = c.snapshot();
+    assert!(candidate(&s, node_index(&s, "n")).is_some(), "a candidate before its deletion");
+    // As the API server records a delete held by the termination finalizer.
+    let deleted = serde_yaml::from_str("2026-12-06T12:00:00Z").expect("a time");
+    c.objects.nodeclaims[0].metadata.deletion_timestamp = Some(deleted);
+    let s = c.snapshot();
+    let n = node_index(&s, "n");
+    assert!(candidate(&s, n).is_none());
+    assert!(disrupt(&s, &DefaultPolicies).plan.is_none());
+}
+
 /// karpenter:pkg/controllers/disruption/suite_test.go:1721
 #[test]
 fn deleting_or_marked_nodes_are_no_candidates() {
