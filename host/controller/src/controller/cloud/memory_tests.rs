@@ -690,3 +690,29 @@ async fn a_failed_check_and_a_scheduled_event_stamp_once() {
     assert_eq!(again.metadata.annotations.unwrap_or_default().get(TERMINATION_TIMESTAMP).cloned(), stamp);
     assert_eq!(again.metadata.resource_version, nc.metadata.resource_version);
 }
+
+/// karpenter:pkg/controllers/node/termination/suite_test.go:143
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_node_of_another_nodeclass_is_left_to_its_own_controller() {
+    use crate::controller::termination::Termination;
+    use k8s_openapi::api::core::v1::Node;
+    let w = World::new().await;
+    w.create::<Node>(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: other, finalizers: [karpenter.sh/termination], labels: {karpenter.sh/nodepool: default, karpenter.test.sh/unmanagednodeclass: default}}\nspec: {providerID: test:///other}\n",
+    )
+    .await;
+    let nodes: Api<Node> = Api::all(w.client.clone());
+    nodes.delete("other", &Default::default()).await.unwrap();
+    w.until("the deleting Node in the cache", |c| {
+        c.stores.nodes.state().iter().any(|n| n.metadata.deletion_timestamp.is_some())
+    })
+    .await;
+    let before = nodes.get("other").await.unwrap();
+    let mut termination = Termination::new(w.ctx.clone());
+    for _ in 0..3 {
+        termination.reconcile().await.unwrap();
+    }
+    let after = nodes.get("other").await.expect("still there: its finalizer is not ours to remove");
+    assert_eq!(after.metadata.resource_version, before.metadata.resource_version, "not written");
+    assert_eq!(after.metadata.finalizers.unwrap_or_default(), ["karpenter.sh/termination"]);
+}

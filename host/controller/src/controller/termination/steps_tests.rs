@@ -209,6 +209,13 @@ impl World {
             volume_attachments: shared(
                 Api::<VolumeAttachment>::all(self.client.clone()).list(&lp).await.unwrap().items,
             ),
+            pdbs: shared(
+                Api::<k8s_openapi::api::policy::v1::PodDisruptionBudget>::all(self.client.clone())
+                    .list(&lp)
+                    .await
+                    .unwrap()
+                    .items,
+            ),
             ..ClusterObjects::default()
         }
     }
@@ -889,5 +896,30 @@ async fn static_pods_are_not_evicted_and_do_not_hold_the_node() {
     let w = World::new().await;
     let mirror = json!({"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node_name("i-1"), "uid": "node-uid", "controller": true}]}});
     assert_eq!(drained(&w, &[("mirror", mirror), ("app", json!({}))]).await, [false, true]);
+    w.drained_and_gone("i-1").await;
+}
+
+/// karpenter:pkg/controllers/node/termination/suite_test.go:368
+#[tokio::test]
+async fn a_pod_whose_pdb_allows_nothing_holds_the_node_until_it_is_gone() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", None).await;
+    w.pod("guarded", &node_name("i-1"), 0, json!({"metadata": {"labels": {"app": "db"}}})).await;
+    let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget = serde_json::from_value(json!({
+        "metadata": {"name": "db", "namespace": "default"},
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "db"}}},
+    }))
+    .unwrap();
+    let pdbs: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> = Api::namespaced(w.client.clone(), "default");
+    pdbs.create(&PostParams::default(), &pdb).await.unwrap();
+    w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
+    let t0 = now();
+    for s in 0..3 {
+        assert!(matches!(w.node_step("i-1", t0 + s).await, NodeProgress::Draining(_)));
+        assert!(!w.evicted("guarded").await, "the budget allows no eviction");
+    }
+    assert!(w.get_node("i-1").await.is_some(), "the pod holds the Node");
+    // Its owner deletes the pod: the drain goes on and the Node goes.
+    Api::<Pod>::namespaced(w.client.clone(), "default").delete("guarded", &DeleteParams::default()).await.unwrap();
     w.drained_and_gone("i-1").await;
 }
