@@ -15,3 +15,4 @@ pub mod interruption;
 pub mod launch;
 pub mod liveness;
 pub mod registration_health;
+pub mod validation;
