@@ -58,12 +58,6 @@ async fn short_of(
     (p, nc, proxy)
 }
 
-/// `name`'s offerings still available, as (zone, capacity type).
-fn available(types: &[InstanceType], name: &str) -> Vec<(String, String)> {
-    let t = types.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} listed"));
-    t.offerings.iter().filter(|o| o.available).map(|o| (o.zone.clone(), o.capacity_type.clone())).collect()
-}
-
 /// The launch options a NodeClaim for `instance_type` and `capacity_types` gets, cheapest
 /// first (before `launch::fleet_request` narrows them to one request's overrides).
 fn options_for(

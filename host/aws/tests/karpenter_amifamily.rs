@@ -1,3 +1,4 @@
+//! (Long: tests only, one per ported Karpenter AMI-family case; setup in support/.)
 //! The AWS provider's `pkg/providers/amifamily/suite_test.go`, ported: how AMI selector terms
 //! resolve to the AMIs a NodeClass launches with. The query building and the choice among
 //! images are pure (`tenon_aws::nodeclass`), since moto refuses the EKS parameters under

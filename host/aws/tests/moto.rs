@@ -595,13 +595,6 @@ async fn the_unavailable_offerings_cache_marks_single_offerings() {
     let p = moto.provider("ice").await;
     let lab = lab(&p, "ice").await;
     let nc = three_zone_nodeclass(&p, &lab, "ice").await;
-    let offerings = |types: &[tenon_core::instancetype::InstanceType], name: &str| {
-        let t = types.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} listed"));
-        t.offerings.iter().map(|o| (o.zone.clone(), o.capacity_type.clone(), o.available)).collect::<Vec<_>>()
-    };
-    let available = |types: &[tenon_core::instancetype::InstanceType], name: &str| {
-        offerings(types, name).into_iter().filter(|o| o.2).map(|(z, c, _)| (z, c)).collect::<Vec<_>>()
-    };
 
     // One offering per (type, zone, capacity type), whether the catalog is fetched or cached.
     let first = p.instance_types(&nc).await.unwrap();
@@ -652,11 +645,11 @@ async fn the_unavailable_offerings_cache_marks_single_offerings() {
     );
 
     // Every offering of m5.xlarge unavailable: the type is still listed, with none available.
-    for (zone, ct, _) in offerings(&first, "m5.xlarge") {
+    for (zone, ct, _) in offerings_of(&first, "m5.xlarge") {
         p.unavailable.mark(unavailable("m5.xlarge", &zone, &ct), now);
     }
     let types = p.instance_types(&nc).await.unwrap();
-    assert!(!offerings(&types, "m5.xlarge").is_empty());
+    assert!(!offerings_of(&types, "m5.xlarge").is_empty());
     assert!(available(&types, "m5.xlarge").is_empty());
     // What was handed out before is not marked after the fact.
     assert_eq!(available(&first, "m5.large").len(), 6);

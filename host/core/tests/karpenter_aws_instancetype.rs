@@ -1,3 +1,4 @@
+//! (Long: tests only, one per ported Karpenter instance-type case, with the fake EC2 types they share.)
 //! The AWS provider's `pkg/providers/instancetype/suite_test.go`, ported: the capacity and
 //! overhead model of real EC2 instance types (Tenon's bundled DescribeInstanceTypes data)
 //! under an EC2NodeClass' kubelet settings and AMI family. Each test names the cases it

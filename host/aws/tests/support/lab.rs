@@ -170,6 +170,17 @@ pub fn request(nodeclaim: &str, nc: &EC2NodeClass, options: Vec<LaunchOption>) -
     }
 }
 
+/// Instance type `name`'s offerings in `types`, as (zone, capacity type, available).
+pub fn offerings_of(types: &[tenon_core::instancetype::InstanceType], name: &str) -> Vec<(String, String, bool)> {
+    let t = types.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} listed"));
+    t.offerings.iter().map(|o| (o.zone.clone(), o.capacity_type.clone(), o.available)).collect()
+}
+
+/// Instance type `name`'s offerings still available, as (zone, capacity type).
+pub fn available(types: &[tenon_core::instancetype::InstanceType], name: &str) -> Vec<(String, String)> {
+    offerings_of(types, name).into_iter().filter(|o| o.2).map(|(z, c, _)| (z, c)).collect()
+}
+
 pub fn condition<'a>(nc: &'a EC2NodeClass, t: &str) -> &'a tenon_api::common::Condition {
     nc.status.as_ref().unwrap().conditions.iter().find(|c| c.type_ == t).unwrap()
 }

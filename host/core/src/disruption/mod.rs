@@ -302,8 +302,11 @@ fn decide(
         return decision;
     }
     // 2. Drift.
-    let drifted: Vec<&Candidate> =
-        live.iter().copied().filter(|c| tried(Method::Drift) && drift_eligible(snap, c)).collect();
+    let drifted: Vec<&Candidate> = if tried(Method::Drift) {
+        live.iter().copied().filter(|c| drift_eligible(snap, c)).collect()
+    } else {
+        Vec::new()
+    };
     if let Some(plan) = round.drift(&drifted, budget(Method::Drift)) {
         decision.plan = Some(plan);
         decision.evaluated = round.evaluated;

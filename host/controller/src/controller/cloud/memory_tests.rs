@@ -142,17 +142,27 @@ impl World {
         ))
         .await;
         self.until("the NodeClaim in the cache", |c| !c.stores.nodeclaims.state().is_empty()).await;
+        let nc = self.lifecycle_until(&mut Lifecycle::new(self.ctx.clone()), condition::LAUNCHED).await;
+        self.until("the launched NodeClaim in the cache", |c| {
+            c.stores.nodeclaims.state().iter().any(|n| n.status.as_ref().is_some_and(|s| s.provider_id.is_some()))
+        })
+        .await;
+        nc
+    }
+
+    /// Runs `lifecycle` until NodeClaim `default-abcde` has condition `t` True (10 s at
+    /// most); the NodeClaim then.
+    async fn lifecycle_until(&self, lifecycle: &mut Lifecycle, t: &str) -> NodeClaim {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
         let deadline = Instant::now() + Duration::from_secs(10);
-        let mut lifecycle = Lifecycle::new(self.ctx.clone());
         loop {
             lifecycle.reconcile().await.unwrap();
             let nc = api.get("default-abcde").await.unwrap();
-            let status = nc.status.clone().unwrap_or_default();
-            if condition_status(&status.conditions, condition::LAUNCHED).as_deref() == Some("True") {
+            let conditions = nc.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
+            if condition_status(conditions, t).as_deref() == Some("True") {
                 return nc;
             }
-            assert!(Instant::now() < deadline, "not Launched within 10 s: {:?}", nc.status);
+            assert!(Instant::now() < deadline, "not {t} within 10 s: {:?}", nc.status);
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -244,22 +254,6 @@ async fn a_nodeclaim_of_another_nodeclass_is_left_alone_by_lifecycle_and_termina
 }
 
 impl World {
-    /// Runs `lifecycle` until NodeClaim `default-abcde` is Registered (10 s at most).
-    async fn until_registered(&self, lifecycle: &mut Lifecycle) {
-        let api: Api<NodeClaim> = Api::all(self.client.clone());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            lifecycle.reconcile().await.unwrap();
-            let nc = api.get("default-abcde").await.unwrap();
-            let conditions = nc.status.unwrap_or_default().conditions;
-            if condition_status(&conditions, condition::REGISTERED).as_deref() == Some("True") {
-                return;
-            }
-            assert!(Instant::now() < deadline, "not Registered within 10 s");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
     /// Node `node-a` for the launched NodeClaim, as the kubelet registers it with `taints`
     /// (YAML flow mappings), once in the cache.
     async fn kubelet_registers(&self, nc: NodeClaim, taints: &[String]) {
@@ -292,7 +286,7 @@ async fn startup_taints_removed_from_a_registered_node_are_not_synced_again() {
     ];
     w.kubelet_registers(nc, &taints).await;
     let mut lifecycle = Lifecycle::new(w.ctx.clone());
-    w.until_registered(&mut lifecycle).await;
+    w.lifecycle_until(&mut lifecycle, condition::REGISTERED).await;
     let nodes: Api<Node> = Api::all(w.client.clone());
     assert_eq!(taint_keys(&nodes.get("node-a").await.unwrap()), [startup]);
     // The startup taint's owner removes it; the controller sees the change and reconciles.
@@ -333,7 +327,7 @@ async fn a_startup_taint_removed_while_the_node_registers_stays_removed() {
         }
     });
     let mut lifecycle = Lifecycle::new(w.ctx.clone());
-    w.until_registered(&mut lifecycle).await;
+    w.lifecycle_until(&mut lifecycle, condition::REGISTERED).await;
     let node = Api::<Node>::all(w.client.clone()).get("node-a").await.unwrap();
     assert_eq!(
         taint_keys(&node),
@@ -351,10 +345,6 @@ impl World {
     /// deleted and the message deleted from the queue; the instance.
     async fn interrupted(&self, capacity_type: &str, kind: InterruptionKind) -> tenon_core::cloud::Instance {
         self.launched(capacity_type).await;
-        self.until("the launched NodeClaim in the cache", |c| {
-            c.stores.nodeclaims.state().iter().any(|n| n.status.as_ref().is_some_and(|s| s.provider_id.is_some()))
-        })
-        .await;
         let instance = self.cloud.instances().remove(0);
         let time = "2026-12-06T12:00:00Z".into();
         self.cloud.send(InterruptionEvent { kind, instance_ids: vec![instance.id.clone()], time });
@@ -453,18 +443,7 @@ impl World {
         ))
         .unwrap();
         Api::<Pod>::namespaced(self.client.clone(), "default").create(&PostParams::default(), &pod).await.unwrap();
-        let mut lifecycle = Lifecycle::new(self.ctx.clone());
-        let claims: Api<NodeClaim> = Api::all(self.client.clone());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            lifecycle.reconcile().await.unwrap();
-            let conds = claims.get("default-abcde").await.unwrap().status.unwrap_or_default().conditions;
-            if condition_status(&conds, condition::INITIALIZED).as_deref() == Some("True") {
-                break;
-            }
-            assert!(Instant::now() < deadline, "not Initialized within 10 s: {conds:?}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        self.lifecycle_until(&mut Lifecycle::new(self.ctx.clone()), condition::INITIALIZED).await;
         self.until("the initialized NodeClaim and the pod in the cache", |c| {
             !c.stores.pods.state().is_empty()
                 && c.stores.nodeclaims.state().iter().any(|n| {
@@ -578,16 +557,10 @@ async fn a_node_nominated_for_a_pending_pod_is_no_candidate() {
 
 impl World {
     /// NodeClaim `default-abcde` launched on demand, EC2 reporting `checks` for its
-    /// instance, and one instance-health check run (`seen` kept across checks); the
-    /// NodeClaim as it is then.
+    /// instance, and one instance-health check run; the NodeClaim as it is then.
     async fn health_checked(&self, checks: Vec<tenon_core::orchestration::instance_health::Check>) -> NodeClaim {
-        self.launched("on-demand").await;
-        self.until("the launched NodeClaim in the cache", |c| {
-            c.stores.nodeclaims.state().iter().any(|n| n.status.as_ref().is_some_and(|s| s.provider_id.is_some()))
-        })
-        .await;
+        let nc = self.launched("on-demand").await;
         let api: Api<NodeClaim> = Api::all(self.client.clone());
-        let nc = api.get("default-abcde").await.unwrap();
         assert!(nc.metadata.finalizers.unwrap_or_default().iter().any(|f| f == "karpenter.sh/termination"));
         let instance = self.cloud.instances().remove(0);
         self.cloud.set_checks(&instance.id, checks);

@@ -10,7 +10,7 @@ use crate::controller::provisioning::create_nodeclaim;
 use crate::controller::{Catalogs, involved_nodeclaim, locked_patch, snapshot, termination};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::api::DeleteParams;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::time::Instant;
@@ -225,11 +225,12 @@ impl Disruption {
         let nodes: Api<Node> = Api::all(self.ctx.client.clone());
         locked_patch::patch_locked(&nodes, node, termination::disrupted_taints).await?;
         let claims: Api<NodeClaim> = Api::all(self.ctx.client.clone());
-        let obj = claims.get(nc).await?;
-        let conds = conditions::with_condition(&obj, condition::DISRUPTION_REASON, true, method.reason_name(), reason);
-        let patch = conditions::locked(&obj.metadata, json!({"status": {"conditions": conds}}));
-        claims.patch_status(nc, &PatchParams::default(), &Patch::Merge(&patch)).await?;
-        Ok(())
+        let marked = |obj: &NodeClaim| {
+            let conds =
+                conditions::with_condition(obj, condition::DISRUPTION_REASON, true, method.reason_name(), reason);
+            Some(json!({"status": {"conditions": conds}}))
+        };
+        locked_patch::patch_status_locked(&claims, nc, marked).await
     }
 
     /// Gives a command up: when `marked`, its candidates are untainted and their
@@ -259,11 +260,14 @@ impl Disruption {
             Err(kube::Error::Api(e)) if e.code == 404 => {}
             Err(e) => tracing::warn!(node = %node, error = %e, "could not remove the disruption taint"),
         }
-        if let Some(obj) = find(objects, nc).filter(|o| conditions::has_condition(o, condition::DISRUPTION_REASON)) {
-            let conds = conditions::without_condition(obj, condition::DISRUPTION_REASON);
+        if find(objects, nc).is_some_and(|o| conditions::has_condition(o, condition::DISRUPTION_REASON)) {
             let claims: Api<NodeClaim> = Api::all(self.ctx.client.clone());
-            let patch = conditions::locked(&obj.metadata, json!({"status": {"conditions": conds}}));
-            let _ = claims.patch_status(nc, &PatchParams::default(), &Patch::Merge(&patch)).await;
+            let unmarked = |obj: &NodeClaim| {
+                conditions::has_condition(obj, condition::DISRUPTION_REASON).then(|| {
+                    json!({"status": {"conditions": conditions::without_condition(obj, condition::DISRUPTION_REASON)}})
+                })
+            };
+            let _ = locked_patch::patch_status_locked(&claims, nc, unmarked).await;
         }
     }
 

@@ -759,22 +759,10 @@ async fn a_pdb_that_allows_one_lets_one_pod_go_and_says_why_the_other_waits() {
     for p in ["web-1", "web-2"] {
         w.pod(p, &node_name("i-1"), 1, json!({"metadata": {"labels": {"app": "web"}}})).await;
     }
-    let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget = serde_json::from_value(json!({
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}},
-    }))
-    .unwrap();
-    let pdbs: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> = Api::namespaced(w.client.clone(), "default");
-    pdbs.create(&PostParams::default(), &pdb).await.unwrap();
+    w.pdb("web", 1).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
-    let mut objects = w.objects().await;
-    objects.pdbs = shared(pdbs.list(&ListParams::default()).await.unwrap().items);
-    let node = objects.nodes.iter().find(|n| n.metadata.name.as_deref() == Some(&node_name("i-1"))).unwrap();
-    let nc = termination::claim_of_node(node, &objects.nodeclaims);
-    let (snap, _) = tenon_core::convert::snapshot(&objects, &|_| Default::default(), now());
-    let mut allowance = PdbAllowance::default();
-    let step = termination::finalize_node(&w.ctx(now()), node, nc, &snap, &mut allowance, &[]).await.unwrap();
+    let step = w.node_step("i-1", now()).await;
     let NodeProgress::Draining(Some(message)) = step else { panic!("one pod waits for the budget: {step:?}") };
     assert!(message.starts_with("Failed to drain node,") && message.contains("PodDisruptionBudget"), "{message}");
     let pods: Api<Pod> = Api::namespaced(w.client.clone(), "default");
@@ -821,6 +809,18 @@ async fn a_refused_eviction_waits_its_backoff_and_says_why_on_the_node() {
 }
 
 impl World {
+    /// PodDisruptionBudget `app` over the pods labelled `app: <app>`, with `maxUnavailable`.
+    async fn pdb(&self, app: &str, max_unavailable: i32) {
+        let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget = serde_json::from_value(json!({
+            "metadata": {"name": app, "namespace": "default"},
+            "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": app}}},
+        }))
+        .unwrap();
+        let pdbs: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> =
+            Api::namespaced(self.client.clone(), "default");
+        pdbs.create(&PostParams::default(), &pdb).await.unwrap();
+    }
+
     /// Whether pod `name` was evicted (gone, or going).
     async fn evicted(&self, name: &str) -> bool {
         let pod = Api::<Pod>::namespaced(self.client.clone(), "default").get_opt(name).await.unwrap();
@@ -905,13 +905,7 @@ async fn a_pod_whose_pdb_allows_nothing_holds_the_node_until_it_is_gone() {
     let w = World::new().await;
     w.registered_node("nc", "i-1", None).await;
     w.pod("guarded", &node_name("i-1"), 0, json!({"metadata": {"labels": {"app": "db"}}})).await;
-    let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget = serde_json::from_value(json!({
-        "metadata": {"name": "db", "namespace": "default"},
-        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "db"}}},
-    }))
-    .unwrap();
-    let pdbs: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> = Api::namespaced(w.client.clone(), "default");
-    pdbs.create(&PostParams::default(), &pdb).await.unwrap();
+    w.pdb("db", 0).await;
     w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
     let t0 = now();
     for s in 0..3 {
