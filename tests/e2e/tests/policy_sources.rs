@@ -127,7 +127,14 @@ async fn a_component_slow_to_compile_holds_up_no_other_nodepool() {
     c.start_controller();
     nodeclass_ready(&c, "lab-general").await;
 
-    unavailable_with(&c, "slow", "still compiling").await;
+    // From its first status on, the NodePool says its policy is not there yet: it fails
+    // safe while compiling, and a client waiting for PolicyHealthy=True must not start early.
+    eventually(Duration::from_secs(90), "slow: PolicyUnavailable saying \"still compiling\"", || async {
+        let (status, _, message) = c.nodepool_condition("slow", "PolicyHealthy").await?;
+        assert_ne!(status, "True", "slow: reported healthy while its policy compiles: {message}");
+        message.contains("still compiling").then_some(())
+    })
+    .await;
     a_new_pod_is_nominated_within_5s(&c, "a component slow to compile").await;
     // It was compiling all along: the stand-in is slow enough to show something.
     let (_, _, message) = c.nodepool_condition("slow", "PolicyHealthy").await.expect("the condition");

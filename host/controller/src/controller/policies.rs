@@ -13,7 +13,7 @@
 use super::oci_pull::Puller;
 use super::policy_sources::PolicySources;
 use resolution::{INLINE_WAIT, Resolving};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -50,6 +50,8 @@ pub struct Policies {
     /// Shared with the resolution running off the control loop.
     store: Option<Arc<PolicyStore>>,
     resolving: Option<Resolving>,
+    /// NodePools failing safe until a resolution loads the policies they now name.
+    loading: BTreeSet<String>,
     /// Shared with the decisions, which run off the control loop's thread.
     pub active: Arc<ClusterPolicies>,
     resolved: BTreeMap<String, Resolved>,
@@ -74,7 +76,15 @@ impl Policies {
         };
         let metrics = Arc::new(Metrics::default());
         let active = Arc::new(ClusterPolicies::empty(metrics.clone()));
-        Ok(Policies { store, resolving: None, active, resolved: BTreeMap::new(), metrics, puller: None })
+        Ok(Policies {
+            store,
+            resolving: None,
+            loading: BTreeSet::new(),
+            active,
+            resolved: BTreeMap::new(),
+            metrics,
+            puller: None,
+        })
     }
 
     /// Holds the store to the cluster admin's trust policy and, when it names OCI sources,
@@ -118,9 +128,29 @@ impl Policies {
                 (np.metadata.name.clone().unwrap_or_default(), (np.spec.template.metadata.labels.clone(), annotations))
             })
             .collect();
-        // One resolution at a time: NodePools that change meanwhile are resolved after it.
+        self.loading.retain(|name| inputs.contains_key(name));
+        // One resolution at a time: NodePools that change meanwhile are resolved after it;
+        // one created meanwhile fails safe until then.
         self.finish(now, None);
-        if self.resolving.is_some() {
+        if let Some(r) = &self.resolving {
+            let new: Vec<NodePoolInfo> = inputs
+                .iter()
+                .filter(|(name, (_, annotations))| {
+                    !annotations.is_empty()
+                        && !self.resolved.contains_key(*name)
+                        && !r.stale.contains_key(*name)
+                        && !self.loading.contains(*name)
+                })
+                .map(|(name, (labels, annotations))| NodePoolInfo {
+                    name: name.clone(),
+                    labels: labels.clone(),
+                    annotations: annotations.clone(),
+                })
+                .collect();
+            if !new.is_empty() {
+                self.active = Arc::new(self.active.pending(&new, "being loaded"));
+                self.loading.extend(new.into_iter().map(|i| i.name));
+            }
             return;
         }
         let files: BTreeMap<String, Vec<Option<FileStamp>>> =
@@ -160,6 +190,7 @@ impl Policies {
         let resolving = Resolving::start(self.active.clone(), self.store.clone(), infos, stale);
         if !changed.is_empty() {
             self.active = Arc::new(self.active.pending(&changed, "being loaded"));
+            self.loading.extend(changed.into_iter().map(|i| i.name));
         }
         self.resolving = Some(resolving);
         self.finish(now, Some(INLINE_WAIT));
@@ -170,6 +201,7 @@ impl Policies {
         let Some(outcome) = self.resolving.as_ref().and_then(|r| r.outcome(wait)) else { return };
         let Some(resolving) = self.resolving.take() else { return };
         let (active, problems) = outcome;
+        self.loading.retain(|name| !resolving.stale.contains_key(name));
         // Load problems are reported below and by the NodePool's condition.
         let _ = tenon_core::disruption::PolicySet::take_failures(&active);
         self.active = Arc::new(active);
@@ -265,9 +297,13 @@ impl Policies {
         self.resolved.get(pool)?.retry.map(|(at, _)| at)
     }
 
-    /// Why `pool`'s policies are unhealthy: a load problem, or its policies' last failures.
+    /// Why `pool`'s policies are unhealthy: still being loaded, a load problem, or its
+    /// policies' last failures.
     pub fn unhealthy(&self, pool: &str) -> Option<(&'static str, String)> {
-        if let Some(why) = self.resolving.as_ref().and_then(|r| r.slow(pool)) {
+        if self.loading.contains(pool) {
+            let why = self.resolving.as_ref().and_then(|r| r.slow(pool)).unwrap_or_else(|| {
+                "its policies are being loaded; its fail-safe applies until they are loaded".to_string()
+            });
             return Some(("PolicyUnavailable", why));
         }
         if let Some(p) = self.resolved.get(pool).and_then(|r| r.problem.as_ref()) {
