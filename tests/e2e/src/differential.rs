@@ -289,6 +289,7 @@ pub async fn through_controller(c: &mut Cluster, path: &Path) -> ControllerRun {
         .collect();
     assert_eq!(classes.len(), 1, "a differential scenario has one EC2NodeClass (one pinned catalog)");
     super::scenario::nodeclass_ready(c, &classes[0]).await;
+    policies_compiled(c, &scenario).await;
     let nodeclass = Api::<EC2NodeClass>::all(c.client.clone()).get(&classes[0]).await.expect("the EC2NodeClass");
     let types = c.aws.instance_types(&nodeclass).await.expect("instance types from moto");
     let catalog = c.dir.join("catalog.json");
@@ -333,6 +334,22 @@ pub async fn through_controller(c: &mut Cluster, path: &Path) -> ControllerRun {
     let trace = controller_trace(c, &claims).await;
     let pinned = pin(path, &catalog, start, &c.dir);
     ControllerRun { trace, pinned }
+}
+
+/// Waits until each NodePool naming a policy reports it healthy. The simulator compiles a
+/// policy before its first pass; the controller compiles off the loop and applies the
+/// NodePool's fail-safe meanwhile, which on a loaded machine can outlast the first step.
+async fn policies_compiled(c: &Cluster, scenario: &Scenario) {
+    let pools = scenario.documents.iter().filter(|d| d["kind"] == "NodePool").filter(|d| {
+        d["metadata"]["annotations"].as_object().is_some_and(|a| a.keys().any(|k| k.starts_with("tenon.dev/")))
+    });
+    for name in pools.filter_map(|d| d["metadata"]["name"].as_str()) {
+        eventually(Duration::from_secs(180), &format!("PolicyHealthy=True on NodePool {name}"), || async {
+            let (status, _, _) = c.nodepool_condition(name, wk::condition::POLICY_HEALTHY).await?;
+            (status == "True").then_some(())
+        })
+        .await;
+    }
 }
 
 /// A copy of the scenario at `path` with `settings.catalog` and `settings.start` set, its
