@@ -70,14 +70,7 @@ impl Reconciler for Termination {
                 &objects.claims,
             );
             match termination::finalize_node(&ctx, node, nc, &snap, &mut allowance, &volumes).await {
-                Ok(termination::NodeProgress::Released) => {
-                    termination::node_released_metrics(&self.ctx.metrics, node, ctx.now);
-                    tracing::info!(node = %name, "node terminated");
-                }
-                Ok(termination::NodeProgress::Draining(Some(message))) => {
-                    let obj = crate::controller::events::Involved::cluster_scoped("v1", "Node", &node.metadata);
-                    self.ctx.recorder.publish(&self.ctx.client, &obj, "Warning", "FailedDraining", &message).await;
-                }
+                Ok(termination::NodeProgress::Released) => tracing::info!(node = %name, "node terminated"),
                 Ok(_) => {}
                 Err(e) => failures.push(e),
             }
@@ -86,10 +79,7 @@ impl Reconciler for Termination {
             let name = nc.metadata.name.clone().unwrap_or_default();
             let with_id: Vec<&Node> = nodes_of(nc, &objects.nodes);
             match termination::finalize_nodeclaim(&ctx, nc, &with_id).await {
-                Ok(termination::Progress::Released) => {
-                    termination::nodeclaim_released_metrics(&self.ctx.metrics, nc, ctx.now);
-                    tracing::info!(nodeclaim = %name, "terminated");
-                }
+                Ok(termination::Progress::Released) => tracing::info!(nodeclaim = %name, "terminated"),
                 Ok(termination::Progress::Waiting) => {}
                 Err(e) => failures.push(e),
             }

@@ -109,8 +109,17 @@ async fn instance_gone(ctx: &Ctx<'_>, nc: &NodeClaim) -> Result<bool, Error> {
     Ok(false)
 }
 
-/// One step of terminating NodeClaim `nc`; `nodes` are the Nodes with its providerID.
+/// One step of terminating NodeClaim `nc`; `nodes` are the Nodes with its providerID. Its
+/// release is counted in Karpenter's series.
 pub async fn finalize_nodeclaim(ctx: &Ctx<'_>, nc: &NodeClaim, nodes: &[&Node]) -> Result<Progress, Error> {
+    let progress = nodeclaim_step(ctx, nc, nodes).await?;
+    if progress == Progress::Released {
+        super::nodeclaim_released_metrics(ctx.metrics, nc, ctx.now);
+    }
+    Ok(progress)
+}
+
+async fn nodeclaim_step(ctx: &Ctx<'_>, nc: &NodeClaim, nodes: &[&Node]) -> Result<Progress, Error> {
     let name = nc.metadata.name.clone().unwrap_or_default();
     if !has_finalizer(nc.metadata.finalizers.as_ref()) {
         return Ok(Progress::Waiting);
@@ -171,7 +180,29 @@ pub enum NodeProgress {
 }
 
 /// One step of terminating Node `node` (being deleted, ours); `nc` is its NodeClaim, if one.
+/// A drain held up is said on the Node (`FailedDraining`); its release is counted in
+/// Karpenter's series.
 pub async fn finalize_node(
+    ctx: &Ctx<'_>,
+    node: &Node,
+    nc: Option<&NodeClaim>,
+    snap: &ClusterSnapshot,
+    allowance: &mut PdbAllowance,
+    pending_volumes: &[String],
+) -> Result<NodeProgress, Error> {
+    let progress = node_step(ctx, node, nc, snap, allowance, pending_volumes).await?;
+    match &progress {
+        NodeProgress::Released => super::node_released_metrics(ctx.metrics, node, ctx.now),
+        NodeProgress::Draining(Some(message)) => {
+            let obj = Involved::cluster_scoped("v1", "Node", &node.metadata);
+            ctx.recorder.publish(ctx.client, &obj, "Warning", "FailedDraining", message).await;
+        }
+        _ => {}
+    }
+    Ok(progress)
+}
+
+async fn node_step(
     ctx: &Ctx<'_>,
     node: &Node,
     nc: Option<&NodeClaim>,

@@ -337,7 +337,6 @@ async fn a_deleted_node_deletes_its_nodeclaim_drains_waits_then_terminates_its_i
     w.ec2.finish("i-1");
     assert_eq!(w.node_step("i-1", t0 + 21).await, NodeProgress::Released);
     assert!(w.get_node("i-1").await.is_none(), "the finalizer went, and the Node with it");
-    termination::node_released_metrics(&w.metrics, &nc_node(&w, "i-1"), t0 + 21);
     let text = w.metrics.render();
     for series in [
         "karpenter_nodes_drained_total{nodepool=\"default\"} 1",
@@ -347,16 +346,6 @@ async fn a_deleted_node_deletes_its_nodeclaim_drains_waits_then_terminates_its_i
     ] {
         assert!(text.lines().any(|l| l == series), "{series} missing:\n{text}");
     }
-}
-
-/// The Node as it was just before release (for the release metrics, which read its times).
-fn nc_node(_w: &World, id: &str) -> Node {
-    serde_json::from_value(json!({
-        "metadata": {"name": node_name(id), "creationTimestamp": "2026-01-01T00:00:00Z",
-                     "deletionTimestamp": "2026-01-01T01:00:00Z",
-                     "labels": {wk::LABEL_NODEPOOL: "default", wk::LABEL_ZONE: "us-east-1a"}},
-    }))
-    .unwrap()
 }
 
 /// karpenter:pkg/controllers/node/termination/suite_test.go:123
@@ -556,7 +545,6 @@ async fn a_deleted_nodeclaim_deletes_its_node_then_waits_for_the_instance_to_be_
     w.ec2.finish("i-1");
     assert_eq!(w.claim_step("nc", t0 + 23).await.unwrap(), Progress::Released);
     assert!(w.get_claim("nc").await.is_none());
-    termination::nodeclaim_released_metrics(&w.metrics, &nc, t0 + 23);
     let text = w.metrics.render();
     for series in [
         "karpenter_nodeclaims_termination_duration_seconds_count{nodepool=\"default\"} 1",
