@@ -254,17 +254,28 @@ pub fn is_provisionable(p: &core::Pod) -> bool {
 /// its eviction (more than one selects it, or one allows no disruption whatever the count:
 /// `maxUnavailable: 0` or `0%`, `minAvailable: 100%`).
 pub fn is_reschedulable(p: &core::Pod, pdbs: &[Arc<policy::PodDisruptionBudget>]) -> bool {
-    let owned_by = |kind: &str| p.metadata.owner_references.iter().flatten().any(|o| o.kind == kind);
-    let terminating = p.metadata.deletion_timestamp.is_some();
-    let active = is_active(p) && !terminating;
+    let active = is_active(p) && p.metadata.deletion_timestamp.is_none();
     let annotations = p.metadata.annotations.as_ref();
     let do_not_disrupt =
         annotations.and_then(|a| a.get(tenon_api::wellknown::ANNOTATION_DO_NOT_DISRUPT)).is_some_and(|v| v == "true");
-    (active || (owned_by("StatefulSet") && terminating && is_active(p)))
-        && !is_daemon(p)
-        && !owned_by("Node")
-        && !do_not_disrupt
-        && !(active && fully_blocked(p, pdbs))
+    needs_a_new_home(p) && !do_not_disrupt && !(active && fully_blocked(p, pdbs))
+}
+
+/// Whether a pod on a node that goes away needs another (Karpenter's `IsReschedulable`):
+/// active, or a terminating StatefulSet pod; owned by no DaemonSet and no Node.
+pub fn needs_a_new_home(p: &core::Pod) -> bool {
+    let owned_by = |kind: &str| p.metadata.owner_references.iter().flatten().any(|o| o.kind == kind);
+    let terminating = p.metadata.deletion_timestamp.is_some();
+    let active = is_active(p) && !terminating;
+    (active || (owned_by("StatefulSet") && terminating && is_active(p))) && !is_daemon(p) && !owned_by("Node")
+}
+
+/// How many of `pods` on `nc`'s Node need another home if it goes (Karpenter's
+/// `ReschedulablePods`, counted in `karpenter_pods_disruption_initiated_total`).
+pub fn reschedulable_on(nc: &tenon_api::NodeClaim, pods: &[Arc<core::Pod>]) -> u64 {
+    let Some(node) = nc.status.as_ref().and_then(|s| s.node_name.as_deref()) else { return 0 };
+    let on = |p: &&Arc<core::Pod>| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node);
+    pods.iter().filter(on).filter(|p| needs_a_new_home(p)).count() as u64
 }
 
 fn fully_blocked(p: &core::Pod, pdbs: &[Arc<policy::PodDisruptionBudget>]) -> bool {

@@ -689,3 +689,5 @@ async fn a_deleted_node_of_another_nodeclass_is_left_to_its_own_controller() {
     assert_eq!(after.metadata.resource_version, before.metadata.resource_version, "not written");
     assert_eq!(after.metadata.finalizers.unwrap_or_default(), ["karpenter.sh/termination"]);
 }
+
+mod expiration_tests;

@@ -208,7 +208,9 @@ impl Disruption {
                         ("", _) | (_, None) => "",
                         (_, Some(p)) => p.spec.disruption.consolidation_policy.as_str(),
                     };
-                    self.ctx.metrics.nodeclaim_disrupted(nc, &method.reason_name().to_lowercase(), policy);
+                    let pods = tenon_core::convert::reschedulable_on(nc, &objects.pods);
+                    let reason = method.reason_name().to_lowercase();
+                    self.ctx.metrics.nodeclaim_and_pods_disrupted(nc, &reason, policy, pods);
                 }
                 true
             }

@@ -115,6 +115,8 @@ catalog! {
         "NodeClaims created, by reason (provisioning, disruption), NodePool and whether minValues was relaxed";
     NODECLAIMS_DISRUPTED: Counter, "karpenter_nodeclaims_disrupted_total",
         "NodeClaims deleted to disrupt them, by reason, NodePool, capacity type, consolidation policy and termination mode";
+    PODS_DISRUPTION_INITIATED: Counter, "karpenter_pods_disruption_initiated_total",
+        "Reschedulable pods (not of a DaemonSet, not mirror pods) on NodeClaims deleted to disrupt them, by reason, NodePool, capacity type, consolidation policy and termination mode";
     NODECLAIMS_TERMINATED: Counter, "karpenter_nodeclaims_terminated_total",
         "NodeClaims whose finalizer was removed, by NodePool, capacity type and zone";
     NODECLAIMS_INSTANCE_TERMINATION: Histogram(DOUBLING_11), "karpenter_nodeclaims_instance_termination_duration_seconds",

@@ -252,28 +252,23 @@ impl Metrics {
     /// Counts `nc` in `karpenter_nodeclaims_disrupted_total` with Karpenter's labels:
     /// `consolidation_policy` is the NodePool's in snake_case for consolidation, empty otherwise.
     pub fn nodeclaim_disrupted(&self, nc: &tenon_api::NodeClaim, reason: &str, consolidation_policy: &str) {
-        use tenon_api::wellknown as wk;
-        let label = |k: &str| nc.metadata.labels.as_ref().and_then(|l| l.get(k)).cloned().unwrap_or_default();
-        // Karpenter's termination mode: graceful without a grace period, forceful at zero.
-        let grace = nc.spec.termination_grace_period.as_deref().map(tenon_api::duration::parse_duration);
-        let mode = match grace {
-            None | Some(Err(_)) => "graceful",
-            Some(Ok(d)) if d.is_zero() => "forceful",
-            Some(Ok(_)) => "eventual",
-        };
-        let (pool, capacity) = (label(wk::LABEL_NODEPOOL), label(wk::LABEL_CAPACITY_TYPE));
-        let policy = snake_case(consolidation_policy);
-        self.add(
-            catalog::NODECLAIMS_DISRUPTED,
-            &[
-                ("reason", reason),
-                ("nodepool", &pool),
-                ("capacity_type", &capacity),
-                ("consolidation_policy", &policy),
-                ("termination_mode", mode),
-            ],
-            1,
-        );
+        let labels = disruption_labels(nc, reason, consolidation_policy);
+        self.add(catalog::NODECLAIMS_DISRUPTED, &label_refs(&labels), 1);
+    }
+
+    /// As [`Metrics::nodeclaim_disrupted`], and `pods` (its reschedulable pods) counted in
+    /// `karpenter_pods_disruption_initiated_total` with the same labels: what Karpenter's
+    /// disruption queue, expiration and garbage collection record.
+    pub fn nodeclaim_and_pods_disrupted(
+        &self,
+        nc: &tenon_api::NodeClaim,
+        reason: &str,
+        consolidation_policy: &str,
+        pods: u64,
+    ) {
+        let labels = disruption_labels(nc, reason, consolidation_policy);
+        self.add(catalog::NODECLAIMS_DISRUPTED, &label_refs(&labels), 1);
+        self.add(catalog::PODS_DISRUPTION_INITIATED, &label_refs(&labels), pods);
     }
 
     /// The Prometheus text exposition (version 0.0.4) of every series.
@@ -298,6 +293,34 @@ impl Metrics {
         }
         out
     }
+}
+
+/// Karpenter's labels of a disruption: reason, NodePool, capacity type, consolidation policy
+/// (snake_case) and termination mode (graceful without a grace period, forceful at zero).
+fn disruption_labels(
+    nc: &tenon_api::NodeClaim,
+    reason: &str,
+    consolidation_policy: &str,
+) -> [(&'static str, String); 5] {
+    use tenon_api::wellknown as wk;
+    let label = |k: &str| nc.metadata.labels.as_ref().and_then(|l| l.get(k)).cloned().unwrap_or_default();
+    let grace = nc.spec.termination_grace_period.as_deref().map(tenon_api::duration::parse_duration);
+    let mode = match grace {
+        None | Some(Err(_)) => "graceful",
+        Some(Ok(d)) if d.is_zero() => "forceful",
+        Some(Ok(_)) => "eventual",
+    };
+    [
+        ("reason", reason.to_string()),
+        ("nodepool", label(wk::LABEL_NODEPOOL)),
+        ("capacity_type", label(wk::LABEL_CAPACITY_TYPE)),
+        ("consolidation_policy", snake_case(consolidation_policy)),
+        ("termination_mode", mode.to_string()),
+    ]
+}
+
+fn label_refs<'a>(labels: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    labels.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
 /// `WhenEmptyOrUnderutilized` → `when_empty_or_underutilized`.

@@ -51,7 +51,8 @@ impl Reconciler for Expiration {
                         .recorder
                         .publish(&self.ctx.client, &involved_nodeclaim(nc), "Normal", "Expired", &reason)
                         .await;
-                    self.ctx.metrics.nodeclaim_disrupted(nc, "expired", "");
+                    let pods = tenon_core::convert::reschedulable_on(nc, &objects.pods);
+                    self.ctx.metrics.nodeclaim_and_pods_disrupted(nc, "expired", "", pods);
                 }
                 Err(kube::Error::Api(e)) if e.code == 404 => {}
                 Err(e) => failures.push(Error::kube(format!("deleting expired NodeClaim {name}"), e)),

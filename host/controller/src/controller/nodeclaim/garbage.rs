@@ -161,7 +161,8 @@ impl Garbage {
                 .await;
             match api.delete(&name, &DeleteParams::default()).await {
                 Ok(_) => {
-                    self.ctx.metrics.nodeclaim_disrupted(nc, "garbage_collected", "");
+                    let pods = tenon_core::convert::reschedulable_on(nc, &objects.pods);
+                    self.ctx.metrics.nodeclaim_and_pods_disrupted(nc, "garbage_collected", "", pods);
                     tracing::warn!(nodeclaim = %name, instance = %id, "garbage collection: instance gone; NodeClaim deleted")
                 }
                 Err(e) => failures.push(Error::kube(format!("deleting NodeClaim {name}, whose instance is gone"), e)),
