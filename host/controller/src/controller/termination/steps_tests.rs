@@ -209,6 +209,13 @@ impl World {
             volume_attachments: shared(
                 Api::<VolumeAttachment>::all(self.client.clone()).list(&lp).await.unwrap().items,
             ),
+            claims: shared(
+                Api::<k8s_openapi::api::core::v1::PersistentVolumeClaim>::all(self.client.clone())
+                    .list(&lp)
+                    .await
+                    .unwrap()
+                    .items,
+            ),
             pdbs: shared(
                 Api::<k8s_openapi::api::policy::v1::PodDisruptionBudget>::all(self.client.clone())
                     .list(&lp)
@@ -905,3 +912,5 @@ async fn a_pod_whose_pdb_allows_nothing_holds_the_node_until_it_is_gone() {
     Api::<Pod>::namespaced(w.client.clone(), "default").delete("guarded", &DeleteParams::default()).await.unwrap();
     w.drained_and_gone("i-1").await;
 }
+
+mod drain_order_tests;
