@@ -251,6 +251,9 @@ async fn a_nodeclaim_of_another_nodeclass_is_left_alone_by_lifecycle_and_termina
     assert_eq!(deleting.metadata.finalizers.unwrap_or_default(), ["karpenter.sh/termination"]);
     let conditions: Vec<String> = deleting.status.unwrap_or_default().conditions.into_iter().map(|c| c.type_).collect();
     assert_eq!(conditions, ["Launched"], "no condition written but its own");
+    let node_then = Api::<Node>::all(w.client.clone()).get("other").await.expect("its Node is not deleted");
+    assert!(node_then.metadata.deletion_timestamp.is_none(), "its Node is not deleted");
+    assert_eq!(node_then.metadata.resource_version, node_before.metadata.resource_version, "nor written");
 }
 
 impl World {
@@ -269,6 +272,48 @@ impl World {
 
 fn taint_keys(node: &k8s_openapi::api::core::v1::Node) -> Vec<String> {
     node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default().into_iter().map(|t| t.key).collect()
+}
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/registration_test.go:139
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_coming_online_is_matched_by_provider_id_and_its_nodepool_registers_healthy() {
+    use crate::controller::nodepool::status::NodePoolStatusReconciler;
+    let w = World::new().await;
+    let nc = w.launched("on-demand").await;
+    // Owned by its NodePool, as the provisioner creates it.
+    let pools: Api<NodePool> = Api::all(w.client.clone());
+    let uid = pools.get("default").await.unwrap().metadata.uid.unwrap();
+    let owner = serde_json::json!({"metadata": {"ownerReferences": [
+        {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": "default", "uid": uid, "blockOwnerDeletion": true}]}});
+    let claims: Api<NodeClaim> = Api::all(w.client.clone());
+    let nc = claims
+        .patch(nc.metadata.name.as_deref().unwrap(), &Default::default(), &kube::api::Patch::Merge(&owner))
+        .await
+        .unwrap();
+    w.until("the owned NodeClaim in the cache", |c| {
+        c.stores.nodeclaims.state().iter().any(|n| n.metadata.owner_references.as_ref().is_some_and(|o| !o.is_empty()))
+    })
+    .await;
+    // The NodePool's status as the controller keeps it from its creation: registration
+    // health Unknown until a NodeClaim of it registers.
+    NodePoolStatusReconciler { ctx: w.ctx.clone() }.reconcile().await.unwrap();
+    let health = |p: NodePool| {
+        condition_status(&p.status.map(|s| s.conditions).unwrap_or_default(), condition::NODE_REGISTRATION_HEALTHY)
+    };
+    assert_eq!(health(pools.get("default").await.unwrap()).as_deref(), Some("Unknown"));
+    w.until("the NodePool's status in the cache", |c| {
+        c.stores.nodepools.state().iter().any(|p| p.status.as_ref().is_some_and(|s| !s.conditions.is_empty()))
+    })
+    .await;
+    w.kubelet_registers(nc, &["{key: karpenter.sh/unregistered, effect: NoExecute}".to_string()]).await;
+    let registered = w.lifecycle_until(&mut Lifecycle::new(w.ctx.clone()), condition::REGISTERED).await;
+    assert_eq!(registered.status.and_then(|s| s.node_name).as_deref(), Some("node-a"), "matched by its provider ID");
+    w.until("the registered NodeClaim in the cache", |c| {
+        c.stores.nodeclaims.state().iter().any(|n| n.status.as_ref().is_some_and(|s| s.node_name.is_some()))
+    })
+    .await;
+    NodePoolStatusReconciler { ctx: w.ctx.clone() }.reconcile().await.unwrap();
+    assert_eq!(health(pools.get("default").await.unwrap()).as_deref(), Some("True"));
 }
 
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/registration_test.go:466
@@ -690,4 +735,6 @@ async fn a_deleted_node_of_another_nodeclass_is_left_to_its_own_controller() {
     assert_eq!(after.metadata.finalizers.unwrap_or_default(), ["karpenter.sh/termination"]);
 }
 
+mod emptiness_tests;
 mod expiration_tests;
+mod interruption_tests;

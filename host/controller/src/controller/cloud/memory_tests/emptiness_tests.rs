@@ -1,0 +1,50 @@
+//! Karpenter's emptiness cases through the disruption reconciler: an empty node's NodeClaim
+//! deleted in the API, without a replacement.
+
+use super::World;
+use crate::controller::disruption::Disruption;
+use crate::controller::runner::Reconciler;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams};
+use std::time::{Duration, Instant};
+use tenon_api::NodeClaim;
+use tenon_api::wellknown as wk;
+
+/// karpenter:pkg/controllers/disruption/emptiness_test.go:433
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_node_annotated_do_not_disrupt_false_is_deleted() {
+    let w = World::new().await;
+    w.initialized_with_pod("on-demand", "", "").await;
+    // Its one pod goes, and the Node says `karpenter.sh/do-not-disrupt: "false"`.
+    let pods: Api<Pod> = Api::namespaced(w.client.clone(), "default");
+    pods.delete("web", &DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() }).await.unwrap();
+    let annotated = serde_json::json!({"metadata": {"annotations": {wk::ANNOTATION_DO_NOT_DISRUPT: "false"}}});
+    Api::<Node>::all(w.client.clone())
+        .patch("node-a", &PatchParams::default(), &Patch::Merge(&annotated))
+        .await
+        .unwrap();
+    w.until("the empty, annotated Node in the cache", |c| {
+        c.stores.pods.state().is_empty()
+            && c.stores.nodes.state().iter().any(|n| n.metadata.annotations.as_ref().is_some_and(|a| !a.is_empty()))
+    })
+    .await;
+    let claims: Api<NodeClaim> = Api::all(w.client.clone());
+    let mut disruption = Disruption::new(w.ctx.clone());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        disruption.reconcile().await.unwrap();
+        if claims.get("default-abcde").await.unwrap().metadata.deletion_timestamp.is_some() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the empty node's NodeClaim is not deleted within 30 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let all = claims.list(&Default::default()).await.unwrap().items;
+    assert_eq!(all.len(), 1, "no replacement: {:?}", all.iter().map(|c| c.metadata.name.clone()).collect::<Vec<_>>());
+    let node = Api::<Node>::all(w.client.clone()).get("node-a").await.unwrap();
+    assert!(
+        node.spec.and_then(|s| s.taints).unwrap_or_default().iter().any(|t| t.key == wk::TAINT_DISRUPTED),
+        "the Node is tainted for its disruption"
+    );
+}
