@@ -118,7 +118,11 @@ async fn a_component_slow_to_compile_holds_up_no_other_nodepool() {
     let mut c = Cluster::start("compile-bomb").await;
     let store = c.policy_store(&[]);
     let nonce = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
-    std::fs::write(store.join("slow-scorer.wasm"), slow_to_compile(48 << 20, &nonce)).unwrap();
+    // As large as the store takes (64 MiB; the encoding adds a few bytes to the code).
+    let limit = tenon_api::policy::oci_media::MAX_LAYER_BYTES;
+    let component = slow_to_compile(limit as usize - (64 << 10), &nonce);
+    assert!(component.len() as u64 <= limit && component.len() as u64 > limit - (1 << 20), "{}", component.len());
+    std::fs::write(store.join("slow-scorer.wasm"), component).unwrap();
     c.controller_env.push(("TENON_POLICY_DIR".into(), store.display().to_string()));
     // Its own precompile cache: nothing compiled here outlives the test.
     c.controller_env.push(("XDG_CACHE_HOME".into(), c.dir.join("cache").display().to_string()));
