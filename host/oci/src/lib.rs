@@ -358,4 +358,5 @@ impl Registry {
         Ok(sha256_hex(&manifest))
     }
 }
+#[cfg(any(test, feature = "test-registry"))]
 pub mod test_registry;
