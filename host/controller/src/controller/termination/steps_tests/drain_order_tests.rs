@@ -113,6 +113,7 @@ async fn a_pod_is_deleted_only_once_its_grace_would_outlast_the_node_s() {
     let w = World::new().await;
     let t0 = w.deleted_with_grace("300s", &[("db", 60, do_not_disrupt())]).await;
     assert!(matches!(w.node_step("i-1", t0 + 90).await, NodeProgress::Draining(_)));
+    assert!(super::tainted(&w.get_node("i-1").await.unwrap()), "the Node is tainted while it drains");
     let nc = w.get_claim("nc").await.unwrap();
     assert_eq!(condition_of(&nc, condition::DRAINED), Some(("Unknown".into(), "Draining".into())));
     assert!(w.get_node("i-1").await.is_some());
