@@ -274,6 +274,60 @@ fn taint_keys(node: &k8s_openapi::api::core::v1::Node) -> Vec<String> {
     node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default().into_iter().map(|t| t.key).collect()
 }
 
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/launch_test.go:89
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nodeclaim_no_offering_can_launch_is_deleted() {
+    use crate::controller::cloud::Cloud;
+    let w = World::new().await;
+    w.ready_nodeclass().await;
+    // EC2 has no on-demand capacity left for the types the NodeClaim allows.
+    for it in ["fake-it-1", "fake-it-2"] {
+        for zone in ["test-zone-1", "test-zone-2", "test-zone-3"] {
+            let offering =
+                UnavailableOffering { instance_type: it.into(), zone: zone.into(), capacity_type: "on-demand".into() };
+            w.cloud.mark_unavailable(offering, Instant::now());
+        }
+    }
+    w.create::<NodeClaim>(
+        "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: default-abcde, labels: {karpenter.sh/nodepool: default}}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n  requirements:\n  - {key: node.kubernetes.io/instance-type, operator: In, values: [fake-it-1, fake-it-2]}\n  - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n",
+    )
+    .await;
+    w.until("the NodeClaim in the cache", |c| !c.stores.nodeclaims.state().is_empty()).await;
+    w.lifecycle_until_deleted().await;
+    assert!(w.cloud.instances().is_empty(), "nothing launched");
+}
+
+impl World {
+    /// Runs the lifecycle reconciler until NodeClaim `default-abcde` is deleted (10 s at most).
+    async fn lifecycle_until_deleted(&self) {
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let mut lifecycle = Lifecycle::new(self.ctx.clone());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            lifecycle.reconcile().await.unwrap();
+            if api.get_opt("default-abcde").await.unwrap().is_none_or(|nc| nc.metadata.deletion_timestamp.is_some()) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the NodeClaim is not deleted within 10 s");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/launch_test.go:97
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nodeclaim_whose_nodeclass_is_not_ready_is_deleted() {
+    let w = World::new().await;
+    w.ready_nodeclass().await;
+    w.create::<NodeClaim>(
+        "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: default-abcde, labels: {karpenter.sh/nodepool: default}}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: missing}\n  requirements: []\n",
+    )
+    .await;
+    w.until("the NodeClaim in the cache", |c| !c.stores.nodeclaims.state().is_empty()).await;
+    w.lifecycle_until_deleted().await;
+    assert!(w.cloud.instances().is_empty(), "nothing launched");
+}
+
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/registration_test.go:139
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_coming_online_is_matched_by_provider_id_and_its_nodepool_registers_healthy() {
