@@ -142,10 +142,9 @@ async fn a_nodeclaim_flexible_to_both_capacity_types_launches_spot() {
     assert_eq!(seen[&i.id].capacity_type, "spot");
 }
 
-/// The parameters of a query-protocol request body (the values this test reads need no
-/// decoding: type names, subnet ids, capacity types).
+/// The parameters of a query-protocol request body, decoded.
 fn params_of(body: &str) -> Vec<(String, String)> {
-    body.split('&').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    form_urlencoded::parse(body.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
 }
 
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:476
@@ -229,4 +228,50 @@ fn overrides_of(
         out.push((t.to_string(), zone_of[subnet].to_string()));
     }
     out
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:312
+#[tokio::test]
+async fn each_launch_template_config_names_a_template_made_for_it_at_latest() {
+    let moto = Moto::start();
+    let setup = moto.provider("templates").await;
+    let lab = lab(&setup, "templates").await;
+    // No kubelet settings: types with different ENI-limited max pods get templates of their own.
+    let nc = three_zone_nodeclass(&setup, &lab, "templates").await;
+    let proxy = tenon_fault_proxy::slow_matching(&moto.url, "Action=CreateFleet", std::time::Duration::ZERO).await;
+    let mut conn = moto.connection();
+    conn.endpoint_url = Some(proxy.url.clone());
+    let p = AwsProvider::connect(&conn, setup.settings.clone()).await.unwrap();
+    p.resolve(&nc).await.expect("resolved through the proxy");
+    let types: Vec<InstanceType> = (*p.instance_types(&nc).await.unwrap()).clone();
+    let reqs = Requirements::from_iter([
+        Requirement::in_values(wk::LABEL_CAPACITY_TYPE, ["on-demand"]),
+        Requirement::in_values(wk::LABEL_ARCH, ["amd64"]),
+    ]);
+    let requests = tenon_core::resources::Resources::new(1000, 0, 1);
+    let options = launch::options(&launch::price_ranking(&reqs, &requests, &types), &reqs, &types);
+    let made = templates_made_by(&setup, async {
+        p.create(&request("templates-a", &nc, launch::fleet_request(&options))).await.expect("launched");
+    })
+    .await;
+    let bodies = proxy.bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 1, "one CreateFleet call");
+    let params = params_of(&bodies[0]);
+    let get = |k: String| params.iter().find(|(key, _)| *key == k).map(|(_, v)| v.clone());
+    let configs: Vec<(String, String)> = (1..)
+        .map_while(|n| {
+            let spec = |f: &str| get(format!("LaunchTemplateConfigs.{n}.LaunchTemplateSpecification.{f}"));
+            Some((spec("LaunchTemplateName")?, spec("Version").unwrap_or_default()))
+        })
+        .collect();
+    assert!(configs.len() > 1, "types of different max pods need templates of their own: {configs:?}");
+    assert_eq!(configs.len(), made.len(), "one config per template made: {configs:?}");
+    let names = templates(&setup).await;
+    for (name, version) in &configs {
+        assert_eq!(version, "$Latest", "{name}: the template's latest version");
+        let data = names.get(name).unwrap_or_else(|| panic!("{name} is a template EC2 holds"));
+        assert!(made.contains(data), "{name} was made for this launch");
+        let root = &data.block_device_mappings()[0];
+        assert_eq!(root.ebs().and_then(|e| e.encrypted()), Some(true), "{name}: an encrypted root volume");
+    }
 }
