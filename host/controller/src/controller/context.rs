@@ -28,6 +28,9 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// The orchestration clock's zero: its milliseconds are monotonic time since start.
     pub started: Instant,
+    /// How far tests have moved the orchestration clock on (a validation wait without waiting).
+    #[cfg(test)]
+    skipped_ms: std::sync::atomic::AtomicI64,
     /// Karpenter's `SpotToSpotConsolidation` feature gate.
     pub spot_to_spot: bool,
     /// NodeClaims with a launch under way (a launch is one task; never two per NodeClaim).
@@ -99,6 +102,8 @@ impl Context {
             recorder: Arc::new(Recorder::queued()),
             metrics,
             started: Instant::now(),
+            #[cfg(test)]
+            skipped_ms: Default::default(),
             spot_to_spot,
             launching: Arc::default(),
             policies: Mutex::new(policies),
@@ -154,7 +159,16 @@ impl Context {
 
     /// The orchestration clock: milliseconds since this process started (monotonic).
     pub fn now_ms(&self) -> i64 {
-        self.started.elapsed().as_millis() as i64
+        let ms = self.started.elapsed().as_millis() as i64;
+        #[cfg(test)]
+        let ms = ms + self.skipped_ms.load(std::sync::atomic::Ordering::Relaxed);
+        ms
+    }
+
+    /// Moves the orchestration clock on by `by` (tests: past a command's validation wait).
+    #[cfg(test)]
+    pub fn advance(&self, by: std::time::Duration) {
+        self.skipped_ms.fetch_add(by.as_millis() as i64, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Instance types per EC2NodeClass (from the cloud's cached catalog).

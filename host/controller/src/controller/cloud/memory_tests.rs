@@ -579,6 +579,28 @@ impl World {
         }
     }
 
+    /// Runs `disruption`'s rounds until `done` holds (100 at most), moving the orchestration
+    /// clock on 5 s after each: a command is validated 15 s after it is decided.
+    async fn disruption_until<F, Fut>(
+        &self,
+        disruption: &mut crate::controller::disruption::Disruption,
+        what: &str,
+        mut done: F,
+    ) where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        for _ in 0..100 {
+            disruption.reconcile().await.unwrap();
+            if done().await {
+                return;
+            }
+            self.ctx.advance(Duration::from_secs(5));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("not after 100 disruption rounds: {what}");
+    }
+
     /// Neither the Node nor the NodeClaim was disrupted: no disruption taint, not deleted.
     async fn not_disrupted(&self) {
         use k8s_openapi::api::core::v1::Node;

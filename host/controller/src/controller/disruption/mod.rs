@@ -78,9 +78,10 @@ pub struct Disruption {
     ctx: Arc<Context>,
     /// The disruptions under way, each stepping on its own.
     commands: Vec<Command>,
-    last_round: Option<Instant>,
-    /// The last sweep of disruption marks no command owns.
-    last_sweep: Option<Instant>,
+    /// When the last round ran, on the orchestration clock (ms).
+    last_round: Option<i64>,
+    /// The last sweep of disruption marks no command owns (orchestration clock, ms).
+    last_sweep: Option<i64>,
     budget_events: BudgetEvents,
     /// The method whose command just failed validation: the next round, run at once, goes
     /// on from the method after it (`disrupt_after`).
@@ -125,7 +126,7 @@ impl Disruption {
     }
 
     fn round_due(&self) -> bool {
-        self.last_round.is_none_or(|t| t.elapsed() >= ROUND_EVERY)
+        self.last_round.is_none_or(|t| self.ctx.now_ms() - t >= ROUND_EVERY.as_millis() as i64)
     }
 
     /// Each command under way takes its next step, on its own; then, when `round` (one is
@@ -144,7 +145,7 @@ impl Disruption {
             return;
         }
         let failed = self.resume_after.take();
-        self.last_round = Some(Instant::now());
+        self.last_round = Some(self.ctx.now_ms());
         let (mut snap, _) = snapshot(objects, catalogs);
         snap.spot_to_spot = self.ctx.spot_to_spot;
         command::hold(&mut snap, &command::held(&self.commands));

@@ -13,7 +13,6 @@ use kube::Api;
 use kube::api::DeleteParams;
 use serde_json::json;
 use std::collections::BTreeSet;
-use std::time::Instant;
 use tenon_api::NodeClaim;
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_core::convert::ClusterObjects;
@@ -277,10 +276,10 @@ impl Disruption {
     /// run: the disruption mark on a node no command owns (and that is not being deleted) is
     /// removed, so a restart mid-command leaves no node unschedulable.
     pub(super) async fn sweep_marks(&mut self, objects: &ClusterObjects) {
-        if self.last_sweep.is_some_and(|t| t.elapsed() < ROUND_EVERY) {
+        if self.last_sweep.is_some_and(|t| self.ctx.now_ms() - t < ROUND_EVERY.as_millis() as i64) {
             return;
         }
-        self.last_sweep = Some(Instant::now());
+        self.last_sweep = Some(self.ctx.now_ms());
         let mut marked = Vec::new();
         for nc in objects.nodeclaims.iter().filter(|nc| nc.metadata.deletion_timestamp.is_none()) {
             let Some(node) = crate::controller::node_of(nc, &objects.nodes) else { continue };

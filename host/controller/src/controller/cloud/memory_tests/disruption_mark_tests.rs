@@ -8,7 +8,6 @@ use crate::controller::runner::Reconciler;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use std::time::{Duration, Instant};
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_api::{NodeClaim, NodePool};
 
@@ -83,12 +82,8 @@ impl World {
     /// is unmarked (asserting it stays).
     async fn marked_until_its_replacement_goes(&self) {
         let mut disruption = Disruption::new(self.ctx.clone());
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.replacements().await.is_empty() {
-            disruption.reconcile().await.unwrap();
-            assert!(Instant::now() < deadline, "no replacement within 30 s");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        self.disruption_until(&mut disruption, "a replacement", || async { !self.replacements().await.is_empty() })
+            .await;
         assert_eq!(self.marks().await, (true, Some("True".into())), "the candidate is marked while it is replaced");
         // The provisioner's pass sees the replacement in the cache (it runs beside the
         // disruption reconciler in the controller) and takes it off the not-yet-seen list.
@@ -104,16 +99,10 @@ impl World {
             c.stores.nodeclaims.state().iter().all(|n| n.metadata.name.as_deref() == Some("default-abcde"))
         })
         .await;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            disruption.reconcile().await.unwrap();
-            let marks = self.marks().await;
-            if !marks.0 && marks.1.is_none() {
-                break;
-            }
-            assert!(Instant::now() < deadline, "the candidate is still marked: {marks:?}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        self.disruption_until(&mut disruption, "the candidate unmarked", || async {
+            self.marks().await == (false, None)
+        })
+        .await;
         let nc = claims.get("default-abcde").await.unwrap();
         assert!(nc.metadata.deletion_timestamp.is_none(), "the candidate stays");
     }

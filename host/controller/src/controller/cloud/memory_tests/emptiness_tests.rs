@@ -3,11 +3,9 @@
 
 use super::World;
 use crate::controller::disruption::Disruption;
-use crate::controller::runner::Reconciler;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
-use std::time::{Duration, Instant};
 use tenon_api::NodeClaim;
 use tenon_api::wellknown as wk;
 
@@ -31,15 +29,10 @@ async fn an_empty_node_annotated_do_not_disrupt_false_is_deleted() {
     .await;
     let claims: Api<NodeClaim> = Api::all(w.client.clone());
     let mut disruption = Disruption::new(w.ctx.clone());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        disruption.reconcile().await.unwrap();
-        if claims.get("default-abcde").await.unwrap().metadata.deletion_timestamp.is_some() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the empty node's NodeClaim is not deleted within 30 s");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    w.disruption_until(&mut disruption, "the empty node's NodeClaim deleted", || async {
+        claims.get("default-abcde").await.unwrap().metadata.deletion_timestamp.is_some()
+    })
+    .await;
     let all = claims.list(&Default::default()).await.unwrap().items;
     assert_eq!(all.len(), 1, "no replacement: {:?}", all.iter().map(|c| c.metadata.name.clone()).collect::<Vec<_>>());
     let node = Api::<Node>::all(w.client.clone()).get("node-a").await.unwrap();
