@@ -811,6 +811,7 @@ async fn a_deleted_node_of_another_nodeclass_is_left_to_its_own_controller() {
     assert_eq!(after.metadata.finalizers.unwrap_or_default(), ["karpenter.sh/termination"]);
 }
 
+mod consolidation_tests;
 mod disruption_mark_tests;
 mod emptiness_tests;
 mod expiration_tests;

@@ -1,0 +1,249 @@
+//! Karpenter's consolidation and emptiness cases with several nodes, through the lifecycle
+//! and disruption reconcilers: NodeClaims launched in the in-memory cloud, their Nodes
+//! registered as a kubelet would, pods bound; then the NodeClaims kept, created and deleted
+//! read back from the API. The orchestration clock is moved on past validation waits.
+
+use super::{World, condition_status};
+use crate::controller::disruption::Disruption;
+use crate::controller::metrics::catalog::NODEPOOLS_ALLOWED_DISRUPTIONS;
+use crate::controller::nodeclaim::lifecycle::Lifecycle;
+use crate::controller::runner::Reconciler;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use std::time::{Duration, Instant};
+use tenon_api::wellknown::condition;
+use tenon_api::{NodeClaim, NodePool};
+
+impl World {
+    /// The EC2NodeClass and NodePool `default`, with `disruption` (JSON) as its disruption.
+    async fn pool_with(&self, disruption: serde_json::Value) {
+        self.ready_nodeclass().await;
+        let pool: NodePool = serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+            "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                                           "requirements": []}},
+                     "disruption": disruption},
+        }))
+        .unwrap();
+        Api::<NodePool>::all(self.client.clone()).create(&PostParams::default(), &pool).await.unwrap();
+        self.until("the NodePool in the cache", |c| !c.stores.nodepools.state().is_empty()).await;
+    }
+
+    /// Runs the lifecycle reconciler until NodeClaim `name` has condition `t` True.
+    async fn lifecycle_until_for(&self, lifecycle: &mut Lifecycle, name: &str, t: &str) {
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            lifecycle.reconcile().await.unwrap();
+            let nc = api.get(name).await.unwrap();
+            let conditions = nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
+            if condition_status(&conditions, t).as_deref() == Some("True") {
+                let version = nc.metadata.resource_version.clone();
+                self.until(&format!("{name} {t} in the cache"), |c| {
+                    c.stores.nodeclaims.state().iter().any(|n| n.metadata.resource_version == version)
+                })
+                .await;
+                return;
+            }
+            assert!(Instant::now() < deadline, "{name} not {t} within 10 s: {:?}", nc.status);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// NodeClaim `name` (already created) launched, its Node `name` registered by its kubelet
+    /// (Ready, the capacity of the type it launched as) and initialized.
+    async fn brought_up(&self, name: &str) {
+        let mut lifecycle = Lifecycle::new(self.ctx.clone());
+        self.lifecycle_until_for(&mut lifecycle, name, condition::LAUNCHED).await;
+        let nc = Api::<NodeClaim>::all(self.client.clone()).get(name).await.unwrap();
+        let provider_id = nc.status.and_then(|s| s.provider_id).expect("launched");
+        let it = nc.metadata.labels.unwrap_or_default()["node.kubernetes.io/instance-type"].clone();
+        let n: i64 = it.trim_start_matches("fake-it-").parse::<i64>().unwrap() + 1;
+        let node: Node = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "spec": {"providerID": provider_id, "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
+        }))
+        .unwrap();
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        nodes.create(&PostParams::default(), &node).await.unwrap();
+        let capacity =
+            serde_json::json!({"cpu": n.to_string(), "memory": format!("{}Gi", 2 * n), "pods": (10 * n).to_string()});
+        let ready = serde_json::json!({"status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": ""}],
+            "capacity": capacity, "allocatable": capacity,
+        }});
+        nodes.patch_status(name, &PatchParams::default(), &Patch::Merge(&ready)).await.unwrap();
+        self.until(&format!("Node {name} in the cache"), |c| {
+            c.stores.nodes.state().iter().any(|n| n.metadata.name.as_deref() == Some(name) && n.status.is_some())
+        })
+        .await;
+        self.lifecycle_until_for(&mut lifecycle, name, condition::INITIALIZED).await;
+    }
+
+    /// NodeClaim and Node `name` of `instance_type` and `capacity_type`, running `pods`
+    /// (name, CPU millicores) of one ReplicaSet.
+    async fn running(&self, name: &str, instance_type: &str, capacity_type: &str, pods: &[(&str, i64)]) {
+        let nc: NodeClaim = serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                     "requirements": [
+                         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [instance_type]},
+                         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [capacity_type]}],
+                     "resources": {"requests": {"cpu": "100m"}}},
+        }))
+        .unwrap();
+        Api::<NodeClaim>::all(self.client.clone()).create(&PostParams::default(), &nc).await.unwrap();
+        self.until(&format!("{name} in the cache"), |c| {
+            c.stores.nodeclaims.state().iter().any(|n| n.metadata.name.as_deref() == Some(name))
+        })
+        .await;
+        self.brought_up(name).await;
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), "default");
+        for (pod, millis) in pods {
+            let p: Pod = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": pod, "namespace": "default", "ownerReferences": [
+                    {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "00000000-0000-0000-0000-000000000001", "controller": true}]},
+                "spec": {"nodeName": name, "containers": [{"name": "app", "image": "app", "resources": {"requests": {"cpu": format!("{millis}m")}}}]},
+            }))
+            .unwrap();
+            api.create(&PostParams::default(), &p).await.unwrap();
+            let running = serde_json::json!({"status": {"phase": "Running"}});
+            api.patch_status(pod, &PatchParams::default(), &Patch::Merge(&running)).await.unwrap();
+        }
+        let want = pods.len();
+        self.until("the pods in the cache", |c| {
+            c.stores
+                .pods
+                .state()
+                .iter()
+                .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(name))
+                .count()
+                == want
+        })
+        .await;
+    }
+
+    /// The NodeClaims, by name, with whether each is being deleted.
+    async fn claims_deleting(&self) -> Vec<(String, bool)> {
+        let all = Api::<NodeClaim>::all(self.client.clone()).list(&Default::default()).await.unwrap().items;
+        all.into_iter()
+            .map(|nc| (nc.metadata.name.unwrap_or_default(), nc.metadata.deletion_timestamp.is_some()))
+            .collect()
+    }
+}
+
+/// Karpenter's consolidation suite's NodePool: consolidation at once, any number of nodes.
+static UNDERUTILIZED_ANY_NUMBER: std::sync::LazyLock<serde_json::Value> = std::sync::LazyLock::new(
+    || serde_json::json!({"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]}),
+);
+
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:3570
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_empty_node_is_deleted_only_after_the_validation_wait() {
+    let w = World::new().await;
+    w.pool_with(UNDERUTILIZED_ANY_NUMBER.clone()).await;
+    // Two of the cheapest nodes: the second's one pod fits beside the first's two.
+    w.running("node-0", "fake-it-0", "on-demand", &[("web-1", 100), ("web-2", 100)]).await;
+    w.running("node-1", "fake-it-0", "on-demand", &[("web-3", 100)]).await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    disruption.reconcile().await.unwrap();
+    // Decided, and waiting to validate: nothing is deleted yet.
+    assert_eq!(w.claims_deleting().await, [("node-0".into(), false), ("node-1".into(), false)]);
+    w.disruption_until(&mut disruption, "node-1's NodeClaim deleted", || async {
+        w.claims_deleting().await.contains(&("node-1".into(), true))
+    })
+    .await;
+    assert_eq!(
+        w.claims_deleting().await,
+        [("node-0".into(), false), ("node-1".into(), true)],
+        "node-1 is deleted, without a replacement"
+    );
+}
+
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:4235
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_underused_nodes_are_replaced_by_one_after_the_validation_wait() {
+    let w = World::new().await;
+    w.pool_with(UNDERUTILIZED_ANY_NUMBER.clone()).await;
+    // Two of the dearest nodes, three small pods: one small node holds them all.
+    w.running("node-0", "fake-it-3", "on-demand", &[("web-1", 100), ("web-2", 100)]).await;
+    w.running("node-1", "fake-it-3", "on-demand", &[("web-3", 100)]).await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    disruption.reconcile().await.unwrap();
+    assert_eq!(w.claims_deleting().await, [("node-0".into(), false), ("node-1".into(), false)], "waiting to validate");
+    w.disruption_until(&mut disruption, "a replacement", || async { w.claims_deleting().await.len() == 3 }).await;
+    let replacement = w.claims_deleting().await.into_iter().find(|(n, _)| !n.starts_with("node-")).unwrap().0;
+    w.ctx.cluster().forget_seen(&w.ctx.objects());
+    w.brought_up(&replacement).await;
+    w.disruption_until(&mut disruption, "both candidates deleted", || async {
+        w.claims_deleting().await.iter().filter(|(_, deleting)| *deleting).count() == 2
+    })
+    .await;
+    let left: Vec<(String, bool)> = w.claims_deleting().await.into_iter().filter(|(_, deleting)| !deleting).collect();
+    assert_eq!(left, [(replacement.clone(), false)], "one NodeClaim left: the replacement");
+    let nc = Api::<NodeClaim>::all(w.client.clone()).get(&replacement).await.unwrap();
+    let it = nc.metadata.labels.unwrap_or_default()["node.kubernetes.io/instance-type"].clone();
+    assert_eq!(it, "fake-it-0", "a smaller node");
+}
+
+/// karpenter:pkg/controllers/disruption/emptiness_test.go:111
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_100_percent_budget_lets_every_empty_node_go_at_once() {
+    let w = World::new().await;
+    let budgets = serde_json::json!([{"nodes": "100%"}]);
+    w.pool_with(serde_json::json!({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s", "budgets": budgets}))
+        .await;
+    let names: Vec<String> = (0..10).map(|i| format!("node-{i}")).collect();
+    for name in &names {
+        w.running(name, "fake-it-0", "on-demand", &[]).await;
+    }
+    let mut disruption = Disruption::new(w.ctx.clone());
+    disruption.reconcile().await.unwrap();
+    let allowed = w.ctx.metrics.value(NODEPOOLS_ALLOWED_DISRUPTIONS, &[("nodepool", "default"), ("reason", "Empty")]);
+    assert_eq!(allowed, Some(10.0), "{}", w.ctx.metrics.render());
+    w.disruption_until(&mut disruption, "every empty node deleted", || async {
+        w.claims_deleting().await.iter().all(|(_, deleting)| *deleting)
+    })
+    .await;
+    assert_eq!(w.claims_deleting().await.len(), 10, "no replacement");
+}
+
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:4298
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:4299
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_empty_nodes_are_all_deleted_without_a_replacement() {
+    for capacity_type in ["on-demand", "spot"] {
+        let w = World::new().await;
+        w.pool_with(UNDERUTILIZED_ANY_NUMBER.clone()).await;
+        for name in ["node-0", "node-1", "node-2"] {
+            w.running(name, "fake-it-3", capacity_type, &[]).await;
+        }
+        let mut disruption = Disruption::new(w.ctx.clone());
+        w.disruption_until(&mut disruption, "every empty node deleted", || async {
+            w.claims_deleting().await.iter().all(|(_, deleting)| *deleting)
+        })
+        .await;
+        assert_eq!(w.claims_deleting().await.len(), 3, "{capacity_type}: no replacement");
+    }
+}
+
+/// karpenter:pkg/controllers/disruption/emptiness_test.go:86
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_counts_eligible_for_emptiness_once_its_pod_is_gone() {
+    use crate::controller::metrics::catalog::VOLUNTARY_DISRUPTION_ELIGIBLE_NODES;
+    let w = World::new().await;
+    w.pool_with(serde_json::json!({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s"})).await;
+    w.running("node-0", "fake-it-0", "on-demand", &[("web-1", 100)]).await;
+    let eligible = || w.ctx.metrics.value(VOLUNTARY_DISRUPTION_ELIGIBLE_NODES, &[("reason", "empty")]);
+    let mut disruption = Disruption::new(w.ctx.clone());
+    disruption.reconcile().await.unwrap();
+    assert_eq!(eligible(), Some(0.0), "a node with a pod is not empty");
+    let pods: Api<Pod> = Api::namespaced(w.client.clone(), "default");
+    let now = kube::api::DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
+    pods.delete("web-1", &now).await.unwrap();
+    w.until("the pod gone from the cache", |c| c.stores.pods.state().is_empty()).await;
+    // The pod's going is a pod event: Consolidatable is written again, then read.
+    w.disruption_until(&mut disruption, "the empty node counted eligible", || async { eligible() == Some(1.0) }).await;
+}
