@@ -816,3 +816,4 @@ mod disruption_mark_tests;
 mod emptiness_tests;
 mod expiration_tests;
 mod interruption_tests;
+mod validation_tests;

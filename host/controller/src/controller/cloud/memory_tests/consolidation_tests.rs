@@ -17,7 +17,7 @@ use tenon_api::{NodeClaim, NodePool};
 
 impl World {
     /// The EC2NodeClass and NodePool `default`, with `disruption` (JSON) as its disruption.
-    async fn pool_with(&self, disruption: serde_json::Value) {
+    pub(super) async fn pool_with(&self, disruption: serde_json::Value) {
         self.ready_nodeclass().await;
         let pool: NodePool = serde_json::from_value(serde_json::json!({
             "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
@@ -83,7 +83,7 @@ impl World {
 
     /// NodeClaim and Node `name` of `instance_type` and `capacity_type`, running `pods`
     /// (name, CPU millicores) of one ReplicaSet.
-    async fn running(&self, name: &str, instance_type: &str, capacity_type: &str, pods: &[(&str, i64)]) {
+    pub(super) async fn running(&self, name: &str, instance_type: &str, capacity_type: &str, pods: &[(&str, i64)]) {
         let nc: NodeClaim = serde_json::from_value(serde_json::json!({
             "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
             "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}},
@@ -126,7 +126,7 @@ impl World {
     }
 
     /// The NodeClaims, by name, with whether each is being deleted.
-    async fn claims_deleting(&self) -> Vec<(String, bool)> {
+    pub(super) async fn claims_deleting(&self) -> Vec<(String, bool)> {
         let all = Api::<NodeClaim>::all(self.client.clone()).list(&Default::default()).await.unwrap().items;
         all.into_iter()
             .map(|nc| (nc.metadata.name.unwrap_or_default(), nc.metadata.deletion_timestamp.is_some()))
@@ -135,7 +135,7 @@ impl World {
 }
 
 /// Karpenter's consolidation suite's NodePool: consolidation at once, any number of nodes.
-static UNDERUTILIZED_ANY_NUMBER: std::sync::LazyLock<serde_json::Value> = std::sync::LazyLock::new(
+pub(super) static UNDERUTILIZED_ANY_NUMBER: std::sync::LazyLock<serde_json::Value> = std::sync::LazyLock::new(
     || serde_json::json!({"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]}),
 );
 
