@@ -813,6 +813,7 @@ async fn a_deleted_node_of_another_nodeclass_is_left_to_its_own_controller() {
 
 mod consolidation_tests;
 mod disruption_mark_tests;
+mod drift_tests;
 mod emptiness_tests;
 mod expiration_tests;
 mod interruption_tests;

@@ -1,0 +1,153 @@
+//! Karpenter's drift cases (and emptiness's drifted node) through the disruption
+//! reconciler: drifted NodeClaims (launched from a NodePool template since changed)
+//! deleted or kept, and the eligible-nodes gauge and decision counter read back.
+
+use super::World;
+use crate::controller::disruption::Disruption;
+use crate::controller::metrics::catalog::VOLUNTARY_DISRUPTION_ELIGIBLE_NODES;
+use crate::controller::runner::Reconciler;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use tenon_api::NodeClaim;
+use tenon_api::wellknown as wk;
+
+impl World {
+    /// NodeClaim `name` launched from an older NodePool template (a stale hash): drifted.
+    async fn drifted(&self, name: &str) {
+        let stale = serde_json::json!({"metadata": {"annotations": {
+            wk::ANNOTATION_NODEPOOL_HASH: "launched-from-an-older-template",
+            wk::ANNOTATION_NODEPOOL_HASH_VERSION: tenon_api::hash::NODEPOOL_HASH_VERSION,
+        }}});
+        let claims: Api<NodeClaim> = Api::all(self.client.clone());
+        let written = claims.patch(name, &PatchParams::default(), &Patch::Merge(&stale)).await.unwrap();
+        self.until("the drifted NodeClaim in the cache", |c| {
+            c.stores.nodeclaims.state().iter().any(|n| n.metadata.resource_version == written.metadata.resource_version)
+        })
+        .await;
+    }
+
+    /// Pod `name`'s `karpenter.sh/do-not-disrupt` annotation set (`Some`) or removed.
+    async fn do_not_disrupt(&self, pod: &str, value: Option<&str>) {
+        let patch = serde_json::json!({"metadata": {"annotations": {wk::ANNOTATION_DO_NOT_DISRUPT: value}}});
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), "default");
+        let written = pods.patch(pod, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+        self.until("the pod's annotation in the cache", |c| {
+            c.stores.pods.state().iter().any(|p| p.metadata.resource_version == written.metadata.resource_version)
+        })
+        .await;
+    }
+
+    /// `karpenter_voluntary_disruption_eligible_nodes{reason}`.
+    fn eligible(&self, reason: &str) -> Option<f64> {
+        self.ctx.metrics.value(VOLUNTARY_DISRUPTION_ELIGIBLE_NODES, &[("reason", reason)])
+    }
+
+    /// The sum of `karpenter_voluntary_disruption_decisions_total` samples of `reason`.
+    fn decisions(&self, reason: &str) -> f64 {
+        let label = format!("reason=\"{reason}\"");
+        self.ctx
+            .metrics
+            .render()
+            .lines()
+            .filter(|l| l.starts_with("karpenter_voluntary_disruption_decisions_total{") && l.contains(&label))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+}
+
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:181
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_counts_eligible_for_consolidation_once_its_pod_may_be_disrupted() {
+    let w = World::new().await;
+    w.pool_with(super::consolidation_tests::UNDERUTILIZED_ANY_NUMBER.clone()).await;
+    w.running("node-0", "fake-it-3", "on-demand", &[("web-0", 100)]).await;
+    w.do_not_disrupt("web-0", Some("true")).await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    disruption.reconcile().await.unwrap();
+    assert_eq!(w.eligible("underutilized"), Some(0.0), "its pod may not be disrupted");
+    w.do_not_disrupt("web-0", None).await;
+    w.disruption_until(&mut disruption, "eligible", || async { w.eligible("underutilized") == Some(1.0) }).await;
+}
+
+/// karpenter:pkg/controllers/disruption/drift_test.go:79
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drifted_node_counts_eligible_once_its_pod_may_be_disrupted() {
+    let w = World::new().await;
+    w.pool_with(serde_json::json!({"consolidateAfter": "Never"})).await;
+    w.running("node-0", "fake-it-3", "on-demand", &[("web-0", 100)]).await;
+    w.do_not_disrupt("web-0", Some("true")).await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    disruption.reconcile().await.unwrap();
+    assert_eq!(w.eligible("drifted"), Some(0.0), "not drifted, and its pod may not be disrupted");
+    w.do_not_disrupt("web-0", None).await;
+    w.drifted("node-0").await;
+    w.disruption_until(&mut disruption, "eligible", || async { w.eligible("drifted") == Some(1.0) }).await;
+}
+
+/// An empty drifted node under `disruption`: deleted, counted eligible for drift; `by_drift`:
+/// the drift method deletes it. (With consolidation on, emptiness takes it first, as in
+/// Karpenter's controller; its suite orders drift first, but these cases read only the
+/// deletion and the gauge.)
+async fn an_empty_drifted_node_goes(disruption: serde_json::Value, by_drift: bool) {
+    let w = World::new().await;
+    w.pool_with(disruption).await;
+    w.running("node-0", "fake-it-3", "on-demand", &[]).await;
+    w.drifted("node-0").await;
+    let mut rounds = Disruption::new(w.ctx.clone());
+    rounds.reconcile().await.unwrap();
+    assert_eq!(w.eligible("drifted"), Some(1.0), "the round that decides counts it");
+    w.disruption_until(&mut rounds, "the drifted node deleted", || async {
+        w.claims_deleting().await == [("node-0".to_string(), true)]
+    })
+    .await;
+    if by_drift {
+        assert_eq!(w.decisions("drifted"), 1.0, "{}", w.ctx.metrics.render());
+    }
+}
+
+/// karpenter:pkg/controllers/disruption/drift_test.go:809
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_drifted_node_is_deleted_when_consolidation_is_disabled() {
+    an_empty_drifted_node_goes(serde_json::json!({"consolidateAfter": "Never"}), true).await;
+}
+
+/// karpenter:pkg/controllers/disruption/drift_test.go:899
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_drifted_consolidatable_node_is_deleted() {
+    an_empty_drifted_node_goes(super::consolidation_tests::UNDERUTILIZED_ANY_NUMBER.clone(), false).await;
+}
+
+/// karpenter:pkg/controllers/disruption/emptiness_test.go:385
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_drifted_node_under_when_empty_is_deleted() {
+    an_empty_drifted_node_goes(
+        serde_json::json!({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s"}),
+        false,
+    )
+    .await;
+}
+
+/// karpenter:pkg/controllers/disruption/drift_test.go:830
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_drifted_node_goes_before_a_busy_one() {
+    let w = World::new().await;
+    w.pool_with(serde_json::json!({"consolidateAfter": "Never"})).await;
+    w.running("node-0", "fake-it-3", "on-demand", &[("web-0", 100)]).await;
+    w.running("node-1", "fake-it-3", "on-demand", &[]).await;
+    w.drifted("node-0").await;
+    w.drifted("node-1").await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    disruption.reconcile().await.unwrap();
+    assert_eq!(w.eligible("drifted"), Some(2.0), "the round that decides counts both");
+    w.disruption_until(&mut disruption, "a drifted node deleted", || async {
+        w.claims_deleting().await.iter().any(|(_, deleting)| *deleting)
+    })
+    .await;
+    assert_eq!(
+        w.claims_deleting().await,
+        [("node-0".to_string(), false), ("node-1".to_string(), true)],
+        "the empty one first (the 10% budget of two nodes allows one)"
+    );
+    assert_eq!(w.decisions("drifted"), 1.0);
+}
