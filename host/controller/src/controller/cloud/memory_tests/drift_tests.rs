@@ -151,3 +151,61 @@ async fn an_empty_drifted_node_goes_before_a_busy_one() {
     );
     assert_eq!(w.decisions("drifted"), 1.0);
 }
+
+/// Karpenter's drift suite's NodePool, with `budget`: consolidation after an hour.
+fn drift_pool(budget: &str) -> serde_json::Value {
+    serde_json::json!({"consolidateAfter": "1h", "budgets": [{"nodes": budget}]})
+}
+
+impl World {
+    /// How many Nodes carry the disruption taint.
+    async fn tainted_nodes(&self) -> usize {
+        let nodes =
+            Api::<k8s_openapi::api::core::v1::Node>::all(self.client.clone()).list(&Default::default()).await.unwrap();
+        nodes.items.iter().filter(|n| super::taint_keys(n).iter().any(|t| t == wk::TAINT_DISRUPTED)).count()
+    }
+}
+
+/// karpenter:pkg/controllers/disruption/drift_test.go:121
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_30_percent_budget_allows_three_of_ten_drifted_nodes() {
+    use crate::controller::metrics::catalog::{NODEPOOLS_ALLOWED_DISRUPTIONS, NODEPOOLS_NODES_CONSUMING_BUDGETS};
+    let w = World::new().await;
+    w.pool_with(drift_pool("30%")).await;
+    for i in 0..10 {
+        let name = format!("node-{i}");
+        w.running(&name, "fake-it-3", "on-demand", &[]).await;
+        w.drifted(&name).await;
+    }
+    Disruption::new(w.ctx.clone()).reconcile().await.unwrap();
+    let labels = [("nodepool", "default"), ("reason", "Drifted")];
+    assert_eq!(w.ctx.metrics.value(NODEPOOLS_ALLOWED_DISRUPTIONS, &labels), Some(3.0));
+    assert_eq!(w.ctx.metrics.value(NODEPOOLS_NODES_CONSUMING_BUDGETS, &labels), Some(0.0));
+}
+
+/// karpenter:pkg/controllers/disruption/drift_test.go:159
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_under_way_count_against_the_drift_budget() {
+    let w = World::new().await;
+    w.pool_with(drift_pool("30%")).await;
+    for i in 0..10 {
+        let name = format!("node-{i}");
+        // The first five drifted, each running a 1-CPU pod (one command each).
+        let pod = format!("web-{i}");
+        let pods: Vec<(&str, i64)> = if i < 5 { vec![(pod.as_str(), 1000)] } else { vec![] };
+        w.running(&name, "fake-it-3", "on-demand", &pods).await;
+        if i < 5 {
+            w.drifted(&name).await;
+        }
+    }
+    let mut disruption = Disruption::new(w.ctx.clone());
+    w.disruption_until(&mut disruption, "three drifted nodes tainted", || async { w.tainted_nodes().await == 3 }).await;
+    // More rounds take no fourth: the three under way use the budget up.
+    w.disruption_until(&mut disruption, "the three deleted", || async {
+        assert!(w.tainted_nodes().await <= 3, "the budget allows three");
+        w.claims_deleting().await.iter().filter(|(_, deleting)| *deleting).count() == 3
+    })
+    .await;
+    let left = w.claims_deleting().await.iter().filter(|(_, deleting)| !deleting).count();
+    assert_eq!(left, 7, "three drifted NodeClaims deleted, no replacement (their pods fit elsewhere)");
+}
