@@ -53,7 +53,7 @@ impl World {
 
     /// NodeClaim `name` (already created) launched, its Node `name` registered by its kubelet
     /// (Ready, the capacity of the type it launched as) and initialized.
-    async fn brought_up(&self, name: &str) {
+    pub(super) async fn brought_up(&self, name: &str) {
         let mut lifecycle = Lifecycle::new(self.ctx.clone());
         self.lifecycle_until_for(&mut lifecycle, name, condition::LAUNCHED).await;
         let nc = Api::<NodeClaim>::all(self.client.clone()).get(name).await.unwrap();
@@ -246,4 +246,39 @@ async fn a_node_counts_eligible_for_emptiness_once_its_pod_is_gone() {
     w.until("the pod gone from the cache", |c| c.stores.pods.state().is_empty()).await;
     // The pod's going is a pod event: Consolidatable is written again, then read.
     w.disruption_until(&mut disruption, "the empty node counted eligible", || async { eligible() == Some(1.0) }).await;
+}
+
+/// Karpenter's emptiness suite's NodePool: empty nodes at once, `budget` of them.
+fn when_empty(budget: &str) -> serde_json::Value {
+    serde_json::json!({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s", "budgets": [{"nodes": budget}]})
+}
+
+/// karpenter:pkg/controllers/disruption/emptiness_test.go:369
+/// karpenter:pkg/controllers/disruption/emptiness_test.go:720
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_node_is_deleted_after_the_validation_wait() {
+    let w = World::new().await;
+    w.pool_with(when_empty("100%")).await;
+    w.running("node-0", "fake-it-0", "on-demand", &[]).await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    disruption.reconcile().await.unwrap();
+    assert_eq!(w.claims_deleting().await, [("node-0".into(), false)], "decided, waiting to validate");
+    w.disruption_until(&mut disruption, "the empty node deleted", || async {
+        w.claims_deleting().await == [("node-0".to_string(), true)]
+    })
+    .await;
+}
+
+/// karpenter:pkg/controllers/disruption/emptiness_test.go:194
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_30_percent_budget_lets_three_of_ten_empty_nodes_go() {
+    let w = World::new().await;
+    w.pool_with(when_empty("30%")).await;
+    for i in 0..10 {
+        w.running(&format!("node-{i}"), "fake-it-0", "on-demand", &[]).await;
+    }
+    let mut disruption = Disruption::new(w.ctx.clone());
+    let deleting = || async { w.claims_deleting().await.iter().filter(|(_, d)| *d).count() };
+    w.disruption_until(&mut disruption, "three empty nodes deleted", || async { deleting().await >= 3 }).await;
+    assert_eq!(deleting().await, 3, "the budget allows three at once");
 }

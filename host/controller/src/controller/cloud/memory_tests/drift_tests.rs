@@ -209,3 +209,68 @@ async fn commands_under_way_count_against_the_drift_budget() {
     let left = w.claims_deleting().await.iter().filter(|(_, deleting)| !deleting).count();
     assert_eq!(left, 7, "three drifted NodeClaims deleted, no replacement (their pods fit elsewhere)");
 }
+
+/// karpenter:pkg/controllers/disruption/drift_test.go:752
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drifted_node_is_deleted_when_its_pod_fits_elsewhere() {
+    let w = World::new().await;
+    w.pool_with(drift_pool("100%")).await;
+    w.running("node-0", "fake-it-3", "on-demand", &[("web-0", 100)]).await;
+    w.running("node-1", "fake-it-3", "on-demand", &[("web-1", 100)]).await;
+    w.drifted("node-0").await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    w.disruption_until(&mut disruption, "the drifted node deleted", || async {
+        w.claims_deleting().await.contains(&("node-0".to_string(), true))
+    })
+    .await;
+    assert_eq!(w.claims_deleting().await, [("node-0".into(), true), ("node-1".into(), false)], "no replacement");
+    assert_eq!(w.decisions("drifted"), 1.0);
+}
+
+/// karpenter:pkg/controllers/disruption/drift_test.go:703
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drifted_node_is_replaced_when_its_pod_fits_nowhere_else() {
+    let w = World::new().await;
+    w.pool_with(drift_pool("100%")).await;
+    w.running("node-0", "fake-it-1", "on-demand", &[("web-0", 1500)]).await;
+    w.drifted("node-0").await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    w.disruption_until(&mut disruption, "a replacement", || async { w.claims_deleting().await.len() == 2 }).await;
+    let replacement = w.claims_deleting().await.into_iter().find(|(n, _)| n != "node-0").unwrap().0;
+    assert_eq!(
+        w.claims_deleting().await,
+        [(replacement.clone(), false), ("node-0".into(), false)],
+        "replacement first"
+    );
+    w.ctx.cluster().forget_seen(&w.ctx.objects());
+    w.brought_up(&replacement).await;
+    w.disruption_until(&mut disruption, "the drifted node deleted", || async {
+        w.claims_deleting().await.contains(&("node-0".to_string(), true))
+    })
+    .await;
+    assert_eq!(w.claims_deleting().await, [(replacement, false), ("node-0".into(), true)]);
+}
+
+/// karpenter:pkg/controllers/disruption/drift_test.go:442
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drifted_node_annotated_do_not_disrupt_false_is_deleted() {
+    use k8s_openapi::api::core::v1::Node;
+    let w = World::new().await;
+    w.pool_with(drift_pool("100%")).await;
+    w.running("node-0", "fake-it-3", "on-demand", &[]).await;
+    w.drifted("node-0").await;
+    let annotated = serde_json::json!({"metadata": {"annotations": {wk::ANNOTATION_DO_NOT_DISRUPT: "false"}}});
+    let written = Api::<Node>::all(w.client.clone())
+        .patch("node-0", &PatchParams::default(), &Patch::Merge(&annotated))
+        .await
+        .unwrap();
+    w.until("the annotated Node in the cache", |c| {
+        c.stores.nodes.state().iter().any(|n| n.metadata.resource_version == written.metadata.resource_version)
+    })
+    .await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    w.disruption_until(&mut disruption, "the drifted node deleted", || async {
+        w.claims_deleting().await == [("node-0".to_string(), true)]
+    })
+    .await;
+}
