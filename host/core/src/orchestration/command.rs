@@ -1,5 +1,5 @@
 //! A disruption command's life, as Karpenter's disruption controller and orchestration queue
-//! run it: decided → validated [`VALIDATION_MS`] later ([`validate`]: the candidates
+//! run it: decided → validated ([`validate`], [`VALIDATION_MS`] later for a consolidation: the candidates
 //! still disruptable as decided, a consolidation simulated afresh) → executed (candidates marked `karpenter.sh/disrupted`, replacements
 //! created) → every replacement Initialized → candidates deleted (termination drains them).
 //! A command that stops holding is abandoned: a replacement gone, being deleted or not
@@ -18,6 +18,13 @@ pub use super::validation::{still_invalid, validate, validate_keeping};
 
 /// Karpenter's consolidation TTL: a decision is re-checked this long after it was made.
 pub const VALIDATION_MS: i64 = 15_000;
+/// How long after its decision a command of `method` is validated: Karpenter re-checks a
+/// consolidation (emptiness, multi-node, single-node) after [`VALIDATION_MS`]; a drift or
+/// expiration goes ahead at once.
+pub fn validation_delay(method: Method) -> i64 {
+    if method.consolidation_type().is_empty() { 0 } else { VALIDATION_MS }
+}
+
 /// Replacements not Initialized this long after execution: the command is abandoned.
 pub const REPLACEMENT_TIMEOUT_MS: i64 = 600_000;
 
@@ -121,7 +128,7 @@ impl<R> Command<R> {
     /// What to do at `now`, given each replacement's state (in `replacements` order).
     pub fn step(&self, now: i64, replacements: &[Replacement]) -> Step {
         let Some(executed) = self.executed else {
-            return if now - self.decided >= VALIDATION_MS { Step::Validate } else { Step::Wait };
+            return if now - self.decided >= validation_delay(self.method) { Step::Validate } else { Step::Wait };
         };
         for (name, state) in self.replacements.iter().zip(replacements) {
             let why = match state {
@@ -291,6 +298,19 @@ mod tests {
 
     fn messages(notices: &[Notice]) -> Vec<(On, &str, &str)> {
         notices.iter().map(|n| (n.on, n.reason, n.message.as_str())).collect()
+    }
+
+    /// karpenter:pkg/controllers/disruption/drift_test.go:1052 (Karpenter's drift has no
+    /// validation wait: its command is queued in the round that decides it)
+    #[test]
+    fn a_consolidation_waits_to_be_validated_and_a_drift_does_not() {
+        let consolidation = cmd(0);
+        let decided = consolidation.decided;
+        assert_eq!(consolidation.step(decided, &[]), Step::Wait);
+        assert_eq!(consolidation.step(decided + VALIDATION_MS, &[]), Step::Validate);
+        let mut drift = cmd(0);
+        drift.method = Method::Drift;
+        assert_eq!(drift.step(decided, &[]), Step::Validate);
     }
 
     #[test]

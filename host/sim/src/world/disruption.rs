@@ -111,7 +111,9 @@ impl World<'_> {
         let types = plan.replacement_types(&snap);
         let cmd = Command::new(plan.method, plan.reason, plan.savings_per_hour, candidates, planned, now);
         self.publish(&cmd, cmd.candidate_notices());
-        self.commands.push(cmd.expecting(types));
+        // Its first step now, as in the controller: a drift goes ahead in this round.
+        let under_way = held(&self.commands);
+        self.advance(cmd.expecting(types), &under_way);
         self.commands_changed += 1;
     }
 

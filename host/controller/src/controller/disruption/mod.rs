@@ -240,7 +240,12 @@ impl Disruption {
         if let Some(plan) = decision.plan {
             let cmd = self.decided(&snap, objects, plan, now);
             self.publish(&cmd, objects, cmd.candidate_notices()).await;
-            self.commands.push(cmd);
+            // Its first step now: a drift, validated at once, is carried out in the round
+            // that decides it (Karpenter's queues it there); a consolidation waits.
+            let held = command::held(&self.commands);
+            if let Some(cmd) = self.advance(cmd, objects, catalogs, &held).await {
+                self.commands.push(cmd);
+            }
         }
     }
 
