@@ -274,3 +274,57 @@ async fn a_drifted_node_annotated_do_not_disrupt_false_is_deleted() {
     })
     .await;
 }
+
+impl World {
+    /// NodeClaim `name` drifted (a stale hash) with its `Drifted` condition set `ago` ago.
+    async fn drifted_since(&self, name: &str, ago: std::time::Duration) {
+        self.drifted(name).await;
+        let claims: Api<NodeClaim> = Api::all(self.client.clone());
+        let nc = claims.get(name).await.unwrap();
+        let mut conditions: Vec<serde_json::Value> = nc
+            .status
+            .map(|s| s.conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c.type_ != tenon_api::wellknown::condition::DRIFTED)
+            .map(|c| serde_json::to_value(c).unwrap())
+            .collect();
+        let at = k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::try_from(ago).unwrap();
+        conditions.push(serde_json::json!({"type": "Drifted", "status": "True", "reason": "NodePoolDrifted",
+            "message": "NodePoolDrifted", "lastTransitionTime": at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()}));
+        let st = serde_json::json!({"status": {"conditions": conditions}});
+        let written = claims.patch_status(name, &PatchParams::default(), &Patch::Merge(&st)).await.unwrap();
+        self.until("the drift time in the cache", |c| {
+            c.stores.nodeclaims.state().iter().any(|n| n.metadata.resource_version == written.metadata.resource_version)
+        })
+        .await;
+    }
+}
+
+/// karpenter:pkg/controllers/disruption/drift_test.go:1052
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_empty_drifted_nodes_go_one_at_a_time_earliest_drift_first() {
+    use k8s_openapi::api::core::v1::Node;
+    let w = World::new().await;
+    w.pool_with(drift_pool("100%")).await;
+    // Each pod fits only on a node of its own.
+    w.running("node-0", "fake-it-3", "on-demand", &[("web-0", 3000)]).await;
+    w.running("node-1", "fake-it-3", "on-demand", &[("web-1", 3000)]).await;
+    w.drifted_since("node-0", std::time::Duration::ZERO).await;
+    w.drifted_since("node-1", std::time::Duration::from_secs(3600)).await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    disruption.reconcile().await.unwrap();
+    let nodes: Api<Node> = Api::all(w.client.clone());
+    let tainted = |n: Node| super::taint_keys(&n).iter().any(|t| t == wk::TAINT_DISRUPTED);
+    assert!(tainted(nodes.get("node-1").await.unwrap()), "the earliest drift goes first");
+    assert!(!tainted(nodes.get("node-0").await.unwrap()), "one non-empty node at a time");
+    w.disruption_until(&mut disruption, "a replacement", || async { w.claims_deleting().await.len() == 3 }).await;
+    let replacement = w.claims_deleting().await.into_iter().find(|(n, _)| !n.starts_with("node-")).unwrap().0;
+    w.ctx.cluster().forget_seen(&w.ctx.objects());
+    w.brought_up(&replacement).await;
+    w.disruption_until(&mut disruption, "node-1 deleted", || async {
+        w.claims_deleting().await.contains(&("node-1".to_string(), true))
+    })
+    .await;
+    assert!(w.claims_deleting().await.contains(&("node-0".to_string(), false)), "node-0 is still there");
+}
