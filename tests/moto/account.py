@@ -11,7 +11,8 @@ write) point at moto's own amd64 and arm64 images, for every Kubernetes version 
 Spot prices differ by zone, as in AWS (moto quotes one price everywhere): us-east-1a's are
 twice us-east-1b's, so a test can tell a zone a pod's volume forces from the cheapest one.
 CreateFleet answers like a prioritized instant fleet (moto launches the first override of
-the first template config, and never runs out of capacity): offerings listed in `<READY_FILE without extension>.exhausted.json` (a JSON list of
+the first template config, and never runs out of capacity; its instances get their launch
+template's security groups, as in EC2): offerings listed in `<READY_FILE without extension>.exhausted.json` (a JSON list of
 {"instanceType": "c6a.large" or "c6a.*", "zone": null or a zone, "capacityType": null,
 "spot" or "on-demand"}, read at every call) have no capacity; the best-priority override
 with capacity launches, and every override before it is reported in `Errors` as
@@ -182,9 +183,41 @@ def capacity_errors(exhausted_file: str, hung_file: str) -> None:
             finally:
                 del backend.create_fleet
         result.result["Errors"] = errors
+        # EC2 gives a fleet's instances their launch template's security groups; moto leaves
+        # them off on-demand instances and gives spot ones the VPC's default group.
+        groups = template_groups(self.ec2_backend, configs[c].get("LaunchTemplateSpecification", {}))
+        for launched in result.result.get("Instances") or []:
+            for instance_id in launched.get("InstanceIds", []):
+                if groups:
+                    self.ec2_backend.modify_instance_security_groups(instance_id, groups)
         return result
 
     Fleets.create_fleet = create_fleet
+
+
+def template_groups(backend, spec):  # type: ignore[no-untyped-def]
+    """The security group ids a launch template's version gives its instances."""
+    if spec.get("LaunchTemplateId"):
+        template = backend.get_launch_template(spec["LaunchTemplateId"])
+    else:
+        template = backend.get_launch_template_by_name(spec.get("LaunchTemplateName"))
+    version = spec.get("Version")
+    data = template.latest_version().data if version in (None, "$Latest") else template.get_version(version).data
+    found = []
+
+    def walk(value):  # type: ignore[no-untyped-def]
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                if key in ("Groups", "SecurityGroupIds", "SecurityGroupId") and isinstance(inner, list):
+                    found.extend(g for g in inner if isinstance(g, str))
+                else:
+                    walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    walk(data)
+    return list(dict.fromkeys(found))
 
 
 def impaired_instances(impaired_file: str) -> None:

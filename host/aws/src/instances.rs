@@ -119,8 +119,7 @@ pub fn drift(instance: &Instance, labels: &BTreeMap<String, String>, nc: &EC2Nod
             instance.subnet_id
         ));
     }
-    // Every VPC instance has at least one group: an instance reporting none tells nothing
-    // (moto's CreateFleet leaves the launch template's groups off its instances).
+    // Every VPC instance has at least one group: an instance reporting none tells nothing.
     if !status.security_groups.is_empty() && !instance.security_groups.is_empty() {
         let mut want: Vec<&str> = status.security_groups.iter().map(|g| g.id.as_str()).collect();
         let mut have: Vec<&str> = instance.security_groups.iter().map(String::as_str).collect();
