@@ -274,6 +274,41 @@ fn taint_keys(node: &k8s_openapi::api::core::v1::Node) -> Vec<String> {
     node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default().into_iter().map(|t| t.key).collect()
 }
 
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/initialization_test.go:112
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nodeclaim_is_initialized_once_its_node_is_ready_with_capacity() {
+    use k8s_openapi::api::core::v1::Node;
+    use kube::api::{Patch, PatchParams};
+    let w = World::new().await;
+    let nc = w.launched("on-demand").await;
+    w.kubelet_registers(nc, &["{key: karpenter.sh/unregistered, effect: NoExecute}".to_string()]).await;
+    let mut lifecycle = Lifecycle::new(w.ctx.clone());
+    w.lifecycle_until(&mut lifecycle, condition::REGISTERED).await;
+    let nodes: Api<Node> = Api::all(w.client.clone());
+    // Ready, but the kubelet has not reported its capacity yet.
+    let ready = serde_json::json!({"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": ""}]}});
+    let written = nodes.patch_status("node-a", &PatchParams::default(), &Patch::Merge(&ready)).await.unwrap();
+    w.until("the Ready Node in the cache", |c| {
+        c.stores.nodes.state().iter().any(|n| n.metadata.resource_version == written.metadata.resource_version)
+    })
+    .await;
+    for _ in 0..3 {
+        lifecycle.reconcile().await.unwrap();
+    }
+    let claims: Api<NodeClaim> = Api::all(w.client.clone());
+    let conditions = claims.get("default-abcde").await.unwrap().status.unwrap().conditions;
+    assert_ne!(condition_status(&conditions, condition::INITIALIZED).as_deref(), Some("True"), "no capacity yet");
+    let capacity = serde_json::json!({"cpu": "2", "memory": "4Gi", "pods": "20"});
+    let reported = serde_json::json!({"status": {"capacity": capacity, "allocatable": capacity}});
+    nodes.patch_status("node-a", &PatchParams::default(), &Patch::Merge(&reported)).await.unwrap();
+    w.lifecycle_until(&mut lifecycle, condition::INITIALIZED).await;
+    let node = nodes.get("node-a").await.unwrap();
+    assert_eq!(
+        node.metadata.labels.unwrap_or_default().get("karpenter.sh/initialized").map(String::as_str),
+        Some("true")
+    );
+}
+
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/launch_test.go:89
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nodeclaim_no_offering_can_launch_is_deleted() {
@@ -812,6 +847,7 @@ async fn a_deleted_node_of_another_nodeclass_is_left_to_its_own_controller() {
 }
 
 mod consolidation_tests;
+mod decision_metrics_tests;
 mod disruption_mark_tests;
 mod drift_tests;
 mod emptiness_tests;

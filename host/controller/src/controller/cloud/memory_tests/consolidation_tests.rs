@@ -282,3 +282,13 @@ async fn a_30_percent_budget_lets_three_of_ten_empty_nodes_go() {
     w.disruption_until(&mut disruption, "three empty nodes deleted", || async { deleting().await >= 3 }).await;
     assert_eq!(deleting().await, 3, "the budget allows three at once");
 }
+
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:125
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nodepool_with_consolidation_disabled_says_so_on_its_node() {
+    let w = World::new().await;
+    w.initialized_with_pod("on-demand", "", "").await;
+    w.pool_disruption(serde_json::json!({"consolidateAfter": "Never"})).await;
+    w.disruption_says("Unconsolidatable", "NodePool \"default\" has consolidation disabled").await;
+    w.not_disrupted().await;
+}

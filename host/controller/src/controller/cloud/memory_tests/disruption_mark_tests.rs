@@ -13,7 +13,7 @@ use tenon_api::{NodeClaim, NodePool};
 
 impl World {
     /// NodePool `default`'s `spec.disruption` merged with `disruption` (JSON), once cached.
-    async fn pool_disruption(&self, disruption: serde_json::Value) {
+    pub(super) async fn pool_disruption(&self, disruption: serde_json::Value) {
         let patch = serde_json::json!({"spec": {"disruption": disruption}});
         let pools: Api<NodePool> = Api::all(self.client.clone());
         let written = pools.patch("default", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();

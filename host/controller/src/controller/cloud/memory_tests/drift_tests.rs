@@ -14,7 +14,7 @@ use tenon_api::wellknown as wk;
 
 impl World {
     /// NodeClaim `name` launched from an older NodePool template (a stale hash): drifted.
-    async fn drifted(&self, name: &str) {
+    pub(super) async fn drifted(&self, name: &str) {
         let stale = serde_json::json!({"metadata": {"annotations": {
             wk::ANNOTATION_NODEPOOL_HASH: "launched-from-an-older-template",
             wk::ANNOTATION_NODEPOOL_HASH_VERSION: tenon_api::hash::NODEPOOL_HASH_VERSION,
