@@ -189,25 +189,30 @@ async fn two_underused_nodes_are_replaced_by_one_after_the_validation_wait() {
 }
 
 /// karpenter:pkg/controllers/disruption/emptiness_test.go:111
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:388
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_100_percent_budget_lets_every_empty_node_go_at_once() {
-    let w = World::new().await;
-    let budgets = serde_json::json!([{"nodes": "100%"}]);
-    w.pool_with(serde_json::json!({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s", "budgets": budgets}))
+    // Emptiness takes empty nodes under either policy (the emptiness and consolidation suites).
+    for policy in ["WhenEmpty", "WhenEmptyOrUnderutilized"] {
+        let w = World::new().await;
+        let budgets = serde_json::json!([{"nodes": "100%"}]);
+        w.pool_with(serde_json::json!({"consolidationPolicy": policy, "consolidateAfter": "0s", "budgets": budgets}))
+            .await;
+        let names: Vec<String> = (0..10).map(|i| format!("node-{i}")).collect();
+        for name in &names {
+            w.running(name, "fake-it-0", "on-demand", &[]).await;
+        }
+        let mut disruption = Disruption::new(w.ctx.clone());
+        disruption.reconcile().await.unwrap();
+        let allowed =
+            w.ctx.metrics.value(NODEPOOLS_ALLOWED_DISRUPTIONS, &[("nodepool", "default"), ("reason", "Empty")]);
+        assert_eq!(allowed, Some(10.0), "{policy}: {}", w.ctx.metrics.render());
+        w.disruption_until(&mut disruption, "every empty node deleted", || async {
+            w.claims_deleting().await.iter().all(|(_, deleting)| *deleting)
+        })
         .await;
-    let names: Vec<String> = (0..10).map(|i| format!("node-{i}")).collect();
-    for name in &names {
-        w.running(name, "fake-it-0", "on-demand", &[]).await;
+        assert_eq!(w.claims_deleting().await.len(), 10, "{policy}: no replacement");
     }
-    let mut disruption = Disruption::new(w.ctx.clone());
-    disruption.reconcile().await.unwrap();
-    let allowed = w.ctx.metrics.value(NODEPOOLS_ALLOWED_DISRUPTIONS, &[("nodepool", "default"), ("reason", "Empty")]);
-    assert_eq!(allowed, Some(10.0), "{}", w.ctx.metrics.render());
-    w.disruption_until(&mut disruption, "every empty node deleted", || async {
-        w.claims_deleting().await.iter().all(|(_, deleting)| *deleting)
-    })
-    .await;
-    assert_eq!(w.claims_deleting().await.len(), 10, "no replacement");
 }
 
 /// karpenter:pkg/controllers/disruption/consolidation_test.go:4298
@@ -270,17 +275,26 @@ async fn an_empty_node_is_deleted_after_the_validation_wait() {
 }
 
 /// karpenter:pkg/controllers/disruption/emptiness_test.go:194
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:366
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_30_percent_budget_lets_three_of_ten_empty_nodes_go() {
-    let w = World::new().await;
-    w.pool_with(when_empty("30%")).await;
-    for i in 0..10 {
-        w.running(&format!("node-{i}"), "fake-it-0", "on-demand", &[]).await;
+    for policy in ["WhenEmpty", "WhenEmptyOrUnderutilized"] {
+        let w = World::new().await;
+        let budgets = serde_json::json!([{"nodes": "30%"}]);
+        w.pool_with(serde_json::json!({"consolidationPolicy": policy, "consolidateAfter": "0s", "budgets": budgets}))
+            .await;
+        for i in 0..10 {
+            w.running(&format!("node-{i}"), "fake-it-0", "on-demand", &[]).await;
+        }
+        let mut disruption = Disruption::new(w.ctx.clone());
+        disruption.reconcile().await.unwrap();
+        let allowed =
+            w.ctx.metrics.value(NODEPOOLS_ALLOWED_DISRUPTIONS, &[("nodepool", "default"), ("reason", "Empty")]);
+        assert_eq!(allowed, Some(3.0), "{policy}");
+        let deleting = || async { w.claims_deleting().await.iter().filter(|(_, d)| *d).count() };
+        w.disruption_until(&mut disruption, "three empty nodes deleted", || async { deleting().await >= 3 }).await;
+        assert_eq!(deleting().await, 3, "{policy}: the budget allows three at once");
     }
-    let mut disruption = Disruption::new(w.ctx.clone());
-    let deleting = || async { w.claims_deleting().await.iter().filter(|(_, d)| *d).count() };
-    w.disruption_until(&mut disruption, "three empty nodes deleted", || async { deleting().await >= 3 }).await;
-    assert_eq!(deleting().await, 3, "the budget allows three at once");
 }
 
 /// karpenter:pkg/controllers/disruption/consolidation_test.go:125
@@ -291,4 +305,31 @@ async fn a_nodepool_with_consolidation_disabled_says_so_on_its_node() {
     w.pool_disruption(serde_json::json!({"consolidateAfter": "Never"})).await;
     w.disruption_says("Unconsolidatable", "NodePool \"default\" has consolidation disabled").await;
     w.not_disrupted().await;
+}
+
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:1058
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_underused_dear_node_is_replaced_by_a_cheaper_one() {
+    let w = World::new().await;
+    w.pool_with(UNDERUTILIZED_ANY_NUMBER.clone()).await;
+    w.running("node-0", "fake-it-3", "on-demand", &[("web-0", 100)]).await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    w.disruption_until(&mut disruption, "a replacement", || async { w.claims_deleting().await.len() == 2 }).await;
+    let replacement = w.claims_deleting().await.into_iter().find(|(n, _)| n != "node-0").unwrap().0;
+    let nc = Api::<NodeClaim>::all(w.client.clone()).get(&replacement).await.unwrap();
+    let types: Vec<String> = nc
+        .spec
+        .requirements
+        .iter()
+        .filter(|r| r.key == "node.kubernetes.io/instance-type")
+        .flat_map(|r| r.values.clone())
+        .collect();
+    assert!(!types.is_empty() && !types.contains(&"fake-it-3".to_string()), "not the dearest type: {types:?}");
+    w.ctx.cluster().forget_seen(&w.ctx.objects());
+    w.brought_up(&replacement).await;
+    w.disruption_until(&mut disruption, "the candidate deleted", || async {
+        w.claims_deleting().await.contains(&("node-0".to_string(), true))
+    })
+    .await;
+    assert_eq!(w.claims_deleting().await, [(replacement, false), ("node-0".into(), true)]);
 }
