@@ -129,6 +129,11 @@ impl Policies {
             })
             .collect();
         self.loading.retain(|name| inputs.contains_key(name));
+        let info = |(name, (labels, annotations)): (&String, &PolicyInput)| NodePoolInfo {
+            name: name.clone(),
+            labels: labels.clone(),
+            annotations: annotations.clone(),
+        };
         // One resolution at a time: NodePools that change meanwhile are resolved after it;
         // one created meanwhile fails safe until then.
         self.finish(now, None);
@@ -141,16 +146,9 @@ impl Policies {
                         && !r.stale.contains_key(*name)
                         && !self.loading.contains(*name)
                 })
-                .map(|(name, (labels, annotations))| NodePoolInfo {
-                    name: name.clone(),
-                    labels: labels.clone(),
-                    annotations: annotations.clone(),
-                })
+                .map(info)
                 .collect();
-            if !new.is_empty() {
-                self.active = Arc::new(self.active.pending(&new, "being loaded"));
-                self.loading.extend(new.into_iter().map(|i| i.name));
-            }
+            self.fail_safe_while_loading(new);
             return;
         }
         let files: BTreeMap<String, Vec<Option<FileStamp>>> =
@@ -167,14 +165,7 @@ impl Policies {
         if stale.is_empty() && !gone {
             return;
         }
-        let infos: Vec<NodePoolInfo> = inputs
-            .iter()
-            .map(|(name, (labels, annotations))| NodePoolInfo {
-                name: name.clone(),
-                labels: labels.clone(),
-                annotations: annotations.clone(),
-            })
-            .collect();
+        let infos: Vec<NodePoolInfo> = inputs.iter().map(info).collect();
         self.pull(stale.values().map(|(input, _)| &input.1));
         // A NodePool that names other policies than it did fails safe until they are loaded;
         // one whose files changed keeps the version it has.
@@ -188,12 +179,18 @@ impl Policies {
             .cloned()
             .collect();
         let resolving = Resolving::start(self.active.clone(), self.store.clone(), infos, stale);
-        if !changed.is_empty() {
-            self.active = Arc::new(self.active.pending(&changed, "being loaded"));
-            self.loading.extend(changed.into_iter().map(|i| i.name));
-        }
+        self.fail_safe_while_loading(changed);
         self.resolving = Some(resolving);
         self.finish(now, Some(INLINE_WAIT));
+    }
+
+    /// `pools` fail safe (and are reported loading) until a resolution loads their policies.
+    fn fail_safe_while_loading(&mut self, pools: Vec<NodePoolInfo>) {
+        if pools.is_empty() {
+            return;
+        }
+        self.active = Arc::new(self.active.pending(&pools, "being loaded"));
+        self.loading.extend(pools.into_iter().map(|i| i.name));
     }
 
     /// Takes in the running resolution's outcome if it has finished (waiting up to `wait`).

@@ -132,11 +132,7 @@ impl World {
 
     /// As [`World::launched`], with `spec` (YAML lines at the NodeClaim spec's indentation).
     async fn launched_with(&self, capacity_type: &str, spec: &str) -> NodeClaim {
-        self.ready_nodeclass().await;
-        self.create::<NodePool>(
-            "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\nspec:\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n      requirements: []\n",
-        )
-        .await;
+        self.pool_with(serde_json::json!({})).await;
         self.create::<NodeClaim>(&format!(
             "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: default-abcde, labels: {{karpenter.sh/nodepool: default}}}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n  requirements:\n  - {{key: node.kubernetes.io/instance-type, operator: In, values: [fake-it-1, fake-it-2]}}\n  - {{key: karpenter.sh/capacity-type, operator: In, values: [{capacity_type}]}}\n  resources: {{requests: {{cpu: 1500m}}}}\n{spec}"
         ))
@@ -153,16 +149,22 @@ impl World {
     /// Runs `lifecycle` until NodeClaim `default-abcde` has condition `t` True (10 s at
     /// most); the NodeClaim then.
     async fn lifecycle_until(&self, lifecycle: &mut Lifecycle, t: &str) -> NodeClaim {
+        self.lifecycle_until_for(lifecycle, "default-abcde", t).await
+    }
+
+    /// Runs `lifecycle` until NodeClaim `name` has condition `t` True (10 s at most); the
+    /// NodeClaim then.
+    async fn lifecycle_until_for(&self, lifecycle: &mut Lifecycle, name: &str, t: &str) -> NodeClaim {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             lifecycle.reconcile().await.unwrap();
-            let nc = api.get("default-abcde").await.unwrap();
+            let nc = api.get(name).await.unwrap();
             let conditions = nc.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
             if condition_status(conditions, t).as_deref() == Some("True") {
                 return nc;
             }
-            assert!(Instant::now() < deadline, "not {t} within 10 s: {:?}", nc.status);
+            assert!(Instant::now() < deadline, "{name} not {t} within 10 s: {:?}", nc.status);
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }

@@ -126,7 +126,12 @@ impl Disruption {
     }
 
     fn round_due(&self) -> bool {
-        self.last_round.is_none_or(|t| self.ctx.now_ms() - t >= ROUND_EVERY.as_millis() as i64)
+        self.a_round_since(self.last_round)
+    }
+
+    /// Whether [`ROUND_EVERY`] has passed on the orchestration clock since `last` (or never).
+    fn a_round_since(&self, last: Option<i64>) -> bool {
+        last.is_none_or(|t| self.ctx.now_ms() - t >= ROUND_EVERY.as_millis() as i64)
     }
 
     /// Each command under way takes its next step, on its own; then, when `round` (one is

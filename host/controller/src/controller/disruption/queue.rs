@@ -2,7 +2,7 @@
 //! replacements created, then the candidates deleted once the replacements are Initialized;
 //! abandoned (and unmarked) when it stops holding; and the sweep of marks no command owns.
 
-use super::{Command, Disruption, ROUND_EVERY, find, involved_node};
+use super::{Command, Disruption, find, involved_node};
 use crate::controller::conditions;
 use crate::controller::error::Error;
 use crate::controller::metrics::catalog as mc;
@@ -272,11 +272,11 @@ impl Disruption {
         }
     }
 
-    /// Karpenter's sweep, at start-up and every [`ROUND_EVERY`] whether or not a round can
+    /// Karpenter's sweep, at start-up and every [`ROUND_EVERY`](super::ROUND_EVERY) whether or not a round can
     /// run: the disruption mark on a node no command owns (and that is not being deleted) is
     /// removed, so a restart mid-command leaves no node unschedulable.
     pub(super) async fn sweep_marks(&mut self, objects: &ClusterObjects) {
-        if self.last_sweep.is_some_and(|t| self.ctx.now_ms() - t < ROUND_EVERY.as_millis() as i64) {
+        if !self.a_round_since(self.last_sweep) {
             return;
         }
         self.last_sweep = Some(self.ctx.now_ms());

@@ -806,8 +806,13 @@ async fn a_refused_eviction_waits_its_backoff_and_says_why_on_the_node() {
 impl World {
     /// PodDisruptionBudget `app` over the pods labelled `app: <app>`, with `maxUnavailable`.
     async fn pdb(&self, app: &str, max_unavailable: i32) {
+        self.pdb_named(app, app, max_unavailable).await;
+    }
+
+    /// PodDisruptionBudget `name` over the pods labelled `app: <app>`, with `maxUnavailable`.
+    async fn pdb_named(&self, name: &str, app: &str, max_unavailable: i32) {
         let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget = serde_json::from_value(json!({
-            "metadata": {"name": app, "namespace": "default"},
+            "metadata": {"name": name, "namespace": "default"},
             "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": app}}},
         }))
         .unwrap();

@@ -3,7 +3,7 @@
 //! registered as a kubelet would, pods bound; then the NodeClaims kept, created and deleted
 //! read back from the API. The orchestration clock is moved on past validation waits.
 
-use super::{World, condition_status};
+use super::World;
 use crate::controller::disruption::Disruption;
 use crate::controller::metrics::catalog::NODEPOOLS_ALLOWED_DISRUPTIONS;
 use crate::controller::nodeclaim::lifecycle::Lifecycle;
@@ -11,12 +11,12 @@ use crate::controller::runner::Reconciler;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
-use std::time::{Duration, Instant};
 use tenon_api::wellknown::condition;
 use tenon_api::{NodeClaim, NodePool};
 
 impl World {
-    /// The EC2NodeClass and NodePool `default`, with `disruption` (JSON) as its disruption.
+    /// The EC2NodeClass and NodePool `default`, with `disruption` (JSON) as its disruption
+    /// (`{}`: the defaults).
     pub(super) async fn pool_with(&self, disruption: serde_json::Value) {
         self.ready_nodeclass().await;
         let pool: NodePool = serde_json::from_value(serde_json::json!({
@@ -30,33 +30,12 @@ impl World {
         self.until("the NodePool in the cache", |c| !c.stores.nodepools.state().is_empty()).await;
     }
 
-    /// Runs the lifecycle reconciler until NodeClaim `name` has condition `t` True.
-    async fn lifecycle_until_for(&self, lifecycle: &mut Lifecycle, name: &str, t: &str) {
-        let api: Api<NodeClaim> = Api::all(self.client.clone());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            lifecycle.reconcile().await.unwrap();
-            let nc = api.get(name).await.unwrap();
-            let conditions = nc.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
-            if condition_status(&conditions, t).as_deref() == Some("True") {
-                let version = nc.metadata.resource_version.clone();
-                self.until(&format!("{name} {t} in the cache"), |c| {
-                    c.stores.nodeclaims.state().iter().any(|n| n.metadata.resource_version == version)
-                })
-                .await;
-                return;
-            }
-            assert!(Instant::now() < deadline, "{name} not {t} within 10 s: {:?}", nc.status);
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
     /// NodeClaim `name` (already created) launched, its Node `name` registered by its kubelet
     /// (Ready, the capacity of the type it launched as) and initialized.
-    pub(super) async fn brought_up(&self, name: &str) {
+    async fn brought_up(&self, name: &str) {
         let mut lifecycle = Lifecycle::new(self.ctx.clone());
-        self.lifecycle_until_for(&mut lifecycle, name, condition::LAUNCHED).await;
-        let nc = Api::<NodeClaim>::all(self.client.clone()).get(name).await.unwrap();
+        let nc = self.lifecycle_until_for(&mut lifecycle, name, condition::LAUNCHED).await;
+        self.cached(&nc).await;
         let provider_id = nc.status.and_then(|s| s.provider_id).expect("launched");
         let it = nc.metadata.labels.unwrap_or_default()["node.kubernetes.io/instance-type"].clone();
         let n: i64 = it.trim_start_matches("fake-it-").parse::<i64>().unwrap() + 1;
@@ -78,7 +57,31 @@ impl World {
             c.stores.nodes.state().iter().any(|n| n.metadata.name.as_deref() == Some(name) && n.status.is_some())
         })
         .await;
-        self.lifecycle_until_for(&mut lifecycle, name, condition::INITIALIZED).await;
+        let nc = self.lifecycle_until_for(&mut lifecycle, name, condition::INITIALIZED).await;
+        self.cached(&nc).await;
+    }
+
+    /// The NodeClaim a command created (the candidates here are named `node-*`).
+    pub(super) async fn replacement(&self) -> String {
+        let claims = self.claims_deleting().await;
+        claims.into_iter().map(|(n, _)| n).find(|n| !n.starts_with("node-")).expect("a replacement")
+    }
+
+    /// Replacement `name` brought up: the provisioner's pass sees it in the cache (it runs
+    /// beside the disruption reconciler in the controller, taking it off the not-yet-seen
+    /// list), then it launches, registers and initializes.
+    pub(super) async fn replacement_up(&self, name: &str) {
+        self.ctx.cluster().forget_seen(&self.ctx.objects());
+        self.brought_up(name).await;
+    }
+
+    /// Waits until the cache holds NodeClaim `nc` as written.
+    async fn cached(&self, nc: &NodeClaim) {
+        let version = nc.metadata.resource_version.clone();
+        self.until("the NodeClaim's write in the cache", |c| {
+            c.stores.nodeclaims.state().iter().any(|n| n.metadata.resource_version == version)
+        })
+        .await;
     }
 
     /// NodeClaim and Node `name` of `instance_type` and `capacity_type`, running `pods`
@@ -135,9 +138,8 @@ impl World {
 }
 
 /// Karpenter's consolidation suite's NodePool: consolidation at once, any number of nodes.
-pub(super) static UNDERUTILIZED_ANY_NUMBER: std::sync::LazyLock<serde_json::Value> = std::sync::LazyLock::new(
-    || serde_json::json!({"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]}),
-);
+pub(super) static UNDERUTILIZED_ANY_NUMBER: std::sync::LazyLock<serde_json::Value> =
+    std::sync::LazyLock::new(|| consolidating("WhenEmptyOrUnderutilized", "100%"));
 
 /// karpenter:pkg/controllers/disruption/consolidation_test.go:3570
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,9 +176,8 @@ async fn two_underused_nodes_are_replaced_by_one_after_the_validation_wait() {
     disruption.reconcile().await.unwrap();
     assert_eq!(w.claims_deleting().await, [("node-0".into(), false), ("node-1".into(), false)], "waiting to validate");
     w.disruption_until(&mut disruption, "a replacement", || async { w.claims_deleting().await.len() == 3 }).await;
-    let replacement = w.claims_deleting().await.into_iter().find(|(n, _)| !n.starts_with("node-")).unwrap().0;
-    w.ctx.cluster().forget_seen(&w.ctx.objects());
-    w.brought_up(&replacement).await;
+    let replacement = w.replacement().await;
+    w.replacement_up(&replacement).await;
     w.disruption_until(&mut disruption, "both candidates deleted", || async {
         w.claims_deleting().await.iter().filter(|(_, deleting)| *deleting).count() == 2
     })
@@ -194,18 +195,7 @@ async fn two_underused_nodes_are_replaced_by_one_after_the_validation_wait() {
 async fn a_100_percent_budget_lets_every_empty_node_go_at_once() {
     // Emptiness takes empty nodes under either policy (the emptiness and consolidation suites).
     for policy in ["WhenEmpty", "WhenEmptyOrUnderutilized"] {
-        let w = World::new().await;
-        let budgets = serde_json::json!([{"nodes": "100%"}]);
-        w.pool_with(serde_json::json!({"consolidationPolicy": policy, "consolidateAfter": "0s", "budgets": budgets}))
-            .await;
-        let names: Vec<String> = (0..10).map(|i| format!("node-{i}")).collect();
-        for name in &names {
-            w.running(name, "fake-it-0", "on-demand", &[]).await;
-        }
-        let mut disruption = Disruption::new(w.ctx.clone());
-        disruption.reconcile().await.unwrap();
-        let allowed =
-            w.ctx.metrics.value(NODEPOOLS_ALLOWED_DISRUPTIONS, &[("nodepool", "default"), ("reason", "Empty")]);
+        let (w, mut disruption, allowed) = ten_empty_nodes(policy, "100%").await;
         assert_eq!(allowed, Some(10.0), "{policy}: {}", w.ctx.metrics.render());
         w.disruption_until(&mut disruption, "every empty node deleted", || async {
             w.claims_deleting().await.iter().all(|(_, deleting)| *deleting)
@@ -253,9 +243,28 @@ async fn a_node_counts_eligible_for_emptiness_once_its_pod_is_gone() {
     w.disruption_until(&mut disruption, "the empty node counted eligible", || async { eligible() == Some(1.0) }).await;
 }
 
+/// A NodePool consolidating at once under `policy`, `budget` of its nodes at a time.
+fn consolidating(policy: &str, budget: &str) -> serde_json::Value {
+    serde_json::json!({"consolidationPolicy": policy, "consolidateAfter": "0s", "budgets": [{"nodes": budget}]})
+}
+
 /// Karpenter's emptiness suite's NodePool: empty nodes at once, `budget` of them.
-fn when_empty(budget: &str) -> serde_json::Value {
-    serde_json::json!({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s", "budgets": [{"nodes": budget}]})
+pub(super) fn when_empty(budget: &str) -> serde_json::Value {
+    consolidating("WhenEmpty", budget)
+}
+
+/// Ten empty nodes of the cheapest type under `policy` and `budget`, after one disruption
+/// round; that round's allowed-disruptions gauge for empty nodes.
+async fn ten_empty_nodes(policy: &str, budget: &str) -> (World, Disruption, Option<f64>) {
+    let w = World::new().await;
+    w.pool_with(consolidating(policy, budget)).await;
+    for i in 0..10 {
+        w.running(&format!("node-{i}"), "fake-it-0", "on-demand", &[]).await;
+    }
+    let mut disruption = Disruption::new(w.ctx.clone());
+    disruption.reconcile().await.unwrap();
+    let allowed = w.ctx.metrics.value(NODEPOOLS_ALLOWED_DISRUPTIONS, &[("nodepool", "default"), ("reason", "Empty")]);
+    (w, disruption, allowed)
 }
 
 /// karpenter:pkg/controllers/disruption/emptiness_test.go:369
@@ -279,17 +288,7 @@ async fn an_empty_node_is_deleted_after_the_validation_wait() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_30_percent_budget_lets_three_of_ten_empty_nodes_go() {
     for policy in ["WhenEmpty", "WhenEmptyOrUnderutilized"] {
-        let w = World::new().await;
-        let budgets = serde_json::json!([{"nodes": "30%"}]);
-        w.pool_with(serde_json::json!({"consolidationPolicy": policy, "consolidateAfter": "0s", "budgets": budgets}))
-            .await;
-        for i in 0..10 {
-            w.running(&format!("node-{i}"), "fake-it-0", "on-demand", &[]).await;
-        }
-        let mut disruption = Disruption::new(w.ctx.clone());
-        disruption.reconcile().await.unwrap();
-        let allowed =
-            w.ctx.metrics.value(NODEPOOLS_ALLOWED_DISRUPTIONS, &[("nodepool", "default"), ("reason", "Empty")]);
+        let (w, mut disruption, allowed) = ten_empty_nodes(policy, "30%").await;
         assert_eq!(allowed, Some(3.0), "{policy}");
         let deleting = || async { w.claims_deleting().await.iter().filter(|(_, d)| *d).count() };
         w.disruption_until(&mut disruption, "three empty nodes deleted", || async { deleting().await >= 3 }).await;
@@ -315,7 +314,7 @@ async fn an_underused_dear_node_is_replaced_by_a_cheaper_one() {
     w.running("node-0", "fake-it-3", "on-demand", &[("web-0", 100)]).await;
     let mut disruption = Disruption::new(w.ctx.clone());
     w.disruption_until(&mut disruption, "a replacement", || async { w.claims_deleting().await.len() == 2 }).await;
-    let replacement = w.claims_deleting().await.into_iter().find(|(n, _)| n != "node-0").unwrap().0;
+    let replacement = w.replacement().await;
     let nc = Api::<NodeClaim>::all(w.client.clone()).get(&replacement).await.unwrap();
     let types: Vec<String> = nc
         .spec
@@ -325,8 +324,7 @@ async fn an_underused_dear_node_is_replaced_by_a_cheaper_one() {
         .flat_map(|r| r.values.clone())
         .collect();
     assert!(!types.is_empty() && !types.contains(&"fake-it-3".to_string()), "not the dearest type: {types:?}");
-    w.ctx.cluster().forget_seen(&w.ctx.objects());
-    w.brought_up(&replacement).await;
+    w.replacement_up(&replacement).await;
     w.disruption_until(&mut disruption, "the candidate deleted", || async {
         w.claims_deleting().await.contains(&("node-0".to_string(), true))
     })

@@ -8,7 +8,7 @@ use crate::controller::disruption::Disruption;
 
 impl World {
     /// The sum of `family`'s samples carrying every label of `labels`.
-    fn samples(&self, family: &str, labels: &[(&str, &str)]) -> f64 {
+    pub(super) fn samples(&self, family: &str, labels: &[(&str, &str)]) -> f64 {
         let wanted: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
         self.ctx
             .metrics

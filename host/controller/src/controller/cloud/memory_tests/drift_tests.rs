@@ -45,14 +45,7 @@ impl World {
 
     /// The sum of `karpenter_voluntary_disruption_decisions_total` samples of `reason`.
     fn decisions(&self, reason: &str) -> f64 {
-        let label = format!("reason=\"{reason}\"");
-        self.ctx
-            .metrics
-            .render()
-            .lines()
-            .filter(|l| l.starts_with("karpenter_voluntary_disruption_decisions_total{") && l.contains(&label))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
+        self.samples("karpenter_voluntary_disruption_decisions_total", &[("reason", reason)])
     }
 }
 
@@ -236,14 +229,13 @@ async fn a_drifted_node_is_replaced_when_its_pod_fits_nowhere_else() {
     w.drifted("node-0").await;
     let mut disruption = Disruption::new(w.ctx.clone());
     w.disruption_until(&mut disruption, "a replacement", || async { w.claims_deleting().await.len() == 2 }).await;
-    let replacement = w.claims_deleting().await.into_iter().find(|(n, _)| n != "node-0").unwrap().0;
+    let replacement = w.replacement().await;
     assert_eq!(
         w.claims_deleting().await,
         [(replacement.clone(), false), ("node-0".into(), false)],
         "replacement first"
     );
-    w.ctx.cluster().forget_seen(&w.ctx.objects());
-    w.brought_up(&replacement).await;
+    w.replacement_up(&replacement).await;
     w.disruption_until(&mut disruption, "the drifted node deleted", || async {
         w.claims_deleting().await.contains(&("node-0".to_string(), true))
     })
@@ -319,9 +311,8 @@ async fn non_empty_drifted_nodes_go_one_at_a_time_earliest_drift_first() {
     assert!(tainted(nodes.get("node-1").await.unwrap()), "the earliest drift goes first");
     assert!(!tainted(nodes.get("node-0").await.unwrap()), "one non-empty node at a time");
     w.disruption_until(&mut disruption, "a replacement", || async { w.claims_deleting().await.len() == 3 }).await;
-    let replacement = w.claims_deleting().await.into_iter().find(|(n, _)| !n.starts_with("node-")).unwrap().0;
-    w.ctx.cluster().forget_seen(&w.ctx.objects());
-    w.brought_up(&replacement).await;
+    let replacement = w.replacement().await;
+    w.replacement_up(&replacement).await;
     w.disruption_until(&mut disruption, "node-1 deleted", || async {
         w.claims_deleting().await.contains(&("node-1".to_string(), true))
     })

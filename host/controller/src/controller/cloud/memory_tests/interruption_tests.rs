@@ -5,7 +5,7 @@
 use super::World;
 use kube::Api;
 use std::time::{Duration, Instant};
-use tenon_api::{NodeClaim, NodePool};
+use tenon_api::NodeClaim;
 use tenon_aws::interruption::{InterruptionEvent, InterruptionKind};
 use tenon_core::orchestration::instance_health::UnhealthySeen;
 use tenon_core::orchestration::interruption::HealthCategory;
@@ -16,11 +16,7 @@ impl World {
     async fn launched_many(&self, n: usize) -> Vec<(String, String)> {
         use crate::controller::nodeclaim::lifecycle::Lifecycle;
         use crate::controller::runner::Reconciler;
-        self.ready_nodeclass().await;
-        self.create::<NodePool>(
-            "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\nspec:\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n      requirements: []\n",
-        )
-        .await;
+        self.pool_with(serde_json::json!({})).await;
         for i in 0..n {
             self.create::<NodeClaim>(&format!(
                 "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: default-{i:03}, labels: {{karpenter.sh/nodepool: default}}}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n  requirements:\n  - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}\n  resources: {{requests: {{cpu: 500m}}}}\n"

@@ -109,9 +109,7 @@ impl World {
 /// One empty node under WhenEmpty: an emptiness command.
 async fn empty_node() -> World {
     let w = World::new().await;
-    let budgets = serde_json::json!([{"nodes": "100%"}]);
-    w.pool_with(serde_json::json!({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s", "budgets": budgets}))
-        .await;
+    w.pool_with(super::consolidation_tests::when_empty("100%")).await;
     w.running("node-0", "fake-it-3", "on-demand", &[]).await;
     w
 }

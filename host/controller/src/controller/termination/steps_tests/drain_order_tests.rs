@@ -196,15 +196,7 @@ async fn a_pod_two_pdbs_select_is_not_evicted_and_the_node_says_why() {
     w.registered_node("nc", "i-1", None).await;
     w.pod("web", &node_name("i-1"), 1, json!({"metadata": {"labels": {"app": "web"}}})).await;
     w.pdb("web", 1).await;
-    let second: k8s_openapi::api::policy::v1::PodDisruptionBudget = serde_json::from_value(json!({
-        "metadata": {"name": "web-too", "namespace": "default"},
-        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}},
-    }))
-    .unwrap();
-    Api::<k8s_openapi::api::policy::v1::PodDisruptionBudget>::namespaced(w.client.clone(), "default")
-        .create(&PostParams::default(), &second)
-        .await
-        .unwrap();
+    w.pdb_named("web-too", "web", 1).await;
     w.nodes().delete(&node_name("i-1"), &DeleteParams::default()).await.unwrap();
     let step = w.node_step("i-1", now()).await;
     let NodeProgress::Draining(Some(message)) = step else { panic!("the drain waits: {step:?}") };
