@@ -235,7 +235,7 @@ fn spawn_reconcilers(
         spawn(nodeclaim::lifecycle::Lifecycle::new(c()), c(), stop.clone()),
         spawn(nodeclaim::consistency::Consistency::new(c()), c(), stop.clone()),
         spawn(nodeclaim::pod_events::PodEvents::new(c()), c(), stop.clone()),
-        spawn(nodeclaim::expiration::Expiration { ctx: c() }, c(), stop.clone()),
+        spawn(nodeclaim::expiration::Expiration::new(c()), c(), stop.clone()),
         spawn(disruption::Disruption::new(c()), c(), stop.clone()),
         spawn(termination::Termination::new(c()), c(), stop.clone()),
         spawn(nodeclaim::garbage::Garbage::new(c()), c(), stop.clone()),

@@ -11,7 +11,7 @@ use super::conditions;
 use super::context::Context;
 use super::error::{Error, Failures};
 use super::events::Involved;
-use super::runner::Reconciler;
+use super::runner::{self, Reconciler};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
@@ -39,6 +39,18 @@ impl Reconciler for NodeClasses {
 
     async fn reconcile(&mut self) -> Result<(), Error> {
         self.nodeclasses().await
+    }
+
+    /// The next resolution due (every [`RESOLVE_EVERY`], or a refused one's retry); soon
+    /// while an EC2NodeClass is being deleted.
+    fn next_pass(&self) -> Duration {
+        if self.ctx.stores.nodeclasses.state().iter().any(|nc| nc.metadata.deletion_timestamp.is_some()) {
+            return runner::BUSY;
+        }
+        let now = Instant::now();
+        let resolves = self.resolved.values().map(|(_, at)| (*at + RESOLVE_EVERY).saturating_duration_since(now));
+        let retries = self.resolve_failures.values().map(|(_, _, next)| next.saturating_duration_since(now));
+        runner::due_in(resolves.chain(retries).min())
     }
 }
 

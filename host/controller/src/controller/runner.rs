@@ -1,5 +1,6 @@
 //! Runs each reconciler on its own task, as controller-runtime runs a controller: woken by
-//! every change the caches see and at least every period, only while this replica leads.
+//! every change the caches see and when its own timed work is due (controller-runtime's
+//! `RequeueAfter`), only while this replica leads.
 //! Each reconcile is timed and counted by result; a failure is counted by its kind and
 //! decides the wait before the next try. No reconciler waits on another's I/O.
 
@@ -14,10 +15,30 @@ use tokio::sync::watch;
 pub trait Reconciler: Send + 'static {
     /// Its `controller` label (Karpenter's controller name where it has one).
     const NAME: &'static str;
-    /// The longest it waits without a change.
-    const PERIOD: Duration = Duration::from_millis(500);
-
     fn reconcile(&mut self) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// After a pass, how long it may wait for a change before its next: until its soonest
+    /// timed work (a deadline, a round, a retry) is due. A reconciler with timed work under
+    /// way says [`BUSY`]; one with none waits for a change, at most [`IDLE`].
+    fn next_pass(&self) -> Duration {
+        BUSY
+    }
+}
+
+/// The wait of a reconciler with timed work under way (a launch, a drain, a batch filling).
+pub const BUSY: Duration = Duration::from_millis(500);
+/// The longest any reconciler waits without a change: a safety net, not a schedule (at
+/// 10,000 pods a pass that finds nothing to do still reads every object).
+pub const IDLE: Duration = Duration::from_secs(60);
+
+/// The wait until timed work `until` from now is due, at most [`IDLE`]; work already due
+/// that the pass left (it waits on something else) is looked at again after [`BUSY`].
+pub fn due_in(until: Option<Duration>) -> Duration {
+    match until {
+        None => IDLE,
+        Some(d) if d.is_zero() => BUSY,
+        Some(d) => d.min(IDLE),
+    }
 }
 
 /// The first wait after a failure, doubled at each failure in a row up to [`BACKOFF_MAX`].
@@ -46,6 +67,8 @@ pub fn spawn<R: Reconciler>(
         let mut failures = 0u32;
         while !*stop.borrow() {
             let mut backoff = None;
+            // A follower looks again soon: it may have just been elected.
+            let mut next = BUSY;
             if ctx.leadership.may_act() {
                 // Changes until now are this reconcile's to see.
                 changes.borrow_and_update();
@@ -64,6 +87,7 @@ pub fn spawn<R: Reconciler>(
                     },
                 };
                 ctx.metrics.reconcile_finished(R::NAME, started, failed.as_ref().map(|(e, _)| e.label()));
+                next = r.next_pass();
                 match failed {
                     None => failures = 0,
                     Some((e, wait)) => {
@@ -80,7 +104,7 @@ pub fn spawn<R: Reconciler>(
                 },
                 None => tokio::select! {
                     _ = changes.changed() => {}
-                    _ = tokio::time::sleep(R::PERIOD) => {}
+                    _ = tokio::time::sleep(next) => {}
                     _ = stop.changed() => {}
                 },
             }
@@ -91,6 +115,14 @@ pub fn spawn<R: Reconciler>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timed_work_is_waited_for_and_work_left_due_is_looked_at_again_soon() {
+        assert_eq!(due_in(None), IDLE);
+        assert_eq!(due_in(Some(Duration::from_secs(3))), Duration::from_secs(3));
+        assert_eq!(due_in(Some(Duration::from_secs(3600))), IDLE);
+        assert_eq!(due_in(Some(Duration::ZERO)), BUSY);
+    }
 
     #[test]
     fn failures_back_off_doubling_to_ten_seconds_and_stale_reads_wait_for_the_change() {

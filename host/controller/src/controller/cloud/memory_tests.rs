@@ -855,4 +855,5 @@ mod drift_tests;
 mod emptiness_tests;
 mod expiration_tests;
 mod interruption_tests;
+mod quiet_tests;
 mod validation_tests;

@@ -15,7 +15,7 @@ use super::context::Context;
 use super::error::{Error, Failures};
 use super::metrics::catalog as mc;
 use super::provisioning::planned_nodeclaim;
-use super::runner::Reconciler;
+use super::runner::{self, Reconciler};
 use super::{Catalogs, involved_nodeclaim, snapshot};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
@@ -109,6 +109,16 @@ impl Reconciler for Disruption {
             self.disruption(&objects, &catalogs, round, synced).await;
         }
         std::mem::take(&mut self.failures).finish()
+    }
+
+    /// Commands under way step every [`runner::BUSY`]; otherwise the next round or sweep.
+    fn next_pass(&self) -> Duration {
+        if !self.commands.is_empty() || self.resume_after.is_some() {
+            return runner::BUSY;
+        }
+        let since = |t: Option<i64>| t.map_or(i64::MAX, |t| self.ctx.now_ms() - t);
+        let waited = since(self.last_round).max(since(self.last_sweep));
+        runner::due_in(Some(Duration::from_millis((ROUND_EVERY.as_millis() as i64 - waited).max(0) as u64)))
     }
 }
 

@@ -5,7 +5,7 @@
 
 use crate::controller::context::Context;
 use crate::controller::error::{Error, Failures};
-use crate::controller::runner::Reconciler;
+use crate::controller::runner::{self, Reconciler};
 use crate::controller::{conditions, involved_nodeclaim, node_of};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
@@ -72,6 +72,13 @@ impl Reconciler for Consistency {
             }
         }
         failures.finish()
+    }
+
+    /// The next check due: the oldest one's ten minutes (a NodeClaim not checked yet waits
+    /// for the change that initializes it or brings its Node).
+    fn next_pass(&self) -> Duration {
+        let every = Duration::from_millis(SCAN_EVERY_MS as u64);
+        runner::due_in(self.scanned.values().min().map(|t| every.saturating_sub(t.elapsed())))
     }
 }
 

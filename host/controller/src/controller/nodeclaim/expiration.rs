@@ -1,12 +1,13 @@
-//! The expiration pass, Karpenter's NodeClaim expiration controller: every pass, each
-//! NodeClaim of this provider past its own `spec.expireAfter` is deleted and counted
+//! The expiration pass, Karpenter's NodeClaim expiration controller: on each change and when
+//! the next NodeClaim expires, each NodeClaim of this provider past its own
+//! `spec.expireAfter` is deleted and counted
 //! (`karpenter_nodeclaims_disrupted_total`, reason `expired`), outside disruption rounds and
 //! budgets; termination drains it (`tenon_core::orchestration::expiration` decides).
 
 use crate::controller::context::Context;
 use crate::controller::error::{Error, Failures};
 use crate::controller::nodeclaim::lifecycle::rules as lifecycle;
-use crate::controller::runner::Reconciler;
+use crate::controller::runner::{self, Reconciler};
 use crate::controller::{involved_nodeclaim, unix_now};
 use kube::Api;
 use kube::api::DeleteParams;
@@ -29,6 +30,14 @@ pub fn lifetime(nc: &NodeClaim) -> Lifetime<'_> {
 /// Karpenter's `nodeclaim.expiration` controller.
 pub struct Expiration {
     pub ctx: Arc<Context>,
+    /// When the next NodeClaim expires (Unix seconds), as of the last pass.
+    next: Option<i64>,
+}
+
+impl Expiration {
+    pub fn new(ctx: Arc<Context>) -> Expiration {
+        Expiration { ctx, next: None }
+    }
 }
 
 impl Reconciler for Expiration {
@@ -39,7 +48,9 @@ impl Reconciler for Expiration {
         let mut failures = Failures::default();
         let lifetimes: Vec<Lifetime> = objects.nodeclaims.iter().map(|nc| lifetime(nc)).collect();
         let api: Api<NodeClaim> = Api::all(self.ctx.client.clone());
-        for name in expiration::due(&lifetimes, unix_now()) {
+        let now = unix_now();
+        self.next = expiration::next(&lifetimes, now);
+        for name in expiration::due(&lifetimes, now) {
             let Some(nc) = objects.nodeclaims.iter().find(|nc| nc.metadata.name.as_deref() == Some(name)) else {
                 continue;
             };
@@ -59,6 +70,11 @@ impl Reconciler for Expiration {
             }
         }
         failures.finish()
+    }
+
+    fn next_pass(&self) -> std::time::Duration {
+        let left = self.next.map(|at| std::time::Duration::from_secs(at.saturating_sub(unix_now()).max(0) as u64));
+        runner::due_in(left)
     }
 }
 

@@ -8,7 +8,7 @@ use crate::controller::context::Context;
 use crate::controller::error::{Error, Failures};
 use crate::controller::metrics::catalog::GARBAGE_COLLECTED_INSTANCES;
 use crate::controller::nodeclaim::lifecycle::rules as lifecycle;
-use crate::controller::runner::Reconciler;
+use crate::controller::runner::{self, Reconciler};
 use crate::controller::termination::instance_id;
 use crate::controller::{conditions, involved_nodeclaim, unix_now};
 use k8s_openapi::api::core::v1::Node;
@@ -73,6 +73,10 @@ impl Reconciler for Garbage {
         let mut failures = Failures::default();
         self.garbage(&objects, &mut failures).await;
         failures.finish()
+    }
+
+    fn next_pass(&self) -> Duration {
+        runner::due_in(self.last_gc.map(|t| GC_EVERY.saturating_sub(t.elapsed())))
     }
 }
 

@@ -11,7 +11,7 @@ use crate::controller::context::Context;
 use crate::controller::error::{Error, Failures};
 use crate::controller::events::Involved;
 use crate::controller::metrics::{Metrics, catalog as mc, labels};
-use crate::controller::runner::Reconciler;
+use crate::controller::runner::{self, Reconciler};
 use crate::controller::{Catalogs, names, off_loop, snapshot};
 use create::create_nodeclaims;
 pub use create::{create_nodeclaim, planned_nodeclaim};
@@ -118,6 +118,17 @@ impl Reconciler for Provisioner {
             self.ctx.cluster().provisioning = false;
         }
         failures.finish()
+    }
+
+    /// When the open batch closes or a pending pod triggers again; soon while a decision
+    /// waits for NodeClaims the cache has not shown.
+    fn next_pass(&self) -> Duration {
+        if self.decision_due || !self.ctx.cluster().unobserved.is_empty() {
+            return runner::BUSY;
+        }
+        let (idle, max) = (self.ctx.settings.batch_idle_duration, self.ctx.settings.batch_max_duration);
+        let next = self.batcher.next_event(idle.as_millis() as i64, max.as_millis() as i64);
+        runner::due_in(next.map(|at| Duration::from_millis((at - self.ctx.now_ms()).max(0) as u64)))
     }
 }
 

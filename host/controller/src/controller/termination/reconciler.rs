@@ -6,7 +6,7 @@ use crate::controller::context::Context;
 use crate::controller::error::{Error, Failures};
 use crate::controller::eviction_backoff::EvictionBackoff;
 use crate::controller::nodeclaim::lifecycle::rules as lifecycle;
-use crate::controller::runner::Reconciler;
+use crate::controller::runner::{self, Reconciler};
 use crate::controller::{Catalogs, nodes_of, snapshot, termination, unix_now_ms};
 use k8s_openapi::api::core::v1::Node;
 use std::sync::Arc;
@@ -17,11 +17,13 @@ pub struct Termination {
     ctx: Arc<Context>,
     /// Pods whose eviction a PDB refused, backing off.
     eviction_backoff: EvictionBackoff,
+    /// A Node or NodeClaim was being deleted at the last pass (drains are timed).
+    draining: bool,
 }
 
 impl Termination {
     pub fn new(ctx: Arc<Context>) -> Termination {
-        Termination { ctx, eviction_backoff: EvictionBackoff::default() }
+        Termination { ctx, eviction_backoff: EvictionBackoff::default(), draining: false }
     }
 }
 
@@ -42,7 +44,8 @@ impl Reconciler for Termination {
             .filter(|nc| nc.metadata.deletion_timestamp.is_some() && lifecycle::is_managed(nc))
             .map(|nc| &**nc)
             .collect();
-        if nodes.is_empty() && claims.is_empty() {
+        self.draining = !(nodes.is_empty() && claims.is_empty());
+        if !self.draining {
             return Ok(());
         }
         // Draining needs pods and nodes, not instance types.
@@ -85,5 +88,11 @@ impl Reconciler for Termination {
             }
         }
         failures.finish()
+    }
+
+    /// Evictions, volume detachment and grace periods are timed; with nothing being deleted
+    /// there is nothing to wait for.
+    fn next_pass(&self) -> std::time::Duration {
+        if self.draining { runner::BUSY } else { runner::IDLE }
     }
 }

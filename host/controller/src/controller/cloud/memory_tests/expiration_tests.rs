@@ -25,7 +25,7 @@ impl World {
     /// gone), 10 s at most; how many passes that took.
     async fn expired(&self, name: &str) -> usize {
         let api: Api<NodeClaim> = Api::all(self.client.clone());
-        let mut expiration = Expiration { ctx: self.ctx.clone() };
+        let mut expiration = Expiration::new(self.ctx.clone());
         let deadline = Instant::now() + Duration::from_secs(10);
         for pass in 1.. {
             expiration.reconcile().await.unwrap();
@@ -89,7 +89,7 @@ async fn an_expired_nodeclaim_is_deleted_and_counted_once_and_no_other() {
         c.stores.nodeclaims.state().iter().any(|nc| nc.metadata.deletion_timestamp.is_some())
     })
     .await;
-    let mut expiration = Expiration { ctx: w.ctx.clone() };
+    let mut expiration = Expiration::new(w.ctx.clone());
     for _ in 0..3 {
         expiration.reconcile().await.unwrap();
     }

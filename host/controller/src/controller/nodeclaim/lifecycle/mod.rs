@@ -11,7 +11,7 @@ use self::rules as lifecycle;
 use crate::controller::context::Context;
 use crate::controller::error::{Error, Failures};
 use crate::controller::metrics::catalog::NODES_CREATED;
-use crate::controller::runner::Reconciler;
+use crate::controller::runner::{self, Reconciler};
 use crate::controller::{Catalogs, conditions, involved_nodeclaim, nodes_of, pool_of, unix_now_ms};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
@@ -29,11 +29,13 @@ pub struct Lifecycle {
     pub ctx: Arc<Context>,
     /// Startup taints each registering Node (by UID) was seen carrying, until registered.
     startup_taints_seen: BTreeMap<String, lifecycle::SeenStartupTaints>,
+    /// A NodeClaim was short of Initialized at the last pass (its liveness is timed).
+    settling: bool,
 }
 
 impl Lifecycle {
     pub fn new(ctx: Arc<Context>) -> Lifecycle {
-        Lifecycle { ctx, startup_taints_seen: BTreeMap::new() }
+        Lifecycle { ctx, startup_taints_seen: BTreeMap::new(), settling: false }
     }
 }
 
@@ -45,6 +47,7 @@ impl Reconciler for Lifecycle {
         let live = claims.iter().filter(|nc| lifecycle::is_managed(nc) && nc.metadata.deletion_timestamp.is_none());
         // Shaping the catalog into instance types is costly: only when a launch needs it.
         let launches = live.clone().any(|nc| lifecycle::next_step(nc) == lifecycle::Step::Launch);
+        self.settling = live.clone().any(|nc| lifecycle::next_step(nc) != lifecycle::Step::Done);
         let catalogs = if launches { self.ctx.catalogs().await } else { Catalogs::new() };
         let api: Api<NodeClaim> = Api::all(self.ctx.client.clone());
         let all_nodes = self.ctx.stores.nodes.state();
@@ -71,6 +74,12 @@ impl Reconciler for Lifecycle {
         }
         self.startup_taints_seen.retain(|uid, _| registering.contains(uid));
         failures.finish()
+    }
+
+    /// Launching, registering and initializing are timed (liveness); an initialized
+    /// NodeClaim changes only with its objects.
+    fn next_pass(&self) -> std::time::Duration {
+        if self.settling { runner::BUSY } else { runner::IDLE }
     }
 }
 

@@ -1,0 +1,125 @@
+//! Work proportional to change: on a settled cluster (a NodeClaim initialized, its pod
+//! bound, nothing pending or being deleted) each reconciler waits for a change or its own
+//! timed work, not a fixed period; and the runner does not pass again until one comes.
+
+use super::World;
+use crate::controller::context::Context;
+use crate::controller::disruption::{Disruption, ROUND_EVERY};
+use crate::controller::error::Error;
+use crate::controller::metrics::publish::Publisher;
+use crate::controller::nodeclaim::consistency::Consistency;
+use crate::controller::nodeclaim::expiration::Expiration;
+use crate::controller::nodeclaim::garbage::{GC_EVERY, Garbage};
+use crate::controller::nodeclaim::lifecycle::Lifecycle;
+use crate::controller::nodeclaim::pod_events::PodEvents;
+use crate::controller::provisioning::Provisioner;
+use crate::controller::runner::{self, BUSY, IDLE, Reconciler};
+use crate::controller::termination::Termination;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// Runs `r` once and says how long it would then wait without a change.
+async fn after_a_pass<R: Reconciler>(mut r: R) -> Duration {
+    r.reconcile().await.unwrap();
+    r.next_pass()
+}
+
+/// A wait of `d` is `want`, give or take the time the test itself took.
+fn about(d: Duration, want: Duration) -> bool {
+    d <= want && d + Duration::from_secs(2) > want
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_settled_cluster_only_timed_work_schedules_a_pass() {
+    let w = World::new().await;
+    w.initialized_with_pod("on-demand", "  expireAfter: 45s\n", "").await;
+    // A cheaper node would fit its pod: consolidation off, or a round would plan a command.
+    let never = serde_json::json!({"spec": {"disruption": {"consolidateAfter": "Never"}}});
+    Api::<tenon_api::NodePool>::all(w.client.clone())
+        .patch("default", &PatchParams::default(), &Patch::Merge(&never))
+        .await
+        .unwrap();
+    w.until("consolidation off in the cache", |c| {
+        c.stores.nodepools.state().iter().all(|np| np.spec.disruption.consolidate_after.as_deref() == Some("Never"))
+    })
+    .await;
+    let ctx = || w.ctx.clone();
+    // Nothing timed: a change is what wakes them.
+    assert_eq!(after_a_pass(Lifecycle::new(ctx())).await, IDLE, "lifecycle: every NodeClaim initialized");
+    assert_eq!(after_a_pass(PodEvents::new(ctx())).await, IDLE, "pod.events");
+    assert_eq!(after_a_pass(Termination::new(ctx())).await, IDLE, "termination: nothing being deleted");
+    assert_eq!(after_a_pass(Provisioner::new(ctx())).await, IDLE, "provisioner: no pod pending");
+    // Their own schedules.
+    let expiry = after_a_pass(Expiration::new(ctx())).await;
+    assert!(expiry <= Duration::from_secs(45) && expiry > Duration::from_secs(30), "expiration: {expiry:?}");
+    assert!(about(after_a_pass(Garbage::new(ctx())).await, GC_EVERY), "garbage collection every 10 s");
+    assert!(about(after_a_pass(Disruption::new(ctx())).await, ROUND_EVERY), "a disruption round every 10 s");
+    assert_eq!(after_a_pass(Consistency::new(ctx())).await, IDLE, "consistency: the next check in 10 minutes");
+    assert!(after_a_pass(Publisher::new(ctx())).await <= Duration::from_secs(5), "metrics rebuilt every 5 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_pod_and_a_deletion_make_their_reconcilers_busy() {
+    let w = World::new().await;
+    w.initialized_with_pod("on-demand", "", "").await;
+    let pod: Pod = serde_yaml::from_str(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: waiting, namespace: default}\nspec:\n  containers: [{name: app, image: app, resources: {requests: {cpu: 100m}}}]\nstatus:\n  phase: Pending\n  conditions: [{type: PodScheduled, status: 'False', reason: Unschedulable}]\n",
+    )
+    .unwrap();
+    let pods = Api::<Pod>::namespaced(w.client.clone(), "default");
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    // As kube-scheduler marks a pod no node fits (a create's status is the API server's).
+    let status = serde_json::json!({"status": pod.status});
+    pods.patch_status("waiting", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+    w.until("the pending pod in the cache", |c| {
+        c.stores.pods.state().iter().any(|p| tenon_core::convert::is_provisionable(p))
+    })
+    .await;
+    let batch = after_a_pass(Provisioner::new(w.ctx.clone())).await;
+    assert!(batch <= w.ctx.settings.batch_idle_duration, "the open batch closes after its idle time: {batch:?}");
+    Api::<tenon_api::NodeClaim>::all(w.client.clone()).delete("default-abcde", &Default::default()).await.unwrap();
+    w.until("the deletion in the cache", |c| {
+        c.stores.nodeclaims.state().iter().any(|nc| nc.metadata.deletion_timestamp.is_some())
+    })
+    .await;
+    assert_eq!(after_a_pass(Termination::new(w.ctx.clone())).await, BUSY, "a drain is timed");
+}
+
+/// Counts its passes; nothing timed.
+struct Counting(Arc<AtomicUsize>);
+
+impl Reconciler for Counting {
+    const NAME: &'static str = "counting";
+
+    async fn reconcile(&mut self) -> Result<(), Error> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn next_pass(&self) -> Duration {
+        IDLE
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconciler_with_nothing_timed_passes_again_only_on_a_change() {
+    let w = World::new().await;
+    let passes = Arc::new(AtomicUsize::new(0));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let task = runner::spawn(Counting(passes.clone()), w.ctx.clone(), stopped);
+    let seen = |ctx: &Context| ctx.stores.version();
+    // Two periods of the old fixed schedule (500 ms) with no change: one pass, at the start.
+    tokio::time::sleep(BUSY * 3).await;
+    assert_eq!(passes.load(Ordering::SeqCst), 1, "no change, no timed work: no pass after the first");
+    let before = seen(&w.ctx);
+    w.pool_with(serde_json::json!({})).await;
+    w.until("the NodePool in the cache", |c| seen(c) > before).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(passes.load(Ordering::SeqCst) >= 2, "a change wakes it");
+    let _ = stop.send(true);
+    task.await.unwrap();
+}
