@@ -23,7 +23,6 @@ pub struct NodeSeries {
     pub pod_limits: Gauges,
     pub daemon_limits: Gauges,
     pub system_overhead: Gauges,
-    pub lifetime: Gauges,
     /// Karpenter's cluster utilization: all pod requests over all allocatable, in percent,
     /// by resource type.
     pub utilization: Gauges,
@@ -103,7 +102,7 @@ fn holds(p: &Pod) -> bool {
 }
 
 /// Karpenter's node series for every Node, at `now` (seconds since the epoch).
-pub fn nodes(objects: &ClusterObjects, now: i64) -> NodeSeries {
+pub fn nodes(objects: &ClusterObjects) -> NodeSeries {
     let mut held: BTreeMap<&str, Held> = BTreeMap::new();
     for p in &objects.pods {
         let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.as_deref()) else { continue };
@@ -149,15 +148,19 @@ pub fn nodes(objects: &ClusterObjects, now: i64) -> NodeSeries {
         ] {
             series.extend(vector(r).into_iter().map(|a| with_type(&base, a)));
         }
-        if let Some(t) = &node.metadata.creation_timestamp {
-            out.lifetime.push((base, (now - t.0.as_second()).max(0) as f64));
-        }
     }
     for (kind, allocatable) in all_allocatable.into_iter().filter(|(_, v)| *v > 0.0) {
         let used = all_requested.get(&kind).copied().unwrap_or(0.0);
         out.utilization.push((vec![("resource_type", kind)], 100.0 * used / allocatable));
     }
     out
+}
+
+/// `karpenter_nodes_current_lifetime_seconds`: the one node series that moves with the
+/// clock alone.
+pub fn lifetimes(objects: &ClusterObjects, now: i64) -> Gauges {
+    let lifetime = |n: &Node| Some((now - n.metadata.creation_timestamp.as_ref()?.0.as_second()).max(0) as f64);
+    objects.nodes.iter().filter_map(|n| Some((node_labels(n), lifetime(n)?))).collect()
 }
 
 /// `karpenter_nodepools_usage` (from `status.resources`) and `_limit` (from `spec.limits`).
@@ -269,7 +272,7 @@ mod tests {
             ]),
             ..Default::default()
         };
-        let s = nodes(&objects, 1_767_225_600 + 3600);
+        let s = nodes(&objects);
         let n1 = [("node_name", "n1"), ("nodepool", "default"), ("zone", "us-west-2a"), ("instance_family", "m5")];
         let with = |t: &'static str| n1.iter().copied().chain([("resource_type", t)]).collect::<Vec<_>>();
         assert_eq!(value(&s.allocatable, &with("cpu")), Some(1.93));
@@ -283,7 +286,7 @@ mod tests {
         let cpu = value(&s.utilization, &[("resource_type", "cpu")]).unwrap();
         assert!((cpu - 100.0 * 0.6 / 1.93).abs() < 1e-9, "{cpu}");
         assert_eq!(value(&s.system_overhead, &with("cpu")), Some(2.0 - 1.93));
-        assert_eq!(value(&s.lifetime, &n1), Some(3600.0));
+        assert_eq!(value(&lifetimes(&objects, 1_767_225_600 + 3600), &n1), Some(3600.0));
         let labels = &s.allocatable[0].0;
         let names: std::collections::BTreeSet<_> = labels.iter().map(|(k, _)| *k).collect();
         assert_eq!(names.len(), labels.len(), "a label name twice: {labels:?}");

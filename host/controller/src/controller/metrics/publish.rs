@@ -5,7 +5,7 @@
 use super::{cluster, offerings, status};
 use crate::controller::context::Context;
 use crate::controller::error::Error;
-use crate::controller::runner::Reconciler;
+use crate::controller::runner::{self, Reconciler};
 use crate::controller::{Catalogs, events, uid_of, unix_now, unix_now_ms};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,7 +18,7 @@ type ClassVersions = Vec<(String, String)>;
 /// often: during a wave of ten thousand pods the view changes on every pass, and a rebuild
 /// of their series costs a quarter of a CPU-second.
 const REBUILD_AT_MOST_EVERY: Duration = Duration::from_secs(2);
-/// And this often when nothing changed (ages and durations move on).
+/// And this often when nothing changed, only the series that age with the clock.
 const REBUILD_AT_LEAST_EVERY: Duration = Duration::from_secs(5);
 
 pub struct Publisher {
@@ -44,23 +44,37 @@ impl Reconciler for Publisher {
     async fn reconcile(&mut self) -> Result<(), Error> {
         let objects = self.ctx.objects();
         self.publish_sync_state();
-        if !self.rebuild_due(&objects) {
+        let Some(changed) = self.rebuild_due(&objects) else {
             return Ok(());
-        }
+        };
         self.rebuilt = Some((Arc::downgrade(&objects), Instant::now()));
-        self.publish_cluster_metrics(&objects);
+        if changed {
+            self.publish_cluster_metrics(&objects);
+        } else {
+            self.publish_ages(&objects);
+        }
         self.publish_status_conditions(&objects).await;
         self.publish_offerings(&objects).await;
         Ok(())
     }
+
+    /// The next rebuild; soon while the cluster state is not synced (its age is a series).
+    fn next_pass(&self) -> Duration {
+        if !self.ctx.cluster().unobserved.is_empty() {
+            return runner::BUSY;
+        }
+        runner::due_in(self.rebuilt.as_ref().map(|(_, at)| REBUILD_AT_LEAST_EVERY.saturating_sub(at.elapsed())))
+    }
 }
 
 impl Publisher {
-    /// Whether the series read off every object are rebuilt from `objects` now.
-    fn rebuild_due(&self, objects: &Arc<ClusterObjects>) -> bool {
-        let Some((seen, at)) = &self.rebuilt else { return true };
+    /// Whether the series read off every object are rebuilt from `objects` now: `true`
+    /// all of them (the cluster changed), `false` only those that age with the clock.
+    fn rebuild_due(&self, objects: &Arc<ClusterObjects>) -> Option<bool> {
+        let Some((seen, at)) = &self.rebuilt else { return Some(true) };
         let changed = !std::sync::Weak::ptr_eq(seen, &Arc::downgrade(objects));
-        at.elapsed() >= REBUILD_AT_LEAST_EVERY || (changed && at.elapsed() >= REBUILD_AT_MOST_EVERY)
+        let due = at.elapsed() >= REBUILD_AT_LEAST_EVERY || (changed && at.elapsed() >= REBUILD_AT_MOST_EVERY);
+        due.then_some(changed)
     }
 
     /// Whether the cluster state is synced, and the Events dropped: cheap, every pass.
@@ -83,7 +97,7 @@ impl Publisher {
     /// own counters kept elsewhere.
     fn publish_cluster_metrics(&mut self, objects: &ClusterObjects) {
         use super::catalog as mc;
-        let nodes = cluster::nodes(objects, unix_now());
+        let nodes = cluster::nodes(objects);
         self.ctx.metrics.replace(mc::NODES_ALLOCATABLE, nodes.allocatable);
         self.ctx.metrics.replace(mc::NODES_POD_REQUESTS, nodes.pod_requests);
         self.ctx.metrics.replace(mc::NODES_DAEMON_REQUESTS, nodes.daemon_requests);
@@ -91,11 +105,19 @@ impl Publisher {
         self.ctx.metrics.replace(mc::NODES_DAEMON_LIMITS, nodes.daemon_limits);
         self.ctx.metrics.replace(mc::CLUSTER_UTILIZATION, nodes.utilization);
         self.ctx.metrics.replace(mc::NODES_SYSTEM_OVERHEAD, nodes.system_overhead);
-        self.ctx.metrics.replace(mc::NODES_CURRENT_LIFETIME, nodes.lifetime);
         let (usage, limit) = cluster::nodepools(&objects.nodepools);
         self.ctx.metrics.replace(mc::NODEPOOLS_USAGE, usage);
         self.ctx.metrics.replace(mc::NODEPOOLS_LIMIT, limit);
         self.ctx.metrics.replace(mc::PODS_STATE, cluster::pod_states(objects));
+        self.ctx.metrics.set(mc::CLUSTER_STATE_NODE_COUNT, &[], objects.nodes.len() as f64);
+        self.publish_ages(objects);
+    }
+
+    /// The series that move with the clock when nothing else does: node lifetimes and how
+    /// long pods have waited (at 10,000 pods the rest is most of a rebuild's cost).
+    fn publish_ages(&mut self, objects: &ClusterObjects) {
+        use super::catalog as mc;
+        self.ctx.metrics.replace(mc::NODES_CURRENT_LIFETIME, cluster::lifetimes(objects, unix_now()));
         let pods = self.ctx.pod_times().observe(&objects.pods, unix_now_ms() as f64 / 1000.0);
         self.ctx.metrics.replace(mc::PODS_UNSTARTED, pods.unstarted);
         self.ctx.metrics.replace(mc::PODS_UNBOUND, pods.unbound);
@@ -112,7 +134,6 @@ impl Publisher {
                 self.ctx.metrics.observe(family, &[], s);
             }
         }
-        self.ctx.metrics.set(mc::CLUSTER_STATE_NODE_COUNT, &[], objects.nodes.len() as f64);
     }
 
     /// operatorpkg's status series for NodeClaims, NodePools, Nodes and EC2NodeClasses, and
