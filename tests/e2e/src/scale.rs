@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -77,10 +78,14 @@ pub struct Wave {
     pub ec2_attempts: f64,
     /// `ec2_calls` over the NodeClaims launched.
     pub ec2_calls_per_node: f64,
+    /// `ec2_calls` by EC2 action.
+    pub ec2_calls_by_action: BTreeMap<String, f64>,
     /// The controller's CPU seconds per control-loop pass during the steady state.
     pub steady_cpu_seconds_per_pass: f64,
     /// Passes per second during the steady state.
     pub steady_passes_per_second: f64,
+    /// The steady state's passes by reconciler.
+    pub steady_passes_by_controller: BTreeMap<String, f64>,
     /// The controller's CPU seconds per second during the steady state.
     pub steady_cpu_seconds_per_second: f64,
     /// The controller's resident set after the wave's steady state, MiB.
@@ -150,6 +155,9 @@ pub async fn run(opts: &Options, mut progress: impl FnMut(&str)) -> Report {
         report.rss_growth = last.rss_mib / first.rss_mib.max(f64::MIN_POSITIVE);
     }
     c.assert_controller_running();
+    // Stopped as a rollout stops it: a controller built with `dhat-heap` then writes its
+    // heap profile.
+    c.terminate_replica(0);
     let kept = std::env::temp_dir().join("tenon-scale-controller.log");
     if std::fs::write(&kept, c.controller_log()).is_ok() {
         report.controller_log = kept.display().to_string();
@@ -189,6 +197,7 @@ async fn wave(c: &mut Cluster, pid: u32, w: usize, opts: &Options, progress: &mu
     let namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).expect("a Namespace");
     namespaces.create(&PostParams::default(), &namespace).await.expect("namespace created");
     let (calls0, attempts0) = ec2_calls(c).await;
+    let actions0 = by_label(c, "aws_sdk_go_request_total", "service=\"EC2\"", "action");
     let first_pod = wall_now();
     let started = Instant::now();
     create_pending_pods(c, &ns, opts).await;
@@ -215,6 +224,7 @@ async fn wave(c: &mut Cluster, pid: u32, w: usize, opts: &Options, progress: &mu
     }
     let all_bound = started.elapsed();
     let (calls1, attempts1) = ec2_calls(c).await;
+    let actions1 = by_label(c, "aws_sdk_go_request_total", "service=\"EC2\"", "action");
     let nodeclaims = c.nodeclaims().await.len();
     progress(&format!(
         "all bound after {:.1}s on {nodeclaims} NodeClaims; waiting for them to run",
@@ -232,9 +242,11 @@ async fn wave(c: &mut Cluster, pid: u32, w: usize, opts: &Options, progress: &mu
     tokio::time::sleep(SETTLE).await;
     progress("steady state");
     let (cpu0, passes0) = (cpu_seconds(pid), passes(c).await);
+    let by_controller0 = by_label(c, "controller_runtime_reconcile_total", "", "controller");
     let steady_started = Instant::now();
     tokio::time::sleep(opts.steady).await;
     let (cpu1, passes1) = (cpu_seconds(pid), passes(c).await);
+    let by_controller1 = by_label(c, "controller_runtime_reconcile_total", "", "controller");
     let steady = steady_started.elapsed().as_secs_f64();
     let rss_mib = proc_status_kib(pid, "VmRSS:").unwrap_or(0.0) / 1024.0;
     let rss_anon_mib = proc_status_kib(pid, "RssAnon:").unwrap_or(0.0) / 1024.0;
@@ -261,8 +273,10 @@ async fn wave(c: &mut Cluster, pid: u32, w: usize, opts: &Options, progress: &mu
         ec2_calls: calls1 - calls0,
         ec2_attempts: attempts1 - attempts0,
         ec2_calls_per_node: (calls1 - calls0) / (nodeclaims.max(1) as f64),
+        ec2_calls_by_action: growth(&actions0, actions1),
         steady_cpu_seconds_per_pass: (cpu1 - cpu0) / dpasses,
         steady_passes_per_second: (passes1 - passes0) / steady,
+        steady_passes_by_controller: growth(&by_controller0, by_controller1),
         steady_cpu_seconds_per_second: (cpu1 - cpu0) / steady,
         rss_mib,
         rss_anon_mib,
@@ -425,6 +439,31 @@ async fn passes(c: &Cluster) -> f64 {
 async fn ec2_calls(c: &Cluster) -> (f64, f64) {
     let ec2 = ["service=\"EC2\""];
     (c.metric_sum("aws_sdk_go_request_total", &ec2).await, c.metric_sum("aws_sdk_go_request_attempt_total", &ec2).await)
+}
+
+/// Series `metric` whose labels include `filter` (empty: all), summed by the value of
+/// label `key`.
+fn by_label(c: &Cluster, metric: &str, filter: &str, key: &str) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    let body = c.metrics_text().unwrap_or_default();
+    for (labels, value) in body.lines().filter_map(|l| l.strip_prefix(metric)?.strip_prefix('{')?.split_once("} ")) {
+        let labels: Vec<&str> = labels.split(',').collect();
+        if !filter.is_empty() && !labels.contains(&filter) {
+            continue;
+        }
+        let Some(k) = labels.iter().find_map(|kv| kv.strip_prefix(key)?.strip_prefix("=\"")?.strip_suffix('"')) else {
+            continue;
+        };
+        *out.entry(k.to_string()).or_default() += value.trim().parse::<f64>().unwrap_or(0.0);
+    }
+    out
+}
+
+/// How much each of `after` grew over `before` (those that did).
+fn growth(before: &BTreeMap<String, f64>, after: BTreeMap<String, f64>) -> BTreeMap<String, f64> {
+    let grew =
+        |(k, v): (String, f64)| Some(v - before.get(&k).copied().unwrap_or(0.0)).filter(|d| *d > 0.0).map(|d| (k, d));
+    after.into_iter().filter_map(grew).collect()
 }
 
 /// A `/proc/PID/status` field in KiB (`VmRSS:`, `VmHWM:`).
