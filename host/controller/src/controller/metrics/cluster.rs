@@ -2,7 +2,7 @@
 //! per node (allocatable, requests, overhead, lifetime), per NodePool (usage and limits), per
 //! pod (state, and startup latency for pods seen Pending). Pure functions over the objects.
 
-use super::Labels;
+use super::{Labels, SeriesLabels};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use std::collections::BTreeMap;
 use tenon_api::NodePool;
@@ -13,16 +13,18 @@ use tenon_core::resources::Resources;
 
 /// A gauge family's series.
 pub type Gauges = Vec<(Labels, f64)>;
+/// Series that share their object's labels (a node's, a NodePool's) and add their own.
+pub type SharedGauges = Vec<(SeriesLabels, f64)>;
 
 /// The node families of one pass.
 #[derive(Debug, Default)]
 pub struct NodeSeries {
-    pub allocatable: Gauges,
-    pub pod_requests: Gauges,
-    pub daemon_requests: Gauges,
-    pub pod_limits: Gauges,
-    pub daemon_limits: Gauges,
-    pub system_overhead: Gauges,
+    pub allocatable: SharedGauges,
+    pub pod_requests: SharedGauges,
+    pub daemon_requests: SharedGauges,
+    pub pod_limits: SharedGauges,
+    pub daemon_limits: SharedGauges,
+    pub system_overhead: SharedGauges,
     /// Karpenter's cluster utilization: all pod requests over all allocatable, in percent,
     /// by resource type.
     pub utilization: Gauges,
@@ -89,10 +91,8 @@ fn vector(r: &Resources) -> Vec<(String, f64)> {
     out
 }
 
-fn with_type(base: &Labels, (kind, v): (String, f64)) -> (Labels, f64) {
-    let mut l = base.clone();
-    l.push(("resource_type", kind));
-    (l, v)
+fn with_type(base: &std::sync::Arc<Labels>, (kind, v): (String, f64)) -> (SeriesLabels, f64) {
+    (SeriesLabels::new(base, vec![("resource_type", kind)]), v)
 }
 
 /// Whether a pod still holds its node's resources: bound and not finished.
@@ -120,7 +120,7 @@ pub fn nodes(objects: &ClusterObjects) -> NodeSeries {
     let mut all_allocatable: BTreeMap<String, f64> = BTreeMap::new();
     let mut all_requested: BTreeMap<String, f64> = BTreeMap::new();
     for node in &objects.nodes {
-        let base = node_labels(node);
+        let base = std::sync::Arc::new(node_labels(node));
         let name = node.metadata.name.as_deref().unwrap_or_default();
         let status = node.status.as_ref();
         let allocatable = status.and_then(|s| s.allocatable.clone()).unwrap_or_default();
@@ -164,11 +164,11 @@ pub fn lifetimes(objects: &ClusterObjects, now: i64) -> Gauges {
 }
 
 /// `karpenter_nodepools_usage` (from `status.resources`) and `_limit` (from `spec.limits`).
-pub fn nodepools(pools: &[std::sync::Arc<NodePool>]) -> (Gauges, Gauges) {
+pub fn nodepools(pools: &[std::sync::Arc<NodePool>]) -> (SharedGauges, SharedGauges) {
     let mut usage = Vec::new();
     let mut limit = Vec::new();
     for np in pools {
-        let base: Labels = vec![("nodepool", np.metadata.name.clone().unwrap_or_default())];
+        let base = std::sync::Arc::new(vec![("nodepool", np.metadata.name.clone().unwrap_or_default())]);
         if let Some(status) = &np.status {
             usage.extend(amounts(&status.resources).into_iter().map(|a| with_type(&base, a)));
         }
@@ -257,6 +257,11 @@ mod tests {
         .unwrap()
     }
 
+    /// `g` with each series' labels in one list.
+    fn flat(g: &SharedGauges) -> Gauges {
+        g.iter().map(|(l, v)| (l.pairs().cloned().collect(), *v)).collect()
+    }
+
     fn value(g: &Gauges, pairs: &[(&str, &str)]) -> Option<f64> {
         g.iter().find(|(l, _)| pairs.iter().all(|(k, v)| l.iter().any(|(lk, lv)| lk == k && lv == v))).map(|(_, v)| *v)
     }
@@ -275,19 +280,19 @@ mod tests {
         let s = nodes(&objects);
         let n1 = [("node_name", "n1"), ("nodepool", "default"), ("zone", "us-west-2a"), ("instance_family", "m5")];
         let with = |t: &'static str| n1.iter().copied().chain([("resource_type", t)]).collect::<Vec<_>>();
-        assert_eq!(value(&s.allocatable, &with("cpu")), Some(1.93));
-        assert_eq!(value(&s.allocatable, &with("memory")), Some(7.0 * 1024.0 * 1024.0 * 1024.0));
-        assert_eq!(value(&s.pod_requests, &with("cpu")), Some(0.6), "the finished pod holds nothing");
-        assert_eq!(value(&s.pod_requests, &with("pods")), Some(2.0));
-        assert_eq!(value(&s.daemon_requests, &with("cpu")), Some(0.1));
-        assert_eq!(value(&s.pod_limits, &with("memory")), Some(3.0 * 1024.0 * 1024.0 * 1024.0));
-        assert_eq!(value(&s.daemon_limits, &with("memory")), Some(1024.0 * 1024.0 * 1024.0));
-        assert_eq!(value(&s.pod_limits, &with("pods")), None, "limits hold no pod slot");
+        assert_eq!(value(&flat(&s.allocatable), &with("cpu")), Some(1.93));
+        assert_eq!(value(&flat(&s.allocatable), &with("memory")), Some(7.0 * 1024.0 * 1024.0 * 1024.0));
+        assert_eq!(value(&flat(&s.pod_requests), &with("cpu")), Some(0.6), "the finished pod holds nothing");
+        assert_eq!(value(&flat(&s.pod_requests), &with("pods")), Some(2.0));
+        assert_eq!(value(&flat(&s.daemon_requests), &with("cpu")), Some(0.1));
+        assert_eq!(value(&flat(&s.pod_limits), &with("memory")), Some(3.0 * 1024.0 * 1024.0 * 1024.0));
+        assert_eq!(value(&flat(&s.daemon_limits), &with("memory")), Some(1024.0 * 1024.0 * 1024.0));
+        assert_eq!(value(&flat(&s.pod_limits), &with("pods")), None, "limits hold no pod slot");
         let cpu = value(&s.utilization, &[("resource_type", "cpu")]).unwrap();
         assert!((cpu - 100.0 * 0.6 / 1.93).abs() < 1e-9, "{cpu}");
-        assert_eq!(value(&s.system_overhead, &with("cpu")), Some(2.0 - 1.93));
+        assert_eq!(value(&flat(&s.system_overhead), &with("cpu")), Some(2.0 - 1.93));
         assert_eq!(value(&lifetimes(&objects, 1_767_225_600 + 3600), &n1), Some(3600.0));
-        let labels = &s.allocatable[0].0;
+        let labels = &flat(&s.allocatable)[0].0;
         let names: std::collections::BTreeSet<_> = labels.iter().map(|(k, _)| *k).collect();
         assert_eq!(names.len(), labels.len(), "a label name twice: {labels:?}");
         for k in ["capacity_type", "instance_type", "arch", "os", "region", "windows_build", "managed", "phase"] {
@@ -324,6 +329,7 @@ mod tests {
         }))
         .unwrap();
         let (usage, limit) = nodepools(&shared([np]));
+        let (usage, limit) = (flat(&usage), flat(&limit));
         assert_eq!(value(&usage, &[("nodepool", "default"), ("resource_type", "cpu")]), Some(4.5));
         assert_eq!(value(&usage, &[("resource_type", "nodes")]), Some(2.0));
         assert_eq!(value(&limit, &[("resource_type", "nvidia.com/gpu")]), Some(4.0));

@@ -14,7 +14,7 @@ pub mod summary;
 use super::health::Reconciles;
 use catalog::{CATALOG, Family, Kind};
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabel, EncodeLabelSet, EncodeMetric, LabelSetEncoder};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::{Family as Series, MetricConstructor};
@@ -29,6 +29,56 @@ use summary::Window;
 
 /// A series' labels, in the order they are exposed.
 pub type Labels = Vec<(&'static str, String)>;
+
+/// A gauge series' labels: those it shares with the other series of its object (a node's
+/// twenty, kept once for its thirty series), then its own. Compared, hashed and exposed as
+/// the pairs in order, however they are split.
+#[derive(Clone, Debug, Default)]
+pub struct SeriesLabels {
+    shared: Arc<Labels>,
+    own: Labels,
+}
+
+impl SeriesLabels {
+    pub fn new(shared: &Arc<Labels>, own: Labels) -> SeriesLabels {
+        SeriesLabels { shared: shared.clone(), own }
+    }
+
+    pub fn pairs(&self) -> impl Iterator<Item = &(&'static str, String)> {
+        self.shared.iter().chain(&self.own)
+    }
+}
+
+impl From<Labels> for SeriesLabels {
+    fn from(own: Labels) -> SeriesLabels {
+        SeriesLabels { shared: Arc::default(), own }
+    }
+}
+
+impl PartialEq for SeriesLabels {
+    fn eq(&self, other: &SeriesLabels) -> bool {
+        self.pairs().eq(other.pairs())
+    }
+}
+
+impl Eq for SeriesLabels {}
+
+impl std::hash::Hash for SeriesLabels {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        for pair in self.pairs() {
+            pair.hash(state);
+        }
+    }
+}
+
+impl EncodeLabelSet for SeriesLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        for pair in self.pairs() {
+            pair.encode(encoder.encode_label())?;
+        }
+        Ok(())
+    }
+}
 
 /// Builds [`Labels`] from borrowed values.
 pub fn labels(pairs: &[(&'static str, &str)]) -> Labels {
@@ -47,7 +97,7 @@ impl MetricConstructor<Histogram> for Buckets {
 #[derive(Debug)]
 enum Store {
     Counter(Series<Labels, Counter>),
-    Gauge(Series<Labels, Gauge<f64, AtomicU64>>),
+    Gauge(Series<SeriesLabels, Gauge<f64, AtomicU64>>),
     Histogram(Series<Labels, Histogram, Buckets>),
     Summary(Mutex<BTreeMap<Labels, Window>>),
 }
@@ -208,7 +258,7 @@ impl Metrics {
 
     pub fn set(&self, family: &'static Family, labels: &[(&'static str, &str)], v: f64) {
         if let Store::Gauge(s) = self.store(family) {
-            s.get_or_create(&self::labels(labels)).set(v);
+            s.get_or_create(&self::labels(labels).into()).set(v);
         }
     }
 
@@ -227,12 +277,12 @@ impl Metrics {
 
     /// Replaces gauge `family`'s series by `series` at once: a family whose label values
     /// come and go (deleted nodes leave it).
-    pub fn replace(&self, family: &'static Family, series: impl IntoIterator<Item = (Labels, f64)>) {
+    pub fn replace<L: Into<SeriesLabels>>(&self, family: &'static Family, series: impl IntoIterator<Item = (L, f64)>) {
         if let Store::Gauge(s) = self.store(family) {
             let _whole = self.families.swap.write().unwrap_or_else(|e| e.into_inner());
             s.clear();
             for (labels, v) in series {
-                s.get_or_create(&labels).set(v);
+                s.get_or_create(&labels.into()).set(v);
             }
         }
     }
@@ -243,7 +293,7 @@ impl Metrics {
         let l = self::labels(labels);
         match self.store(family) {
             Store::Counter(s) => s.get(&l).map(|c| c.get() as f64),
-            Store::Gauge(s) => s.get(&l).map(|g| g.get()),
+            Store::Gauge(s) => s.get(&l.clone().into()).map(|g| g.get()),
             Store::Histogram(s) => s.get(&l).map(|h| h.count() as f64),
             Store::Summary(m) => m.lock().ok()?.get(&l).map(|w| w.count() as f64),
         }

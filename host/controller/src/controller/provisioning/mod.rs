@@ -10,7 +10,7 @@ mod create;
 use crate::controller::context::Context;
 use crate::controller::error::{Error, Failures};
 use crate::controller::events::Involved;
-use crate::controller::metrics::{Metrics, catalog as mc, labels};
+use crate::controller::metrics::{Labels, Metrics, catalog as mc, labels};
 use crate::controller::runner::{self, Reconciler};
 use crate::controller::{Catalogs, names, off_loop, snapshot};
 use create::create_nodeclaims;
@@ -259,7 +259,7 @@ impl Provisioner {
         });
         let decided = decided.await;
         ticking.abort();
-        self.ctx.metrics.replace(mc::SCHEDULER_UNFINISHED_WORK, []);
+        self.ctx.metrics.replace(mc::SCHEDULER_UNFINISHED_WORK, Vec::<(Labels, f64)>::new());
         self.ctx.metrics.replace(mc::SCHEDULER_QUEUE_DEPTH, [(simulation_labels(&id), 0.0)]);
         let Some((snap, plan, simulation)) = decided else {
             failures.push(Error::Invariant("the provisioning decision panicked".into()));
