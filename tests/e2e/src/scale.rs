@@ -282,6 +282,7 @@ async fn wave(c: &mut Cluster, pid: u32, w: usize, opts: &Options, progress: &mu
         rss_anon_mib,
         teardown_seconds: 0.0,
     };
+    progress(&format!("measured before the teardown: {wave:?}"));
     progress("tearing down: deleting the pods and every NodeClaim");
     let teardown = Instant::now();
     delete_all(c, &ns).await;
