@@ -88,6 +88,11 @@ impl Failures {
         }
     }
 
+    /// Nothing has failed (a stale read is no failure).
+    pub fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
     /// `Ok` when nothing failed; the first failure (saying how many more) otherwise.
     pub fn finish(self) -> Result<()> {
         match self.first {

@@ -230,7 +230,7 @@ fn spawn_reconcilers(
     let c = || ctx.clone();
     vec![
         spawn(nodeclass::NodeClasses::new(c()), c(), stop.clone()),
-        spawn(nodepool::status::NodePoolStatusReconciler { ctx: c() }, c(), stop.clone()),
+        spawn(nodepool::status::NodePoolStatusReconciler::new(c()), c(), stop.clone()),
         spawn(provisioning::Provisioner::new(c()), c(), stop.clone()),
         spawn(nodeclaim::lifecycle::Lifecycle::new(c()), c(), stop.clone()),
         spawn(nodeclaim::consistency::Consistency::new(c()), c(), stop.clone()),

@@ -387,7 +387,7 @@ async fn a_node_coming_online_is_matched_by_provider_id_and_its_nodepool_registe
     .await;
     // The NodePool's status as the controller keeps it from its creation: registration
     // health Unknown until a NodeClaim of it registers.
-    NodePoolStatusReconciler { ctx: w.ctx.clone() }.reconcile().await.unwrap();
+    NodePoolStatusReconciler::new(w.ctx.clone()).reconcile().await.unwrap();
     let health = |p: NodePool| {
         condition_status(&p.status.map(|s| s.conditions).unwrap_or_default(), condition::NODE_REGISTRATION_HEALTHY)
     };
@@ -403,7 +403,7 @@ async fn a_node_coming_online_is_matched_by_provider_id_and_its_nodepool_registe
         c.stores.nodeclaims.state().iter().any(|n| n.status.as_ref().is_some_and(|s| s.node_name.is_some()))
     })
     .await;
-    NodePoolStatusReconciler { ctx: w.ctx.clone() }.reconcile().await.unwrap();
+    NodePoolStatusReconciler::new(w.ctx.clone()).reconcile().await.unwrap();
     assert_eq!(health(pools.get("default").await.unwrap()).as_deref(), Some("True"));
 }
 

@@ -16,11 +16,12 @@ use tenon_api::nodepool::NodePoolStatus;
 use tenon_api::validation::{Severity, validate_nodepool};
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_api::{EC2NodeClass, NodeClaim, NodePool};
+use tenon_core::convert::ClusterObjects;
 use tenon_core::orchestration::registration_health::Verdict;
 use tenon_core::resources::{Resources, format_amount};
 
 /// What the controller has seen of a NodePool beyond its objects.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Observed {
     /// Why its policies are unhealthy: (reason, message).
     pub policy: Option<(&'static str, String)>,
@@ -160,6 +161,16 @@ fn set_unknown(conds: &mut Vec<tenon_api::common::Condition>, t: &str, generatio
 /// health), and Tenon's resolution of each NodePool's policies (their health is a condition).
 pub struct NodePoolStatusReconciler {
     pub ctx: Arc<Context>,
+    /// The view and what was observed of each NodePool when every status was last written
+    /// (or found current): the same again means the same statuses, not worth counting
+    /// every NodeClaim twice a second for.
+    written: Option<(std::sync::Weak<ClusterObjects>, Vec<Observed>)>,
+}
+
+impl NodePoolStatusReconciler {
+    pub fn new(ctx: Arc<Context>) -> NodePoolStatusReconciler {
+        NodePoolStatusReconciler { ctx, written: None }
+    }
 }
 
 impl Reconciler for NodePoolStatusReconciler {
@@ -181,30 +192,21 @@ impl Reconciler for NodePoolStatusReconciler {
         let api: Api<NodePool> = Api::all(self.ctx.client.clone());
         let classes = self.ctx.stores.nodeclasses.state();
         let mut failures = Failures::default();
-        for np in &objects.nodepools {
+        let class_of = |np: &NodePool| {
+            let r = np.spec.template.spec.node_class_ref.as_ref()?;
+            classes.iter().find(|c| c.metadata.name.as_deref() == Some(r.name.as_str())).map(|c| &**c)
+        };
+        let observed: Vec<Observed> = objects.nodepools.iter().map(|np| self.observe(np, class_of(np))).collect();
+        let view = Arc::downgrade(&objects);
+        if self.written.as_ref().is_some_and(|(v, o)| v.ptr_eq(&view) && *o == observed) {
+            return Ok(());
+        }
+        for (np, observed) in objects.nodepools.iter().zip(&observed) {
             let name = np.metadata.name.clone().unwrap_or_default();
-            let class = np
-                .spec
-                .template
-                .spec
-                .node_class_ref
-                .as_ref()
-                .and_then(|r| classes.iter().find(|c| c.metadata.name.as_deref() == Some(r.name.as_str())));
-            let uid = np.metadata.uid.clone().unwrap_or_default();
-            let policy = self.ctx.policies().unhealthy(&name);
-            let registration = {
-                let mut cluster = self.ctx.cluster();
-                if registration_stale(np, class.map(|c| &**c)) {
-                    cluster.registration.reset(&uid);
-                    cluster.registration_verdicts.remove(&uid);
-                } else {
-                    cluster.registration.hydrate(&uid, registration_condition(np));
-                }
-                cluster.registration_verdicts.get(&uid).cloned()
-            };
-            let observed = Observed { policy: policy.clone(), registration };
+            let class = class_of(np);
+            let policy = observed.policy.clone();
             // Counted over every NodeClaim: outside the shared lock.
-            let status = status(np, &objects.nodeclaims, class.map(|c| &**c), &observed);
+            let status = status(np, &objects.nodeclaims, class, observed);
             let failed =
                 status.conditions.iter().find(|c| c.type_ == condition::VALIDATION_SUCCEEDED && c.status == "False");
             if failed.is_some() {
@@ -228,7 +230,28 @@ impl Reconciler for NodePoolStatusReconciler {
                 failures.push(Error::kube(format!("writing the status of NodePool {name}"), e));
             }
         }
+        if failures.is_empty() {
+            self.written = Some((view, observed));
+        }
         failures.finish()
+    }
+}
+
+impl NodePoolStatusReconciler {
+    /// What the controller has seen of `np` beyond its objects: its policies' health and
+    /// its registrations' verdict (reset when its template or NodeClass changed).
+    fn observe(&self, np: &NodePool, class: Option<&EC2NodeClass>) -> Observed {
+        let name = np.metadata.name.as_deref().unwrap_or_default();
+        let uid = np.metadata.uid.clone().unwrap_or_default();
+        let policy = self.ctx.policies().unhealthy(name);
+        let mut cluster = self.ctx.cluster();
+        if registration_stale(np, class) {
+            cluster.registration.reset(&uid);
+            cluster.registration_verdicts.remove(&uid);
+        } else {
+            cluster.registration.hydrate(&uid, registration_condition(np));
+        }
+        Observed { policy, registration: cluster.registration_verdicts.get(&uid).cloned() }
     }
 }
 

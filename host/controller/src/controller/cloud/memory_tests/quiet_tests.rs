@@ -123,3 +123,31 @@ async fn a_reconciler_with_nothing_timed_passes_again_only_on_a_change() {
     let _ = stop.send(true);
     task.await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodepool_status_skipped_over_an_unchanged_view_still_follows_a_new_verdict() {
+    use crate::controller::nodepool::status::NodePoolStatusReconciler;
+    use tenon_api::wellknown::condition;
+    use tenon_core::orchestration::registration_health::Verdict;
+    let w = World::new().await;
+    w.pool_with(serde_json::json!({})).await;
+    w.until("the NodePool in the cache", |c| !c.stores.nodepools.state().is_empty()).await;
+    let mut status = NodePoolStatusReconciler::new(w.ctx.clone());
+    status.reconcile().await.unwrap();
+    w.until("its status in the cache", |c| {
+        c.stores.nodepools.state().iter().any(|p| p.status.as_ref().is_some_and(|s| !s.conditions.is_empty()))
+    })
+    .await;
+    status.reconcile().await.unwrap();
+    let seen = w.ctx.objects();
+    // What lifecycle records when a NodeClaim of it fails to register: no object changes.
+    let uid = w.ctx.stores.nodepools.state()[0].metadata.uid.clone().unwrap();
+    let failed = Verdict { healthy: false, reason: "RegistrationFailed".into(), message: "never joined".into() };
+    w.ctx.cluster().registration_verdicts.insert(uid, failed);
+    assert!(Arc::ptr_eq(&seen, &w.ctx.objects()), "the verdict alone, the view as it was");
+    status.reconcile().await.unwrap();
+    let pool = Api::<tenon_api::NodePool>::all(w.client.clone()).get("default").await.unwrap();
+    let conditions = pool.status.map(|s| s.conditions).unwrap_or_default();
+    let healthy = conditions.iter().find(|c| c.type_ == condition::NODE_REGISTRATION_HEALTHY).map(|c| c.status.clone());
+    assert_eq!(healthy.as_deref(), Some("False"), "{conditions:?}");
+}
