@@ -563,9 +563,27 @@ impl Cluster {
 
     /// Waits until `controller` has reconciled `n` more times: a check that something did
     /// *not* happen stands on the controller having looked, not on a guess of how long that
-    /// takes (a loaded machine makes a fixed sleep too short).
+    /// takes (a loaded machine makes a fixed sleep too short). A reconciler with no timed
+    /// work passes only on a change, so one is made meanwhile: an annotation on a Namespace
+    /// of its own, which no decision reads.
     pub async fn reconciled(&self, controller: &str, n: u32) {
-        self.grown_by(&format!("{n} more {controller} reconciles"), n, || self.reconciles(controller)).await;
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());
+        let nudge: k8s_openapi::api::core::v1::Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": NUDGE}})).expect("a Namespace");
+        let _ = namespaces.create(&Default::default(), &nudge).await;
+        let nudges = async {
+            for i in 0u64.. {
+                let patch = serde_json::json!({"metadata": {"annotations": {"tenon.dev/e2e-nudge": i.to_string()}}});
+                let _ = namespaces.patch(NUDGE, &Default::default(), &kube::api::Patch::Merge(&patch)).await;
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        };
+        let what = format!("{n} more {controller} reconciles");
+        let counted = self.grown_by(&what, n, || self.reconciles(controller));
+        tokio::select! {
+            _ = counted => {}
+            _ = nudges => {}
+        }
     }
 
     /// Waits (two minutes at most) until the counter `read` reads has grown by `n`.
@@ -604,6 +622,9 @@ impl Drop for Cluster {
         }
     }
 }
+
+/// The Namespace [`Cluster::reconciled`] changes to wake the controller's reconcilers.
+const NUDGE: &str = "tenon-e2e-nudge";
 
 /// Polls `probe` every 100 ms until it returns `Some`, or fails the test after `timeout`
 /// naming `what`.
