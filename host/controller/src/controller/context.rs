@@ -165,6 +165,11 @@ impl Context {
         ms
     }
 
+    /// How long until `at` (ms on the orchestration clock); nothing when it has passed.
+    pub fn wait_until_ms(&self, at: i64) -> std::time::Duration {
+        std::time::Duration::from_millis((at - self.now_ms()).max(0) as u64)
+    }
+
     /// Moves the orchestration clock on by `by` (tests: past a command's validation wait).
     #[cfg(test)]
     pub fn advance(&self, by: std::time::Duration) {

@@ -116,9 +116,9 @@ impl Reconciler for Disruption {
         if !self.commands.is_empty() || self.resume_after.is_some() {
             return runner::BUSY;
         }
-        let since = |t: Option<i64>| t.map_or(i64::MAX, |t| self.ctx.now_ms() - t);
-        let waited = since(self.last_round).max(since(self.last_sweep));
-        runner::due_in(Some(Duration::from_millis((ROUND_EVERY.as_millis() as i64 - waited).max(0) as u64)))
+        // The earlier of the two (never run: due now).
+        let last = self.last_round.min(self.last_sweep).unwrap_or(i64::MIN / 2);
+        runner::due_in(Some(self.ctx.wait_until_ms(last + ROUND_EVERY.as_millis() as i64)))
     }
 }
 

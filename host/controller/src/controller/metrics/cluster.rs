@@ -101,7 +101,7 @@ fn holds(p: &Pod) -> bool {
     !matches!(phase, Some("Succeeded" | "Failed"))
 }
 
-/// Karpenter's node series for every Node, at `now` (seconds since the epoch).
+/// Karpenter's node series for every Node but its lifetime ([`lifetimes`]).
 pub fn nodes(objects: &ClusterObjects) -> NodeSeries {
     let mut held: BTreeMap<&str, Held> = BTreeMap::new();
     for p in &objects.pods {

@@ -128,7 +128,7 @@ impl Reconciler for Provisioner {
         }
         let (idle, max) = (self.ctx.settings.batch_idle_duration, self.ctx.settings.batch_max_duration);
         let next = self.batcher.next_event(idle.as_millis() as i64, max.as_millis() as i64);
-        runner::due_in(next.map(|at| Duration::from_millis((at - self.ctx.now_ms()).max(0) as u64)))
+        runner::due_in(next.map(|at| self.ctx.wait_until_ms(at)))
     }
 }
 
