@@ -49,7 +49,10 @@ pub(crate) async fn create(
     req: &LaunchRequest,
     requested: &std::collections::BTreeSet<String>,
 ) -> Result<Instance, CloudError> {
-    if let Some(existing) = p.find_by_nodeclaim(&req.nodeclaim).await? {
+    // An earlier attempt (before a restart, or whose answer was lost) may have launched one.
+    if !req.never_launched
+        && let Some(existing) = p.find_by_nodeclaim(&req.nodeclaim).await?
+    {
         tracing::info!(nodeclaim = %req.nodeclaim, instance = %existing.id, "instance already launched; not launching another");
         return Ok(existing);
     }
@@ -201,7 +204,7 @@ pub(crate) async fn create(
         shared_tags: shared,
         token_seed: token_seed(&p.settings.cluster.name, &placements),
     };
-    let member = Member { nodeclaim: req.nodeclaim.clone(), attempt: req.attempt, tags };
+    let member = Member { nodeclaim: req.nodeclaim.clone(), attempt: req.attempt, tags: tags.clone() };
     let share = p.fleets.launch(&p.clients.ec2, &p.fence, request, member).await;
     // A template deleted under us (the call's error or an override's): described (and made)
     // again on the retry.
@@ -237,11 +240,10 @@ pub(crate) async fn create(
             .await;
         // Untagged, the instance is no NodeClaim's: garbage collection terminates it.
         tagged.map_err(|e| launch_error("Error tagging the launched instance", api("CreateTags", e)))?;
-        // Read with the batch, before this NodeClaim's tags: they are on it now.
-        if let Some(mut i) = share.described.get(&id).cloned() {
-            i.tags.extend(own);
-            return Ok(i);
-        }
+    }
+    // As Karpenter does: the answer names the override each instance launched from.
+    if let Some(i) = from_answer(&out, &id, &placements, status, &capacity_type, tags) {
+        return Ok(i);
     }
     // A just-launched instance can take a moment to appear in DescribeInstances.
     for attempt in 0..5 {
@@ -254,6 +256,37 @@ pub(crate) async fn create(
         }
     }
     Err(CloudError::NotFound(id))
+}
+
+/// Instance `id` as CreateFleet's answer describes it: the override it launched from names
+/// its type and subnet, hence its zone and (from the placements) its image. None when the
+/// answer does not say; the caller then describes it.
+fn from_answer(
+    out: &aws_sdk_ec2::operation::create_fleet::CreateFleetOutput,
+    id: &str,
+    placements: &[Placement],
+    status: &tenon_api::ec2nodeclass::EC2NodeClassStatus,
+    capacity_type: &str,
+    tags: BTreeMap<String, String>,
+) -> Option<Instance> {
+    let launched = out.instances().iter().find(|i| i.instance_ids().iter().any(|i| i == id))?;
+    let ov = launched.launch_template_and_overrides()?.overrides()?;
+    let (instance_type, subnet) = (ov.instance_type()?.as_str(), ov.subnet_id()?);
+    let pl = placements.iter().find(|pl| pl.option.instance_type == instance_type && pl.subnet == subnet)?;
+    let zone = pl.option.zone.clone();
+    Some(Instance {
+        provider_id: format!("aws:///{zone}/{id}"),
+        id: id.to_string(),
+        instance_type: instance_type.to_string(),
+        zone,
+        capacity_type: capacity_type.to_string(),
+        image_id: pl.ami.clone(),
+        subnet_id: subnet.to_string(),
+        security_groups: status.security_groups.iter().map(|g| g.id.clone()).collect(),
+        state: tenon_core::cloud::InstanceState::Pending,
+        launched_at: Some(crate::now_secs()),
+        tags,
+    })
 }
 
 /// What CreateFleet's per-override errors mean: the offerings that failed for capacity, and
@@ -371,6 +404,7 @@ mod tests {
             nodeclass,
             options: vec![],
             attempt,
+            never_launched: false,
             labels: BTreeMap::new(),
             taints: vec![],
             startup_taints: vec![],

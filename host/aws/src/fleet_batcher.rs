@@ -62,9 +62,6 @@ pub struct Share {
     pub index: usize,
     pub size: usize,
     pub answer: Answer,
-    /// The launched instances as DescribeInstances reported them, read once for the batch
-    /// (a batch of many; an instance not seen yet is read by its caller).
-    pub described: Arc<BTreeMap<String, tenon_core::cloud::Instance>>,
 }
 
 struct Batch {
@@ -122,7 +119,6 @@ impl FleetBatcher {
             index: 0,
             size: 1,
             answer: Err((None, "the CreateFleet batch was dropped before it was sent".into())),
-            described: Arc::default(),
         })
     }
 }
@@ -171,34 +167,9 @@ async fn flush(open: Open, key: String, batch: Arc<Mutex<Batch>>, ec2: aws_sdk_e
     let size = members.len();
     let who: Vec<&Member> = members.iter().map(|(m, _)| m).collect();
     let answer = send(&ec2, &fence, &request, &who).await;
-    let described = Arc::new(match &answer {
-        Ok(out) if size > 1 => describe_launched(&ec2, out).await,
-        _ => BTreeMap::new(),
-    });
     for (index, (_, tx)) in members.into_iter().enumerate() {
-        let _ = tx.send(Share { index, size, answer: answer.clone(), described: described.clone() });
+        let _ = tx.send(Share { index, size, answer: answer.clone() });
     }
-}
-
-/// A batch's launched instances in one DescribeInstances, tried again briefly while some are
-/// not visible yet (EC2 is eventually consistent right after a launch).
-async fn describe_launched(
-    ec2: &aws_sdk_ec2::Client,
-    out: &CreateFleetOutput,
-) -> BTreeMap<String, tenon_core::cloud::Instance> {
-    let ids: Vec<String> = out.instances().iter().flat_map(|i| i.instance_ids()).cloned().collect();
-    let mut found = BTreeMap::new();
-    for attempt in 0..4u32 {
-        let missing: Vec<String> = ids.iter().filter(|id| !found.contains_key(*id)).cloned().collect();
-        if missing.is_empty() {
-            break;
-        }
-        if let Ok(got) = crate::instances::get_many(ec2, &missing).await {
-            found.extend(got.into_iter().filter(|(_, i)| i.state.is_live()));
-        }
-        tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
-    }
-    found
 }
 
 /// The same batch repeated (a retry of the call) carries the same token, so EC2 answers

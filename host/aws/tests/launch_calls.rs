@@ -121,6 +121,69 @@ async fn a_wave_of_fifty_nodeclaims_launches_and_terminates_in_a_few_calls() {
     assert!(gone.values().all(|i| !i.state.is_live()), "every instance terminated");
 }
 
+/// A NodeClaim this process created and never launched needs no lookup before its launch
+/// (no instance can carry its tag yet) and none after (CreateFleet's answer says what was
+/// launched, where, from which override): a wave of them describes no instance, and what
+/// each launch reports is what EC2 then describes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn never_launched_nodeclaims_launch_without_describing_an_instance() {
+    let moto = Moto::start();
+    let lookups = tenon_fault_proxy::slow_matching(&moto.url, "Action=DescribeInstances&", Duration::ZERO).await;
+    let setup = moto.provider("fresh").await;
+    lab(&setup, "fresh").await;
+    let nc = resolved(&setup, lab_nodeclass("fresh")).await;
+    let mut conn = moto.connection();
+    conn.endpoint_url = Some(lookups.url.clone());
+    let p = AwsProvider::connect(&conn, setup.settings.clone()).await.expect("the connection names its region");
+    // Two requests, so two batches; and one alone (a batch of one).
+    let reqs: Vec<_> = (0..21)
+        .map(|i| {
+            let options = match i % 2 {
+                0 => vec![option("m5.large", "us-east-1a", "amd64"), option("m5.large", "us-east-1b", "amd64")],
+                _ => vec![option("c5.xlarge", "us-east-1b", "amd64"), option("m5.large", "us-east-1a", "amd64")],
+            };
+            let mut r = request(&format!("fresh-{i}"), &nc, options);
+            r.never_launched = true;
+            r
+        })
+        .collect();
+    let (alone, wave) = reqs.split_last().unwrap();
+    let mut launched = futures_util::future::join_all(wave.iter().map(|r| p.create(r))).await;
+    launched.push(p.create(alone).await);
+    let launched: Vec<_> = launched.into_iter().map(|l| l.expect("launched")).collect();
+    assert_eq!(lookups.seen.load(Ordering::SeqCst), 0, "no DescribeInstances for NodeClaims never launched");
+    let ids: Vec<String> = launched.iter().map(|i| i.id.clone()).collect();
+    let described = p.get_many(&ids).await.unwrap();
+    let made = templates(&p).await;
+    let mut groups = made.values().map(|t| {
+        let mut g = t.security_group_ids().to_vec();
+        g.extend(t.network_interfaces().iter().flat_map(|n| n.groups().iter().cloned()));
+        g.sort();
+        g
+    });
+    let template_groups = groups.next().expect("a launch template");
+    assert!(!template_groups.is_empty() && groups.all(|g| g == template_groups), "{made:?}");
+    for (r, i) in reqs.iter().zip(&launched) {
+        let d = &described[&i.id];
+        assert_eq!(
+            (&i.provider_id, &i.instance_type, &i.zone, &i.capacity_type, &i.image_id, &i.subnet_id),
+            (&d.provider_id, &d.instance_type, &d.zone, &d.capacity_type, &d.image_id, &d.subnet_id),
+            "{}",
+            r.nodeclaim
+        );
+        // moto leaves a fleet's instances without the template's groups: read them there.
+        let mut ours = i.security_groups.clone();
+        ours.sort();
+        assert_eq!(ours, template_groups, "{}", r.nodeclaim);
+        assert_eq!(i.tags, d.tags, "{}", r.nodeclaim);
+        assert!(i.state.is_live());
+        let (ours, ec2s) = (i.launched_at.unwrap(), d.launched_at.unwrap());
+        assert!((ours - ec2s).abs() <= 5, "{}: launched at {ours}, EC2 says {ec2s}", r.nodeclaim);
+    }
+    // moto launches the odd requests' second override: not read off the first placement.
+    assert!(launched.iter().any(|i| i.zone == "us-east-1a") && reqs[1].options[0].zone == "us-east-1b");
+}
+
 /// EC2 throttling one kind of call slows every EC2 call of the process (the gate is
 /// account-wide), and the series say so.
 #[tokio::test]

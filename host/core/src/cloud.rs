@@ -37,6 +37,10 @@ pub struct LaunchRequest {
     /// token, so a retry after a failure is a new request (not answered with the failure
     /// before it), while the same attempt repeated after a crash is answered with its result.
     pub attempt: u32,
+    /// This process created the NodeClaim and has sent no launch for it: no instance can
+    /// carry its tag yet, so the provider need not look for one before launching. False
+    /// whenever that is not known (a restart, a retry, another replica's NodeClaim).
+    pub never_launched: bool,
     /// Labels and taints the node registers with (the NodePool template's).
     pub labels: BTreeMap<String, String>,
     pub taints: Vec<Taint>,

@@ -65,9 +65,29 @@ pub struct ClusterState {
     pub registration_verdicts: BTreeMap<String, Verdict>,
     /// The last instance listing, shared by the drift check and garbage collection.
     instances: Option<(Instant, Arc<Vec<Instance>>)>,
+    /// NodeClaims this process created and has not launched yet, with when: no instance
+    /// can carry their tag, so their first launch need not look for one. (A replica that
+    /// loses its Lease exits, so no other process launches for them meanwhile.)
+    unlaunched: BTreeMap<String, Instant>,
 }
 
+/// How long a created NodeClaim is remembered as unlaunched: one never launched in that
+/// time (deleted first, or its NodeClass not ready) is looked up like any other.
+const UNLAUNCHED_FOR: std::time::Duration = std::time::Duration::from_secs(600);
+
 impl ClusterState {
+    /// Records that this process created NodeClaim `name`.
+    pub fn created(&mut self, name: &str, now: Instant) {
+        self.unlaunched.retain(|_, at| now.duration_since(*at) < UNLAUNCHED_FOR);
+        self.unlaunched.insert(name.to_string(), now);
+    }
+
+    /// Whether `name` was created here and never launched, forgetting it: a launch is
+    /// about to be sent.
+    pub fn take_unlaunched(&mut self, name: &str, now: Instant) -> bool {
+        self.unlaunched.remove(name).is_some_and(|at| now.duration_since(at) < UNLAUNCHED_FOR)
+    }
+
     /// Forgets the NodeClaims created here that `objects` shows.
     pub fn forget_seen(&mut self, objects: &ClusterObjects) {
         if self.unobserved.is_empty() {
@@ -209,5 +229,25 @@ impl Context {
         while Instant::now() < until && self.launching.lock().map(|l| !l.is_empty()).unwrap_or(false) {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_created_nodeclaim_is_unlaunched_once_and_only_for_a_while() {
+        let t0 = Instant::now();
+        let mut state = ClusterState::default();
+        state.created("a", t0);
+        state.created("b", t0);
+        assert!(state.take_unlaunched("a", t0));
+        assert!(!state.take_unlaunched("a", t0), "taken by its first launch");
+        assert!(!state.take_unlaunched("c", t0), "not created here");
+        assert!(!state.take_unlaunched("b", t0 + UNLAUNCHED_FOR), "remembered only for a while");
+        state.created("d", t0);
+        state.created("e", t0 + UNLAUNCHED_FOR);
+        assert_eq!(state.unlaunched.keys().collect::<Vec<_>>(), ["e"], "old entries pruned");
     }
 }

@@ -22,6 +22,8 @@ struct State {
     /// By instance id; terminated instances stay, as EC2 shows them for a while.
     instances: BTreeMap<String, Instance>,
     unavailable: BTreeSet<UnavailableOffering>,
+    /// Launches that first looked for an instance already tagged with their NodeClaim.
+    lookups: u64,
     events: VecDeque<Received>,
     /// Interruption messages acknowledged (deleted from the queue).
     acked: u64,
@@ -50,6 +52,11 @@ impl MemoryCloud {
     /// Every instance launched so far, terminated ones included.
     pub fn instances(&self) -> Vec<Instance> {
         self.state().instances.values().cloned().collect()
+    }
+
+    /// How many launches looked for an instance already launched for their NodeClaim.
+    pub fn lookups(&self) -> u64 {
+        self.state().lookups
     }
 
     /// Offerings marked unavailable (by a failed launch or an interruption).
@@ -214,11 +221,15 @@ impl Cloud for MemoryCloud {
 }
 
 impl MemoryCloud {
-    /// Launches the first offering not marked unavailable, once per NodeClaim.
+    /// Launches the first offering not marked unavailable, once per NodeClaim unless the
+    /// request says it was never launched (then, as EC2 would, it launches regardless).
     fn create(&self, req: &LaunchRequest) -> Result<Instance, CloudError> {
         let mut s = self.state();
-        if let Some(i) = s.instances.values().find(|i| i.nodeclaim() == Some(req.nodeclaim.as_str())) {
-            return Ok(i.clone());
+        if !req.never_launched {
+            s.lookups += 1;
+            if let Some(i) = s.instances.values().find(|i| i.nodeclaim() == Some(req.nodeclaim.as_str())) {
+                return Ok(i.clone());
+            }
         }
         let offering = |o: &tenon_core::cloud::LaunchOption| UnavailableOffering {
             instance_type: o.instance_type.clone(),

@@ -855,5 +855,6 @@ mod drift_tests;
 mod emptiness_tests;
 mod expiration_tests;
 mod interruption_tests;
+mod launch_lookup_tests;
 mod quiet_tests;
 mod validation_tests;

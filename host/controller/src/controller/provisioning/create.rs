@@ -66,7 +66,10 @@ fn created(
     match outcome {
         Ok(created) => {
             let name = created.metadata.name.clone().unwrap_or_default();
-            ctx.cluster().unobserved.insert(name.clone(), Instant::now());
+            let mut cluster = ctx.cluster();
+            cluster.unobserved.insert(name.clone(), Instant::now());
+            cluster.created(&name, Instant::now());
+            drop(cluster);
             // Tenon never relaxes minValues (no BestEffort policy).
             let labels = [("reason", reason), ("nodepool", &pool), ("min_values_relaxed", "false")];
             ctx.metrics.add(mc::NODECLAIMS_CREATED, &labels, 1);

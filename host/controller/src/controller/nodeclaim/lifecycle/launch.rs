@@ -35,6 +35,7 @@ impl Lifecycle {
                 return;
             }
         }
+        let never_launched = self.ctx.cluster().take_unlaunched(&name, Instant::now());
         let class_name = nc.spec.node_class_ref.as_ref().map(|r| r.name.clone()).unwrap_or_default();
         let nodeclass = self
             .ctx
@@ -59,8 +60,8 @@ impl Lifecycle {
             let result = match cloud.launch_slot().await {
                 Ok(slot) => {
                     let options = lifecycle::launch_options(&nc, &types);
-                    launch_one(&client, cloud.as_ref(), &slot, &nc, nodeclass.as_deref(), options, &types, &metrics)
-                        .await
+                    let launch = Launch { nc: &nc, nodeclass: nodeclass.as_deref(), options, never_launched };
+                    launch_one(&client, cloud.as_ref(), &slot, launch, &types, &metrics).await
                 }
                 Err(e) => Err(LaunchFailure::unnamed(&e.to_string())),
             };
@@ -121,17 +122,24 @@ fn disrupted_reason(event: &str) -> &'static str {
     if event == "NodeClassNotReady" { "nodeclass_not_ready" } else { "insufficient_capacity" }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What one launch is of.
+struct Launch<'a> {
+    nc: &'a NodeClaim,
+    nodeclass: Option<&'a EC2NodeClass>,
+    options: Vec<LaunchOption>,
+    /// Created by this process and never launched (no lookup of an earlier launch needed).
+    never_launched: bool,
+}
+
 async fn launch_one(
     client: &Client,
     cloud: &dyn Cloud,
     slot: &LaunchSlot,
-    nc: &NodeClaim,
-    nodeclass: Option<&EC2NodeClass>,
-    options: Vec<LaunchOption>,
+    launch: Launch<'_>,
     types: &[InstanceType],
     metrics: &Metrics,
 ) -> Result<(), LaunchFailure> {
+    let Launch { nc, nodeclass, options, never_launched } = launch;
     let name = nc.metadata.name.clone().unwrap_or_default();
     let Some(nodeclass) = nodeclass else {
         let class = nc.spec.node_class_ref.as_ref().map(|r| r.name.clone()).unwrap_or_default();
@@ -142,7 +150,7 @@ async fn launch_one(
             "all requested instance types were unavailable during launch".into(),
         ));
     }
-    let req = lifecycle::launch_request(nc, nodeclass, options);
+    let req = lifecycle::launch_request(nc, nodeclass, options, never_launched);
     // What the NodeClaim requests shapes the launch (EFA interfaces, Nitro enclaves).
     let requested = nc.spec.resources.requests.keys().cloned().collect();
     let instance = cloud.launch(slot, &req, &requested).await.map_err(|e| match e {

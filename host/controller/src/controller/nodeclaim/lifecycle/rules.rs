@@ -96,7 +96,13 @@ pub fn launch_attempt(nc: &NodeClaim) -> u32 {
     a.and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
-pub fn launch_request(nc: &NodeClaim, nodeclass: &EC2NodeClass, options: Vec<LaunchOption>) -> LaunchRequest {
+/// `never_launched`: this process created `nc` and sent no launch for it yet.
+pub fn launch_request(
+    nc: &NodeClaim,
+    nodeclass: &EC2NodeClass,
+    options: Vec<LaunchOption>,
+    never_launched: bool,
+) -> LaunchRequest {
     let labels = nc.metadata.labels.clone().unwrap_or_default();
     let taint = |t: &tenon_api::common::Taint| tenon_core::taints::Taint {
         key: t.key.clone(),
@@ -109,6 +115,7 @@ pub fn launch_request(nc: &NodeClaim, nodeclass: &EC2NodeClass, options: Vec<Lau
         nodeclass: nodeclass.clone(),
         options,
         attempt: launch_attempt(nc),
+        never_launched,
         labels,
         taints: nc.spec.taints.iter().map(taint).collect(),
         startup_taints: nc.spec.startup_taints.iter().map(taint).collect(),
