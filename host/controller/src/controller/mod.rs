@@ -19,6 +19,7 @@ pub mod events;
 pub mod eviction_backoff;
 pub mod foreign_lease;
 pub mod health;
+pub mod huge_pages;
 pub mod interruption;
 pub mod leader;
 pub mod locked_patch;
@@ -56,12 +57,20 @@ use tenon_core::convert::ClusterObjects;
 use tenon_core::instancetype::InstanceType;
 
 pub fn run(settings: Settings) -> anyhow::Result<u8> {
+    // Before the runtime and the caches allocate.
+    let huge_pages = huge_pages::disable_unless_allowed();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    rt.block_on(run_async(settings))
+    rt.block_on(run_async(settings, huge_pages))
 }
 
-async fn run_async(settings: Settings) -> anyhow::Result<u8> {
+async fn run_async(settings: Settings, huge_pages: std::io::Result<bool>) -> anyhow::Result<u8> {
     init_logging(&settings);
+    match huge_pages {
+        Ok(off) => tracing::debug!(off, "transparent huge pages"),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not turn transparent huge pages off; memory may stay near its peak")
+        }
+    }
     let mut config =
         kube::Config::infer().await.context("no Kubernetes client configuration (in-cluster or KUBECONFIG)")?;
     config.read_timeout = Some(Duration::from_secs(300));
