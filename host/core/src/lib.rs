@@ -3,6 +3,7 @@
 //! No I/O, no clock, no async runtime, no Wasm engine, no Kubernetes client: time is a field
 //! of the snapshot, and the same snapshot always gives the same plan.
 
+pub mod cache_trim;
 pub mod catalog;
 pub mod catalog_file;
 pub mod cloud;

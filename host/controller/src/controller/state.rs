@@ -55,14 +55,16 @@ where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Eq + Hash + Clone,
 {
-    reflect_observed(client, changed, |_| {})
+    reflect_observed(client, changed, |_| {}, |_| {})
 }
 
-/// [`reflect`], and `observe` sees each event just before the store takes it in: whoever
-/// reads the store after `observe`'s record reads it as of that event or later.
+/// [`reflect`], with `trim` dropping fields nothing reads before the store keeps an object,
+/// and `observe` seeing each event just before the store takes it in: whoever reads the
+/// store after `observe`'s record reads it as of that event or later.
 fn reflect_observed<K>(
     client: &Client,
     changed: Arc<watch::Sender<u64>>,
+    trim: fn(&mut K),
     mut observe: impl FnMut(&watcher::Event<K>) + Send + 'static,
 ) -> Store<K>
 where
@@ -78,12 +80,13 @@ where
         writer,
         watcher(api, watcher::Config::default().any_semantic())
             .default_backoff()
-            .modify(|o: &mut K| {
+            .modify(move |o: &mut K| {
                 let meta = o.meta_mut();
                 meta.managed_fields = None;
                 if let Some(a) = meta.annotations.as_mut() {
                     a.remove(LAST_APPLIED);
                 }
+                trim(o);
             })
             .inspect(move |ev| {
                 if let Ok(event) = ev {
@@ -111,7 +114,7 @@ where
 fn reflect_pods(client: &Client, changed: Arc<watch::Sender<u64>>) -> (Store<Pod>, Arc<Mutex<PodChanges>>) {
     let pod_changes = Arc::new(Mutex::new(PodChanges::default()));
     let seen = pod_changes.clone();
-    let pods = reflect_observed(client, changed, move |event| {
+    let pods = reflect_observed(client, changed, tenon_core::cache_trim::pod, move |event| {
         seen.lock().unwrap_or_else(|e| e.into_inner()).observe(event, super::unix_now());
     });
     (pods, pod_changes)
@@ -138,7 +141,7 @@ impl Stores {
         let (pods, pod_changes) = reflect_pods(client, changed.clone());
         Stores {
             pods,
-            nodes: reflect(client, changed.clone()),
+            nodes: reflect_observed(client, changed.clone(), tenon_core::cache_trim::node, |_| {}),
             nodeclaims: reflect(client, changed.clone()),
             nodepools: reflect(client, changed.clone()),
             nodeclasses: reflect(client, changed.clone()),

@@ -848,6 +848,7 @@ async fn a_deleted_node_of_another_nodeclass_is_left_to_its_own_controller() {
     assert_eq!(after.metadata.finalizers.unwrap_or_default(), ["karpenter.sh/termination"]);
 }
 
+mod cache_trim_tests;
 mod consolidation_tests;
 mod decision_metrics_tests;
 mod disruption_mark_tests;
