@@ -395,7 +395,7 @@ pub fn instance_type_from_info(
     if let Some(efa) = net["EfaInfo"]["MaximumEfaInterfaces"].as_i64().filter(|n| *n > 0) {
         capacity.set(wk::RESOURCE_EFA, efa);
     }
-    let reqs = Requirements::from_iter(labels.into_iter().map(|(k, v)| Requirement::in_values(k, [v])));
+    let reqs = Requirements::from_iter(labels.into_iter().map(|(k, v)| Requirement::in_values(k, [v]))).compact();
 
     // Overhead = kube-reserved + system-reserved + the eviction threshold.
     let reserved_pods = if flags.eni_limited_memory_overhead { eni_limited_pods(net, 0)? } else { max_pods };

@@ -89,6 +89,7 @@ fn term_requirements(term: &core::NodeSelectorTerm) -> Requirements {
             .flatten()
             .map(|e| requirement(&e.key, &e.operator, e.values.as_deref().unwrap_or(&[]))),
     )
+    .compact()
 }
 
 /// Requirements with minValues, as NodePools and NodeClaims carry them.
@@ -339,7 +340,8 @@ pub fn pod(p: &core::Pod) -> Result<Pod, ConvertError> {
     let labels = p.metadata.labels.clone().unwrap_or_default();
     let node_selector = Requirements::from_iter(
         spec.node_selector.iter().flatten().map(|(k, v)| Requirement::in_values(normalized_label(k), [v.clone()])),
-    );
+    )
+    .compact();
     let affinity = spec.affinity.as_ref();
     let node_aff = affinity.and_then(|a| a.node_affinity.as_ref());
     let required_node_affinity = node_aff
@@ -630,7 +632,8 @@ pub fn node(n: &core::Node, startup_taints: &[Taint]) -> Result<Node, ConvertErr
     Ok(Node {
         name,
         nodepool: labels.get(LABEL_NODEPOOL).cloned(),
-        requirements: Requirements::from_iter(labels.iter().map(|(k, v)| Requirement::in_values(k, [v.clone()]))),
+        requirements: Requirements::from_iter(labels.iter().map(|(k, v)| Requirement::in_values(k, [v.clone()])))
+            .compact(),
         // Until a managed node is initialized its startup and not-ready taints are passing;
         // after, any of them back on the node (a kubelet gone NotReady) is real.
         taints: taints.into_iter().filter(|t| initialized || !ephemeral(t, startup_taints)).collect(),
@@ -1010,6 +1013,7 @@ pub fn snapshot(
             replication_controllers: &objects.replication_controllers,
         },
     );
+    snap.pods.reserve_exact(objects.pods.len());
     for p in &objects.pods {
         let bound = p.spec.as_ref().is_some_and(|s| s.node_name.is_some());
         let counts = (bound && is_active(p)) || is_provisionable(p);

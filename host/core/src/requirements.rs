@@ -325,6 +325,13 @@ impl Requirements {
         Requirements(Vec::new())
     }
 
+    /// Gives back the room the vector grew into (a one-key set holds room for four): for
+    /// the snapshot's ten thousand pods, not for the scheduler's short-lived sets.
+    pub fn compact(mut self) -> Self {
+        self.0.shrink_to_fit();
+        self
+    }
+
     fn find(&self, key: &str) -> Result<usize, usize> {
         self.0.binary_search_by(|r| r.key.as_str().cmp(key))
     }
@@ -461,6 +468,15 @@ mod tests {
 
     fn req(op: Operator, vals: &[&str]) -> Requirement {
         Requirement::new("k", op, vals.iter().copied())
+    }
+
+    #[test]
+    fn a_compacted_set_keeps_its_requirements_in_no_more_room_than_they_take() {
+        let grown = || Requirements::from_iter([Requirement::in_values("a", ["1"])]);
+        assert!(grown().0.capacity() > 1, "a vector grows into room for several");
+        let compact = grown().compact();
+        assert_eq!(compact.0.capacity(), 1);
+        assert_eq!(compact, grown());
     }
 
     /// Requirements on one key over a small universe: every operator with a few values,
