@@ -4,19 +4,20 @@
 //! provisioner saw and decided is remembered here until the pod has started or gone.
 
 use super::Labels;
-use super::cluster::Gauges;
+use super::SeriesLabels;
+use super::cluster::SharedGauges;
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The gauges of one pass (complete: replace the families) and the durations observed since
-/// the last one.
+/// the last one. A pod's series share its name and namespace (one copy for its five).
 #[derive(Debug, Default)]
 pub struct PodSeries {
-    pub unstarted: Gauges,
-    pub unbound: Gauges,
-    pub provisioning_unstarted: Gauges,
-    pub provisioning_unbound: Gauges,
-    pub undecided: Gauges,
+    pub unstarted: SharedGauges,
+    pub unbound: SharedGauges,
+    pub provisioning_unstarted: SharedGauges,
+    pub provisioning_unbound: SharedGauges,
+    pub undecided: SharedGauges,
     /// Creation to Ready, for pods seen Pending.
     pub startup: Vec<f64>,
     /// Schedulable (as the provisioner decided) to Ready.
@@ -104,18 +105,20 @@ impl PodTimes {
             let phase = p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
             let scheduled = condition(p, "PodScheduled").filter(|c| c.status == "True");
             let schedulable = self.schedulable.get(&k).copied();
+            let pod_labels = std::cell::OnceCell::new();
+            let named = || SeriesLabels::new(pod_labels.get_or_init(|| std::sync::Arc::new(named(p))), vec![]);
             if !self.attempted.contains(&k)
                 && scheduled.is_none()
                 && let Some(ack) = self.acked.get(&k)
             {
-                out.undecided.push((named(p), (now - ack).max(0.0)));
+                out.undecided.push((named(), (now - ack).max(0.0)));
             }
             // Binding.
             if phase == "Pending" {
                 if scheduled.is_none() {
-                    out.unbound.push((named(p), (now - created).max(0.0)));
+                    out.unbound.push((named(), (now - created).max(0.0)));
                     if let Some(s) = schedulable {
-                        out.provisioning_unbound.push((named(p), (now - s).max(0.0)));
+                        out.provisioning_unbound.push((named(), (now - s).max(0.0)));
                     }
                 }
                 self.unbound.insert(k.clone());
@@ -127,9 +130,9 @@ impl PodTimes {
             }
             // Start.
             let unstarted = |out: &mut PodSeries| {
-                out.unstarted.push((named(p), (now - created).max(0.0)));
+                out.unstarted.push((named(), (now - created).max(0.0)));
                 if let Some(s) = schedulable {
-                    out.provisioning_unstarted.push((named(p), (now - s).max(0.0)));
+                    out.provisioning_unstarted.push((named(), (now - s).max(0.0)));
                 }
             };
             if phase == "Pending" {
@@ -186,7 +189,7 @@ mod tests {
         .unwrap()
     }
 
-    fn value(g: &Gauges) -> Option<f64> {
+    fn value(g: &SharedGauges) -> Option<f64> {
         g.first().map(|(_, v)| *v)
     }
 
@@ -208,7 +211,9 @@ mod tests {
         assert!(s.undecided.is_empty());
         assert_eq!(value(&s.provisioning_unbound), Some(4.0));
         assert_eq!(value(&s.provisioning_unstarted), Some(4.0));
-        assert_eq!(s.unbound[0].0, vec![("name", "a".to_string()), ("namespace", "default".to_string())]);
+        assert_eq!(s.unbound[0].0, vec![("name", "a".to_string()), ("namespace", "default".to_string())].into());
+        // One copy of the pod's labels for its series.
+        assert!(std::sync::Arc::ptr_eq(&s.unbound[0].0.shared, &s.unstarted[0].0.shared));
 
         let bound = pod(json!({"phase": "Pending", "conditions": [
             {"type": "PodScheduled", "status": "True", "lastTransitionTime": at(20)}]}));
