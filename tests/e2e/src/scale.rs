@@ -296,28 +296,48 @@ async fn wave(c: &mut Cluster, pid: u32, w: usize, opts: &Options, progress: &mu
 }
 
 /// Creates the wave's pods, 32 at a time, each then marked unschedulable (as kube-scheduler
-/// marks a pod no node fits).
+/// marks a pod no node fits). A create or mark the emulator refuses under load is tried
+/// again: a pod lost here left a wave waiting for a pod that did not exist.
 async fn create_pending_pods(c: &Cluster, ns: &str, opts: &Options) {
     let mut tasks = tokio::task::JoinSet::new();
+    let joined = |r: Option<Result<Result<(), String>, tokio::task::JoinError>>| match r {
+        Some(Ok(Err(e))) => panic!("{e}"),
+        Some(Err(e)) => panic!("a pod's create panicked: {e}"),
+        _ => {}
+    };
     for i in 0..opts.pods {
         if tasks.len() >= 32 {
-            tasks.join_next().await;
+            joined(tasks.join_next().await);
         }
         let api: Api<Pod> = Api::namespaced(c.client.clone(), ns);
         let pod = pod(ns, i, opts.pod_cpu_millis);
         tasks.spawn(async move {
             let name = pod.metadata.name.clone().unwrap_or_default();
-            if api.create(&PostParams::default(), &pod).await.is_err() {
-                return;
-            }
             let status = json!({"status": {"conditions": [{
                 "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                 "message": "0/0 nodes are available (scale benchmark)",
             }]}});
-            let _ = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await;
+            for attempt in 0..6u32 {
+                let created = match api.create(&PostParams::default(), &pod).await {
+                    Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+                    r => r.map(|_| ()),
+                };
+                let marked = match created {
+                    Ok(()) => api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await.map(|_| ()),
+                    Err(e) => Err(e),
+                };
+                match marked {
+                    Ok(()) => return Ok(()),
+                    Err(e) if attempt == 5 => return Err(format!("pod {name}: {e}")),
+                    Err(_) => tokio::time::sleep(Duration::from_millis(100 << attempt)).await,
+                }
+            }
+            Ok(())
         });
     }
-    while tasks.join_next().await.is_some() {}
+    while let Some(r) = tasks.join_next().await {
+        joined(Some(r));
+    }
 }
 
 fn pod(ns: &str, i: usize, cpu_millis: u32) -> Pod {
