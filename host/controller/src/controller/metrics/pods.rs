@@ -98,11 +98,21 @@ impl PodTimes {
     pub fn observe(&mut self, pods: &[std::sync::Arc<Pod>], now: f64) -> PodSeries {
         let mut out = PodSeries::default();
         let mut live = BTreeSet::new();
+        // Nothing remembered (a settled cluster): only a Pending pod has anything to time,
+        // and the others need not even be named.
+        let remembering = !(self.acked.is_empty()
+            && self.attempted.is_empty()
+            && self.schedulable.is_empty()
+            && self.pending.is_empty()
+            && self.unbound.is_empty());
         for p in pods {
+            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
+            if !remembering && phase != "Pending" {
+                continue;
+            }
             let k = key(p);
             live.insert(k.clone());
             let created = p.metadata.creation_timestamp.as_ref().map_or(now, |t| t.0.as_second() as f64);
-            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("Pending");
             let scheduled = condition(p, "PodScheduled").filter(|c| c.status == "True");
             let schedulable = self.schedulable.get(&k).copied();
             let pod_labels = std::cell::OnceCell::new();
