@@ -323,7 +323,9 @@ async fn create_pending_pods(c: &Cluster, ns: &str, opts: &Options) {
                     r => r.map(|_| ()),
                 };
                 let marked = match created {
-                    Ok(()) => api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await.map(|_| ()),
+                    Ok(()) => {
+                        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await.map(|_| ())
+                    }
                     Err(e) => Err(e),
                 };
                 match marked {

@@ -28,7 +28,13 @@ pub struct NodeSeries {
     /// Karpenter's cluster utilization: all pod requests over all allocatable, in percent,
     /// by resource type.
     pub utilization: Gauges,
+    /// Each node's labels (by node name), shared by its series: the lifetimes refreshed
+    /// between rebuilds reuse them.
+    pub labels: NodeLabels,
 }
+
+/// Each node's series labels, by node name.
+pub type NodeLabels = BTreeMap<String, std::sync::Arc<Labels>>;
 
 /// What the pods bound to one node hold: requests and limits, all pods' and DaemonSet pods'.
 #[derive(Debug, Default)]
@@ -122,6 +128,7 @@ pub fn nodes(objects: &ClusterObjects) -> NodeSeries {
     for node in &objects.nodes {
         let base = std::sync::Arc::new(node_labels(node));
         let name = node.metadata.name.as_deref().unwrap_or_default();
+        out.labels.insert(name.to_string(), base.clone());
         let status = node.status.as_ref();
         let allocatable = status.and_then(|s| s.allocatable.clone()).unwrap_or_default();
         let capacity = status.and_then(|s| s.capacity.clone()).unwrap_or_default();
@@ -158,9 +165,15 @@ pub fn nodes(objects: &ClusterObjects) -> NodeSeries {
 
 /// `karpenter_nodes_current_lifetime_seconds`: the one node series that moves with the
 /// clock alone.
-pub fn lifetimes(objects: &ClusterObjects, now: i64) -> Gauges {
+/// `labels` are the last rebuild's, from the same view (a node missing from them is
+/// labelled afresh).
+pub fn lifetimes(objects: &ClusterObjects, labels: &NodeLabels, now: i64) -> SharedGauges {
     let lifetime = |n: &Node| Some((now - n.metadata.creation_timestamp.as_ref()?.0.as_second()).max(0) as f64);
-    objects.nodes.iter().filter_map(|n| Some((node_labels(n), lifetime(n)?))).collect()
+    let base = |n: &Node| match n.metadata.name.as_ref().and_then(|name| labels.get(name)) {
+        Some(l) => l.clone(),
+        None => std::sync::Arc::new(node_labels(n)),
+    };
+    objects.nodes.iter().filter_map(|n| Some((SeriesLabels::new(&base(n), vec![]), lifetime(n)?))).collect()
 }
 
 /// `karpenter_nodepools_usage` (from `status.resources`) and `_limit` (from `spec.limits`).
@@ -291,7 +304,11 @@ mod tests {
         let cpu = value(&s.utilization, &[("resource_type", "cpu")]).unwrap();
         assert!((cpu - 100.0 * 0.6 / 1.93).abs() < 1e-9, "{cpu}");
         assert_eq!(value(&flat(&s.system_overhead), &with("cpu")), Some(2.0 - 1.93));
-        assert_eq!(value(&lifetimes(&objects, 1_767_225_600 + 3600), &n1), Some(3600.0));
+        let aged = lifetimes(&objects, &s.labels, 1_767_225_600 + 3600);
+        assert_eq!(value(&flat(&aged), &n1), Some(3600.0));
+        assert!(std::sync::Arc::ptr_eq(&aged[0].0.shared, &s.labels[&aged[0].0.shared[0].1]), "the rebuild's labels");
+        let afresh = lifetimes(&objects, &Default::default(), 1_767_225_600 + 3600);
+        assert_eq!(value(&flat(&afresh), &n1), Some(3600.0));
         let labels = &flat(&s.allocatable)[0].0;
         let names: std::collections::BTreeSet<_> = labels.iter().map(|(k, _)| *k).collect();
         assert_eq!(names.len(), labels.len(), "a label name twice: {labels:?}");

@@ -30,11 +30,19 @@ pub struct Publisher {
     offering_prices: Option<(Instant, offerings::Prices, ClassVersions)>,
     /// Each kind's conditions at the last look, for operatorpkg's status series and Events.
     status_seen: status::StatusTracker,
+    /// Each node's labels as the last rebuild read them (that view's).
+    node_labels: cluster::NodeLabels,
 }
 
 impl Publisher {
     pub fn new(ctx: Arc<Context>) -> Publisher {
-        Publisher { ctx, rebuilt: None, offering_prices: None, status_seen: status::StatusTracker::default() }
+        Publisher {
+            ctx,
+            rebuilt: None,
+            offering_prices: None,
+            status_seen: status::StatusTracker::default(),
+            node_labels: Default::default(),
+        }
     }
 }
 
@@ -97,7 +105,8 @@ impl Publisher {
     /// own counters kept elsewhere.
     fn publish_cluster_metrics(&mut self, objects: &ClusterObjects) {
         use super::catalog as mc;
-        let nodes = cluster::nodes(objects);
+        let mut nodes = cluster::nodes(objects);
+        self.node_labels = std::mem::take(&mut nodes.labels);
         self.ctx.metrics.replace(mc::NODES_ALLOCATABLE, nodes.allocatable);
         self.ctx.metrics.replace(mc::NODES_POD_REQUESTS, nodes.pod_requests);
         self.ctx.metrics.replace(mc::NODES_DAEMON_REQUESTS, nodes.daemon_requests);
@@ -117,7 +126,9 @@ impl Publisher {
     /// long pods have waited (at 10,000 pods the rest is most of a rebuild's cost).
     fn publish_ages(&mut self, objects: &ClusterObjects) {
         use super::catalog as mc;
-        self.ctx.metrics.replace(mc::NODES_CURRENT_LIFETIME, cluster::lifetimes(objects, unix_now()));
+        self.ctx
+            .metrics
+            .replace(mc::NODES_CURRENT_LIFETIME, cluster::lifetimes(objects, &self.node_labels, unix_now()));
         let pods = self.ctx.pod_times().observe(&objects.pods, unix_now_ms() as f64 / 1000.0);
         self.ctx.metrics.replace(mc::PODS_UNSTARTED, pods.unstarted);
         self.ctx.metrics.replace(mc::PODS_UNBOUND, pods.unbound);
