@@ -1,8 +1,8 @@
 //! Transparent huge pages off for the controller process. mimalloc asks the kernel for huge
 //! pages, and a 2 MiB page stays resident while anything in it is live: after a 10,000-pod
-//! wave the controller held 120 MiB of them and its RSS stayed at the wave's peak (403 MiB
-//! at rest; 285 MiB with them off, docs/benchmarks.md). Setting `MIMALLOC_ALLOW_THP` keeps
-//! mimalloc's own choice.
+//! wave the controller held 120 MiB of them and its RSS stayed near the wave's peak (393
+//! MiB when the cluster settled; 278 MiB with them off, docs/benchmarks.md). Setting
+//! `MIMALLOC_ALLOW_THP` keeps mimalloc's own choice.
 
 /// Turns huge pages off for this process unless `MIMALLOC_ALLOW_THP` is set; whether it did.
 pub fn disable_unless_allowed() -> std::io::Result<bool> {
