@@ -76,7 +76,7 @@ pub struct ClusterState {
 const UNLAUNCHED_FOR: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl ClusterState {
-    /// Records that this process created NodeClaim `name`.
+    /// Records that this process is creating NodeClaim `name` (before the create is sent).
     pub fn created(&mut self, name: &str, now: Instant) {
         self.unlaunched.retain(|_, at| now.duration_since(*at) < UNLAUNCHED_FOR);
         self.unlaunched.insert(name.to_string(), now);

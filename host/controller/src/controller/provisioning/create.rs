@@ -45,6 +45,14 @@ pub async fn create_nodeclaims(
             nc.metadata.name = Some(format!("{prefix}{}", names::suffix()));
         }
     }
+    // Booked before the creates: the lifecycle may see a NodeClaim in its cache and launch
+    // it before its create returns, and that first launch is the one that need not look.
+    {
+        let mut cluster = ctx.cluster();
+        for name in ncs.iter().filter_map(|nc| nc.metadata.name.as_deref()) {
+            cluster.created(name, Instant::now());
+        }
+    }
     let outcomes = create_all(&ctx.client, &ncs).await;
     let mut names = Vec::with_capacity(ncs.len());
     for (nc, outcome) in ncs.iter().zip(outcomes) {
@@ -66,10 +74,7 @@ fn created(
     match outcome {
         Ok(created) => {
             let name = created.metadata.name.clone().unwrap_or_default();
-            let mut cluster = ctx.cluster();
-            cluster.unobserved.insert(name.clone(), Instant::now());
-            cluster.created(&name, Instant::now());
-            drop(cluster);
+            ctx.cluster().unobserved.insert(name.clone(), Instant::now());
             // Tenon never relaxes minValues (no BestEffort policy).
             let labels = [("reason", reason), ("nodepool", &pool), ("min_values_relaxed", "false")];
             ctx.metrics.add(mc::NODECLAIMS_CREATED, &labels, 1);
