@@ -1,3 +1,4 @@
+//! (Long: the real catalog from the bundled data and Karpenter's capacity model read together.)
 //! Instance catalogs: Karpenter's synthetic benchmark types, and real EC2 types built from
 //! the bundled data (`host/core/data`, see its README for provenance) with Karpenter's AWS
 //! capacity and overhead model.

@@ -1,3 +1,4 @@
+//! (Long: one algebra over requirement sets, which every decision uses, and its tests.)
 //! Karpenter's requirements algebra: node selector requirements as sets that can be
 //! intersected, checked for compatibility, and asked *which* key conflicts.
 //!
