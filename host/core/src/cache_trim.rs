@@ -1,9 +1,24 @@
-//! What the controller's caches may drop: the fields of Pods and Nodes that no decision,
-//! series or drain reads (commands, environments, probes, mounts, container statuses,
-//! a node's image list). A real pod's spec and status are mostly these; the cache holds
-//! every pod of the cluster.
+//! What the controller's caches may drop: any object's managedFields and last-applied
+//! copy, and the fields of Pods and Nodes that no decision, series or drain reads
+//! (commands, environments, probes, mounts, container statuses, a node's image list). A
+//! real pod's spec and status are mostly these; the cache holds every pod of the cluster.
+//! Nothing writes a cached object back whole (every write is a patch), so what the cache
+//! drops stays on the server.
 
 use k8s_openapi::api::core::v1::{Container, Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+/// kubectl's copy of the last applied manifest.
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Drops what nothing reads of any object's metadata: managedFields and kubectl's
+/// last-applied copy, most of a typical object's bytes.
+pub fn meta(m: &mut ObjectMeta) {
+    m.managed_fields = None;
+    if let Some(a) = m.annotations.as_mut() {
+        a.remove(LAST_APPLIED);
+    }
+}
 
 /// Drops what nothing reads of `p`.
 pub fn pod(p: &mut Pod) {

@@ -76,10 +76,11 @@ pub struct ClusterState {
 const UNLAUNCHED_FOR: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl ClusterState {
-    /// Records that this process is creating NodeClaim `name` (before the create is sent).
-    pub fn created(&mut self, name: &str, now: Instant) {
+    /// Records that this process is creating the NodeClaims `names` (before the creates
+    /// are sent).
+    pub fn created<'a>(&mut self, names: impl IntoIterator<Item = &'a str>, now: Instant) {
         self.unlaunched.retain(|_, at| now.duration_since(*at) < UNLAUNCHED_FOR);
-        self.unlaunched.insert(name.to_string(), now);
+        self.unlaunched.extend(names.into_iter().map(|n| (n.to_string(), now)));
     }
 
     /// Whether `name` was created here and never launched, forgetting it: a launch is
@@ -240,14 +241,13 @@ mod tests {
     fn a_created_nodeclaim_is_unlaunched_once_and_only_for_a_while() {
         let t0 = Instant::now();
         let mut state = ClusterState::default();
-        state.created("a", t0);
-        state.created("b", t0);
+        state.created(["a", "b"], t0);
         assert!(state.take_unlaunched("a", t0));
         assert!(!state.take_unlaunched("a", t0), "taken by its first launch");
         assert!(!state.take_unlaunched("c", t0), "not created here");
         assert!(!state.take_unlaunched("b", t0 + UNLAUNCHED_FOR), "remembered only for a while");
-        state.created("d", t0);
-        state.created("e", t0 + UNLAUNCHED_FOR);
+        state.created(["d"], t0);
+        state.created(["e"], t0 + UNLAUNCHED_FOR);
         assert_eq!(state.unlaunched.keys().collect::<Vec<_>>(), ["e"], "old entries pruned");
     }
 }

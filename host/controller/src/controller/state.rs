@@ -22,9 +22,6 @@ use tenon_api::{EC2NodeClass, NodeClaim, NodePool};
 use tenon_core::convert::ClusterObjects;
 use tokio::sync::watch;
 
-/// kubectl's copy of the last applied manifest.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
 #[derive(Clone)]
 pub struct Stores {
     pub pods: Store<Pod>,
@@ -73,19 +70,12 @@ where
 {
     let (reader, writer) = reflector::store::<K>();
     let api: Api<K> = Api::all(client.clone());
-    // managedFields and kubectl's last-applied copy are most of a typical object's bytes and
-    // nothing reads them: the cache does not keep them (nothing writes a cached object back
-    // whole; every write is a patch).
     let stream = reflector::reflector(
         writer,
         watcher(api, watcher::Config::default().any_semantic())
             .default_backoff()
             .modify(move |o: &mut K| {
-                let meta = o.meta_mut();
-                meta.managed_fields = None;
-                if let Some(a) = meta.annotations.as_mut() {
-                    a.remove(LAST_APPLIED);
-                }
+                tenon_core::cache_trim::meta(o.meta_mut());
                 trim(o);
             })
             .inspect(move |ev| {
@@ -239,6 +229,7 @@ impl Stores {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tenon_core::cache_trim::LAST_APPLIED;
 
     #[test]
     fn the_cache_keeps_neither_managed_fields_nor_the_last_applied_copy() {

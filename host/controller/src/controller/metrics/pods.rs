@@ -116,19 +116,19 @@ impl PodTimes {
             let scheduled = condition(p, "PodScheduled").filter(|c| c.status == "True");
             let schedulable = self.schedulable.get(&k).copied();
             let pod_labels = std::cell::OnceCell::new();
-            let named = || SeriesLabels::new(pod_labels.get_or_init(|| std::sync::Arc::new(named(p))), vec![]);
+            let series = || SeriesLabels::new(pod_labels.get_or_init(|| std::sync::Arc::new(named(p))), vec![]);
             if !self.attempted.contains(&k)
                 && scheduled.is_none()
                 && let Some(ack) = self.acked.get(&k)
             {
-                out.undecided.push((named(), (now - ack).max(0.0)));
+                out.undecided.push((series(), (now - ack).max(0.0)));
             }
             // Binding.
             if phase == "Pending" {
                 if scheduled.is_none() {
-                    out.unbound.push((named(), (now - created).max(0.0)));
+                    out.unbound.push((series(), (now - created).max(0.0)));
                     if let Some(s) = schedulable {
-                        out.provisioning_unbound.push((named(), (now - s).max(0.0)));
+                        out.provisioning_unbound.push((series(), (now - s).max(0.0)));
                     }
                 }
                 self.unbound.insert(k.clone());
@@ -140,9 +140,9 @@ impl PodTimes {
             }
             // Start.
             let unstarted = |out: &mut PodSeries| {
-                out.unstarted.push((named(), (now - created).max(0.0)));
+                out.unstarted.push((series(), (now - created).max(0.0)));
                 if let Some(s) = schedulable {
-                    out.provisioning_unstarted.push((named(), (now - s).max(0.0)));
+                    out.provisioning_unstarted.push((series(), (now - s).max(0.0)));
                 }
             };
             if phase == "Pending" {

@@ -47,12 +47,7 @@ pub async fn create_nodeclaims(
     }
     // Booked before the creates: the lifecycle may see a NodeClaim in its cache and launch
     // it before its create returns, and that first launch is the one that need not look.
-    {
-        let mut cluster = ctx.cluster();
-        for name in ncs.iter().filter_map(|nc| nc.metadata.name.as_deref()) {
-            cluster.created(name, Instant::now());
-        }
-    }
+    ctx.cluster().created(ncs.iter().filter_map(|nc| nc.metadata.name.as_deref()), Instant::now());
     let outcomes = create_all(&ctx.client, &ncs).await;
     let mut names = Vec::with_capacity(ncs.len());
     for (nc, outcome) in ncs.iter().zip(outcomes) {
