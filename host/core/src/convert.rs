@@ -2,6 +2,7 @@
 //! The one place Kubernetes and Karpenter objects become the core's model. The controller,
 //! the simulator and tests all build snapshots through here, so a field is interpreted once.
 
+use crate::cached_pod;
 use crate::default_spread::{DefaultSpread, Selecting};
 use crate::instancetype::InstanceType;
 use crate::model::{
@@ -180,23 +181,23 @@ fn affinity_term(t: &core::PodAffinityTerm, labels: &BTreeMap<String, String>) -
 /// Effective requests: containers plus restartable init containers (sidecars), or the largest
 /// init container with the sidecars started before it, whichever is larger; pod-level cpu and
 /// memory requests instead where set; plus pod overhead and one pod slot.
-pub fn pod_requests(spec: &core::PodSpec, object: &str) -> Result<Resources, ConvertError> {
+pub fn pod_requests(spec: &cached_pod::PodSpec, object: &str) -> Result<Resources, ConvertError> {
     let mut r = pod_amounts(spec, object, "requests")?;
     r.pods += 1;
     Ok(r)
 }
 
 /// Effective limits, by the same rules as [`pod_requests`] (without the pod slot).
-pub fn pod_limits(spec: &core::PodSpec, object: &str) -> Result<Resources, ConvertError> {
+pub fn pod_limits(spec: &cached_pod::PodSpec, object: &str) -> Result<Resources, ConvertError> {
     pod_amounts(spec, object, "limits")
 }
 
 /// A pod's effective `requests` or `limits` (`which`), Kubernetes' rules for both.
-fn pod_amounts(spec: &core::PodSpec, object: &str, which: &str) -> Result<Resources, ConvertError> {
+fn pod_amounts(spec: &cached_pod::PodSpec, object: &str, which: &str) -> Result<Resources, ConvertError> {
     fn pick<'r>(r: &'r core::ResourceRequirements, which: &str) -> Option<&'r BTreeMap<String, Quantity>> {
         if which == "limits" { r.limits.as_ref() } else { r.requests.as_ref() }
     }
-    let of = |c: &core::Container, field: &str| {
+    let of = |c: &cached_pod::Container, field: &str| {
         resources(c.resources.as_ref().and_then(|r| pick(r, which)), object, &format!("{field}.{which}"))
     };
     let mut main = Resources::default();
@@ -231,7 +232,7 @@ fn pod_amounts(spec: &core::PodSpec, object: &str, which: &str) -> Result<Resour
 
 /// Whether Karpenter would provision for this pod: pending, not gated, not owned by a
 /// DaemonSet, not being deleted, and marked unschedulable by kube-scheduler.
-pub fn is_provisionable(p: &core::Pod) -> bool {
+pub fn is_provisionable(p: &cached_pod::Pod) -> bool {
     let spec = p.spec.as_ref();
     let status = p.status.as_ref();
     let unschedulable = status.and_then(|s| s.conditions.as_ref()).is_some_and(|cs| {
@@ -254,7 +255,7 @@ pub fn is_provisionable(p: &core::Pod) -> bool {
 /// it is not marked `karpenter.sh/do-not-disrupt`; and no PodDisruptionBudget fully blocks
 /// its eviction (more than one selects it, or one allows no disruption whatever the count:
 /// `maxUnavailable: 0` or `0%`, `minAvailable: 100%`).
-pub fn is_reschedulable(p: &core::Pod, pdbs: &[Arc<policy::PodDisruptionBudget>]) -> bool {
+pub fn is_reschedulable(p: &cached_pod::Pod, pdbs: &[Arc<policy::PodDisruptionBudget>]) -> bool {
     let active = is_active(p) && p.metadata.deletion_timestamp.is_none();
     let annotations = p.metadata.annotations.as_ref();
     let do_not_disrupt =
@@ -264,7 +265,7 @@ pub fn is_reschedulable(p: &core::Pod, pdbs: &[Arc<policy::PodDisruptionBudget>]
 
 /// Whether a pod on a node that goes away needs another (Karpenter's `IsReschedulable`):
 /// active, or a terminating StatefulSet pod; owned by no DaemonSet and no Node.
-pub fn needs_a_new_home(p: &core::Pod) -> bool {
+pub fn needs_a_new_home(p: &cached_pod::Pod) -> bool {
     let owned_by = |kind: &str| p.metadata.owner_references.iter().flatten().any(|o| o.kind == kind);
     let terminating = p.metadata.deletion_timestamp.is_some();
     let active = is_active(p) && !terminating;
@@ -273,13 +274,13 @@ pub fn needs_a_new_home(p: &core::Pod) -> bool {
 
 /// How many of `pods` on `nc`'s Node need another home if it goes (Karpenter's
 /// `ReschedulablePods`, counted in `karpenter_pods_disruption_initiated_total`).
-pub fn reschedulable_on(nc: &tenon_api::NodeClaim, pods: &[Arc<core::Pod>]) -> u64 {
+pub fn reschedulable_on(nc: &tenon_api::NodeClaim, pods: &[Arc<cached_pod::Pod>]) -> u64 {
     let Some(node) = nc.status.as_ref().and_then(|s| s.node_name.as_deref()) else { return 0 };
-    let on = |p: &&Arc<core::Pod>| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node);
+    let on = |p: &&Arc<cached_pod::Pod>| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node);
     pods.iter().filter(on).filter(|p| needs_a_new_home(p)).count() as u64
 }
 
-fn fully_blocked(p: &core::Pod, pdbs: &[Arc<policy::PodDisruptionBudget>]) -> bool {
+fn fully_blocked(p: &cached_pod::Pod, pdbs: &[Arc<policy::PodDisruptionBudget>]) -> bool {
     let labels = p.metadata.labels.clone().unwrap_or_default();
     let matching: Vec<&policy::PodDisruptionBudget> = pdbs
         .iter()
@@ -317,22 +318,22 @@ fn spec_fully_blocking(spec: Option<&policy::PodDisruptionBudgetSpec>) -> bool {
 }
 
 /// Whether a DaemonSet owns the pod (it comes with every node; nothing provisions for it).
-pub fn is_daemon(p: &core::Pod) -> bool {
+pub fn is_daemon(p: &cached_pod::Pod) -> bool {
     p.metadata.owner_references.iter().flatten().any(|o| o.kind == "DaemonSet")
 }
 
 /// `namespace/name`.
-pub fn pod_key(p: &core::Pod) -> String {
+pub fn pod_key(p: &cached_pod::Pod) -> String {
     format!("{}/{}", p.metadata.namespace.as_deref().unwrap_or(""), p.metadata.name.as_deref().unwrap_or(""))
 }
 
 /// Whether a bound pod still uses its node's resources.
-pub fn is_active(p: &core::Pod) -> bool {
+pub fn is_active(p: &cached_pod::Pod) -> bool {
     !matches!(p.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"))
 }
 
 /// A pod's scheduling-relevant facts.
-pub fn pod(p: &core::Pod) -> Result<Pod, ConvertError> {
+pub fn pod(p: &cached_pod::Pod) -> Result<Pod, ConvertError> {
     let ns = p.metadata.namespace.clone().unwrap_or_else(|| "default".into());
     let name = p.metadata.name.clone().unwrap_or_default();
     let object = format!("Pod {ns}/{name}");
@@ -435,7 +436,7 @@ pub fn pod(p: &core::Pod) -> Result<Pod, ConvertError> {
 /// The claim behind each of a pod's volumes that has one, with the field naming it: the
 /// claim a `persistentVolumeClaim` volume names, or the one the ephemeral volume controller
 /// creates for an `ephemeral` volume (`<pod>-<volume>`).
-fn pod_claims(p: &core::Pod) -> Vec<(String, String)> {
+fn pod_claims(p: &cached_pod::Pod) -> Vec<(String, String)> {
     let pod = p.metadata.name.as_deref().unwrap_or("");
     let volumes = p.spec.iter().flat_map(|s| s.volumes.iter().flatten()).enumerate();
     volumes
@@ -473,7 +474,7 @@ const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
 /// several volumes, every combination of their terms that can hold at once, in order. Empty
 /// when no volume constrains the node; one impossible alternative when none can hold.
 pub fn volume_requirements(
-    p: &core::Pod,
+    p: &cached_pod::Pod,
     claims: &[Arc<core::PersistentVolumeClaim>],
     volumes: &[Arc<core::PersistentVolume>],
     classes: &[Arc<storage::StorageClass>],
@@ -540,7 +541,7 @@ pub fn volume_requirements(
 /// deleted or Lost; its volume is missing or being deleted; it names a volume but is not
 /// bound yet; or it is unbound and its StorageClass is missing, unnamed or binds Immediately.
 pub fn volume_problem(
-    p: &core::Pod,
+    p: &cached_pod::Pod,
     claims: &[Arc<core::PersistentVolumeClaim>],
     volumes: &[Arc<core::PersistentVolume>],
     classes: &[Arc<storage::StorageClass>],
@@ -697,7 +698,8 @@ pub fn daemonset(ds: &apps::DaemonSet) -> Result<DaemonSet, ConvertError> {
             requests.entry(k).or_insert(v);
         }
     }
-    let as_pod = core::Pod { metadata: template.metadata.unwrap_or_default(), spec, status: None };
+    let as_pod =
+        cached_pod::Pod { metadata: template.metadata.unwrap_or_default(), spec: spec.map(Into::into), status: None };
     let mut p = pod(&as_pod).map_err(|e| err(&format!("DaemonSet {ns}/{name}"), &e.field, e.message))?;
     p.namespace = ns.clone();
     p.name = format!("{name}-template");
@@ -907,7 +909,7 @@ pub struct ClusterObjects {
     pub nodepools: Vec<Arc<NodePool>>,
     pub nodeclaims: Vec<Arc<NodeClaim>>,
     pub nodes: Vec<Arc<core::Node>>,
-    pub pods: Vec<Arc<core::Pod>>,
+    pub pods: Vec<Arc<cached_pod::Pod>>,
     pub daemonsets: Vec<Arc<apps::DaemonSet>>,
     pub pdbs: Vec<Arc<policy::PodDisruptionBudget>>,
     pub namespaces: Vec<Arc<core::Namespace>>,

@@ -11,6 +11,7 @@
 //!   any other kind, or an owner that no longer exists, contributes nothing;
 //! - nothing deduced, no default: an empty selector would count every pod in the namespace.
 
+use crate::cached_pod;
 use k8s_openapi::api::apps::v1 as apps;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
@@ -90,7 +91,7 @@ impl<'a> DefaultSpread<'a> {
 
     /// The constraints `pod` is scheduled with beyond its own: the defaults with its deduced
     /// selector, or none (defaults unset, the pod has its own spread, or nothing selects it).
-    pub fn for_pod(&mut self, pod: &core::Pod) -> Vec<core::TopologySpreadConstraint> {
+    pub fn for_pod(&mut self, pod: &cached_pod::Pod) -> Vec<core::TopologySpreadConstraint> {
         let own = pod.spec.as_ref().and_then(|s| s.topology_spread_constraints.as_ref()).is_some_and(|c| !c.is_empty());
         if self.defaults.is_empty() || own {
             return Vec::new();
@@ -102,7 +103,7 @@ impl<'a> DefaultSpread<'a> {
             .collect()
     }
 
-    fn selector(&mut self, pod: &core::Pod) -> Option<meta::LabelSelector> {
+    fn selector(&mut self, pod: &cached_pod::Pod) -> Option<meta::LabelSelector> {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
         let controller = controller_of(pod);
         let labels = pod.metadata.labels.clone().unwrap_or_default();
@@ -137,7 +138,7 @@ impl<'a> DefaultSpread<'a> {
 }
 
 /// The owner reference marked `controller: true`, if any (others are not the pod's controller).
-fn controller_of(pod: &core::Pod) -> Option<&meta::OwnerReference> {
+fn controller_of(pod: &cached_pod::Pod) -> Option<&meta::OwnerReference> {
     pod.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true))
 }
 

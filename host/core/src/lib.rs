@@ -4,6 +4,7 @@
 //! of the snapshot, and the same snapshot always gives the same plan.
 
 pub mod cache_trim;
+pub mod cached_pod;
 pub mod catalog;
 pub mod catalog_file;
 pub mod cloud;

@@ -110,7 +110,7 @@ mod tests {
         let cat = Arc::new(aws(&AwsCatalogOptions::default()).unwrap());
         let mut snap = crate::ClusterSnapshot { now: 0, ..Default::default() };
         snap.nodepools.push(crate::convert::nodepool(&np, cat).unwrap());
-        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+        let pod: crate::cached_pod::Pod = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "inflate-1", "namespace": "karpenter-lab", "uid": "u1"},
             "spec": {"nodeSelector": {"capacity.example.io/pool": "lab-general"},
                      "containers": [{"name": "pause", "image": "pause", "resources": {"requests": {"cpu": "1", "memory": "256Mi"}}}]},

@@ -3,6 +3,7 @@
 
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::storage::v1 as storage;
+use tenon_core::cached_pod;
 use tenon_core::convert;
 
 fn yaml<T: serde::de::DeserializeOwned>(s: &str) -> T {
@@ -11,7 +12,7 @@ fn yaml<T: serde::de::DeserializeOwned>(s: &str) -> T {
 
 #[test]
 fn pod_requests_count_sidecars_init_containers_and_overhead() {
-    let p: core::Pod = yaml(
+    let p: cached_pod::Pod = yaml(
         r#"
 metadata: {name: p, namespace: default}
 spec:
@@ -34,7 +35,7 @@ spec:
 
 #[test]
 fn bad_quantities_are_errors_naming_the_field() {
-    let p: core::Pod = yaml(
+    let p: cached_pod::Pod = yaml(
         "metadata: {name: bad, namespace: ns}\nspec:\n  containers:\n    - {name: c, resources: {requests: {cpu: lots}}}\n",
     );
     let e = convert::pod(&p).unwrap_err();
@@ -43,7 +44,7 @@ fn bad_quantities_are_errors_naming_the_field() {
 
 #[test]
 fn volume_zones_come_from_bound_volumes_and_storage_classes() {
-    let p: core::Pod = yaml(
+    let p: cached_pod::Pod = yaml(
         r#"
 metadata: {name: db, namespace: data}
 spec:
@@ -90,7 +91,7 @@ allowedTopologies:
 
 #[test]
 fn spread_and_affinity_read_kubernetes_defaults() {
-    let p: core::Pod = yaml(
+    let p: cached_pod::Pod = yaml(
         r#"
 metadata: {name: w, namespace: default, labels: {app: web, rev: "7"}}
 spec:
@@ -122,7 +123,7 @@ spec:
 fn a_pod_preempting_its_way_onto_a_node_is_not_provisioned_for() {
     // kube-scheduler nominated a node for it (it is evicting lower-priority pods there):
     // Karpenter's IsProvisionable leaves such a pod alone.
-    let p: core::Pod = yaml(
+    let p: cached_pod::Pod = yaml(
         r#"
 metadata: {name: high, namespace: default}
 spec: {containers: [{name: c}]}

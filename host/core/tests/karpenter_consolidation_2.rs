@@ -136,7 +136,7 @@ fn rs_pods(c: &mut Cluster, placed: &[(&str, &str)], spec: &str) {
     }
 }
 
-fn pod_mut<'a>(c: &'a mut Cluster, name: &str) -> &'a mut k8s_openapi::api::core::v1::Pod {
+fn pod_mut<'a>(c: &'a mut Cluster, name: &str) -> &'a mut tenon_core::cached_pod::Pod {
     c.objects.pods.iter_mut().find(|p| p.metadata.name.as_deref() == Some(name)).expect("Pod")
 }
 
@@ -262,7 +262,7 @@ fn consolidate(c: &mut Cluster) -> (Vec<String>, DisruptionPlan) {
 /// A pod that is neither bound nor pending (applied, not yet tried by kube-scheduler):
 /// Karpenter's cases apply such pods without binding them.
 fn unbound(c: &mut Cluster, meta: &str) {
-    let mut p: k8s_openapi::api::core::v1::Pod =
+    let mut p: tenon_core::cached_pod::Pod =
         serde_yaml::from_str(&format!("metadata: {meta}\nspec: {{containers: [{{name: app, image: app}}]}}"))
             .expect("Pod YAML");
     p.metadata.namespace = Some("default".into());

@@ -4,6 +4,7 @@
 //! accounts for (tests/conformance/karpenter.tsv).
 
 use crate::support;
+use tenon_core::cached_pod;
 
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
@@ -20,7 +21,7 @@ fn cluster() -> Cluster {
 }
 
 /// A pending pod labelled `labels` (map body) with these owner references (flow items).
-fn pod(c: &mut Cluster, name: &str, labels: &str, owners: &[&str]) -> core::Pod {
+fn pod(c: &mut Cluster, name: &str, labels: &str, owners: &[&str]) -> cached_pod::Pod {
     c.pending(&format!("{{name: {name}, labels: {{{labels}}}, ownerReferences: [{}]}}", owners.join(", ")), "");
     c.objects.pods.pop().expect("the pod")
 }
@@ -42,7 +43,7 @@ fn injector(o: &tenon_core::convert::ClusterObjects) -> DefaultSpread<'_> {
 }
 
 /// The selector of the one zonal default the pod gets, or `None` when it gets no default.
-fn inject(c: &Cluster, pod: &core::Pod) -> Option<LabelSelector> {
+fn inject(c: &Cluster, pod: &cached_pod::Pod) -> Option<LabelSelector> {
     let got = injector(&c.objects.shared()).for_pod(pod);
     if got.is_empty() {
         return None;

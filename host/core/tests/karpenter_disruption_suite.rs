@@ -6,6 +6,7 @@
 //! around them (taints, API writes, Events) is said in comments.
 
 use crate::support;
+use tenon_core::cached_pod;
 
 use support::karpenter::{Cluster, default_types};
 use support::*;
@@ -459,7 +460,7 @@ fn a_node_with_a_local_volume_pinned_to_it_can_be_replaced() {
     .unwrap();
     let sc: storage::StorageClass =
         serde_yaml::from_str("metadata: {name: local-path}\nprovisioner: kubernetes.io/no-provisioner").unwrap();
-    let k8s_pod: core::Pod = serde_yaml::from_str(
+    let k8s_pod: cached_pod::Pod = serde_yaml::from_str(
         "metadata: {name: p, namespace: default, labels: {app: test}, ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: ss, uid: ss-uid, controller: true}]}\nspec: {nodeName: n, containers: [{name: c, image: i}], volumes: [{name: v, persistentVolumeClaim: {claimName: claim}}]}",
     )
     .unwrap();

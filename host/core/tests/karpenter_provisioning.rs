@@ -122,7 +122,7 @@ fn bind(c: &mut Cluster, d: &Decision, pod: usize, node: &str) {
         .find(|o| o.metadata.name.as_deref() == Some(&p.name) && o.metadata.namespace.as_deref() == Some(&p.namespace))
         .expect("the pod object");
     obj.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
-    obj.status = Some(core::PodStatus { phase: Some("Running".into()), ..Default::default() });
+    obj.status = Some(tenon_core::cached_pod::PodStatus { phase: Some("Running".into()), ..Default::default() });
 }
 
 fn label(d: &Decision, pod: &str, key: &str) -> Option<String> {

@@ -219,7 +219,7 @@ fn launch(c: &mut Cluster, d: &Decision) {
             .find(|o| o.metadata.namespace.as_ref() == Some(ns) && o.metadata.name.as_ref() == Some(name))
             .expect("the placed pod");
         pod.spec.as_mut().expect("spec").node_name = Some(node);
-        pod.status = Some(core::PodStatus { phase: Some("Running".into()), ..Default::default() });
+        pod.status = Some(tenon_core::cached_pod::PodStatus { phase: Some("Running".into()), ..Default::default() });
     }
 }
 
@@ -472,14 +472,14 @@ fn counting_cluster(key: &str, first_label: &str, second_label: &str) -> Cluster
     c.bound("{name: unlabelled}", "first", "");
     c.pending("{name: not-tried, labels: {test: test}}", "");
     c.objects.pods.last_mut().expect("pod").status =
-        Some(core::PodStatus { phase: Some("Pending".into()), ..Default::default() });
+        Some(tenon_core::cached_pod::PodStatus { phase: Some("Pending".into()), ..Default::default() });
     c.bound("{name: domainless, labels: {test: test}}", "third", "");
     c.bound("{name: elsewhere, namespace: wrong-namespace, labels: {test: test}}", "first", "");
     c.pending("{name: terminating, labels: {test: test}, deletionTimestamp: \"2026-01-01T00:00:00Z\"}", "");
     for phase in ["Failed", "Succeeded"] {
         c.bound(&format!("{{name: {}, labels: {{test: test}}}}", phase.to_lowercase()), "first", "");
         c.objects.pods.last_mut().expect("pod").status =
-            Some(core::PodStatus { phase: Some(phase.into()), ..Default::default() });
+            Some(tenon_core::cached_pod::PodStatus { phase: Some(phase.into()), ..Default::default() });
     }
     c.bound("{name: counted-1, labels: {test: test}}", "first", "");
     c.bound("{name: counted-2, labels: {test: test}}", "first", "");

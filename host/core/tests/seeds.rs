@@ -5,6 +5,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1 as core;
 use std::sync::Arc;
 use tenon_api::NodePool;
+use tenon_core::cached_pod;
 use tenon_core::catalog::{AwsCatalogOptions, aws};
 use tenon_core::instancetype::InstanceType;
 use tenon_core::model::{ClusterSnapshot, Node};
@@ -40,7 +41,8 @@ fn replicas(dep: &Deployment, n: usize) -> Vec<tenon_core::model::Pod> {
             meta.name = Some(format!("{name}-{i}"));
             meta.namespace = dep.metadata.namespace.clone();
             meta.uid = Some(format!("uid-{i:04}"));
-            convert::pod(&core::Pod { metadata: meta, spec: tpl.spec.clone(), status: None }).unwrap()
+            convert::pod(&cached_pod::Pod { metadata: meta, spec: tpl.spec.clone().map(Into::into), status: None })
+                .unwrap()
         })
         .collect()
 }
@@ -104,7 +106,7 @@ fn lab_general_positive_rollout() {
 fn impossible_arch_stays_pending_with_the_reason() {
     let cat = catalog();
     let pool = nodepool("lab-general/nodepool-lab-general.yaml", &cat);
-    let p: core::Pod = serde_yaml::from_str(&seed("lab-general/karpenter-negative.yaml")).unwrap();
+    let p: cached_pod::Pod = serde_yaml::from_str(&seed("lab-general/karpenter-negative.yaml")).unwrap();
     let snap = ClusterSnapshot { nodepools: vec![pool], pods: vec![convert::pod(&p).unwrap()], ..Default::default() };
     let plan = schedule(&snap, &PriceScorer);
     assert!(plan.nodeclaims.is_empty());
@@ -198,7 +200,7 @@ fn snapshot_from_cluster_objects() {
     let np: NodePool = serde_yaml::from_str(&seed("lab-general/nodepool-lab-general.yaml")).unwrap();
     let dep = deployment("lab-general/karpenter-positive.yaml", 1);
     let tpl = dep.spec.as_ref().unwrap().template.clone();
-    let unschedulable = core::PodStatus {
+    let unschedulable = tenon_core::cached_pod::PodStatus {
         phase: Some("Pending".into()),
         conditions: Some(vec![core::PodCondition {
             type_: "PodScheduled".into(),
@@ -208,18 +210,22 @@ fn snapshot_from_cluster_objects() {
         }]),
         ..Default::default()
     };
-    let mut pods: Vec<core::Pod> = (0..3)
+    let mut pods: Vec<cached_pod::Pod> = (0..3)
         .map(|i| {
             let mut meta = tpl.metadata.clone().unwrap_or_default();
             meta.name = Some(format!("inflate-{i}"));
             meta.namespace = Some("karpenter-lab".into());
-            core::Pod { metadata: meta, spec: tpl.spec.clone(), status: Some(unschedulable.clone()) }
+            cached_pod::Pod {
+                metadata: meta,
+                spec: tpl.spec.clone().map(Into::into),
+                status: Some(unschedulable.clone()),
+            }
         })
         .collect();
     // Not yet tried by kube-scheduler, and gated: neither is provisioned for.
     let mut fresh = pods[0].clone();
     fresh.metadata.name = Some("fresh".into());
-    fresh.status = Some(core::PodStatus { phase: Some("Pending".into()), ..Default::default() });
+    fresh.status = Some(tenon_core::cached_pod::PodStatus { phase: Some("Pending".into()), ..Default::default() });
     let mut gated = pods[0].clone();
     gated.metadata.name = Some("gated".into());
     gated.spec.as_mut().unwrap().scheduling_gates = Some(vec![core::PodSchedulingGate { name: "wait".into() }]);

@@ -51,7 +51,7 @@ impl Cluster {
             "metadata: {{name: {name}, namespace: default, uid: uid-{}}}\nspec:\n  containers: [{{name: app, image: app, resources: {{requests: {requests}}}}}]\nstatus: {{phase: Pending, conditions: [{{type: PodScheduled, status: \"False\", reason: Unschedulable}}]}}\n",
             self.generated
         ));
-        self.objects.pods.push(Arc::new(p));
+        self.objects.pods.push(Arc::new(p.into()));
         self
     }
 

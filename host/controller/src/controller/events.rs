@@ -70,7 +70,7 @@ impl Involved {
     }
 
     /// A pod as read from the API server.
-    pub fn pod_object(p: &k8s_openapi::api::core::v1::Pod) -> Involved {
+    pub fn pod_object(p: &tenon_core::cached_pod::Pod) -> Involved {
         Involved {
             api_version: "v1".into(),
             kind: "Pod".into(),

@@ -5,9 +5,9 @@
 //! Recorded here, in the same step that puts the pod in the cache, no snapshot sees one
 //! without the other.
 
-use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher::Event;
 use std::collections::{BTreeMap, HashMap};
+use tenon_core::cached_pod::Pod;
 use tenon_core::convert::{is_active, is_daemon, pod_key};
 
 /// How long a change is remembered: by then `lastPodEventTime` says as much.
@@ -97,7 +97,7 @@ mod tests {
         let mut p = Pod::default();
         p.metadata.namespace = Some("default".into());
         p.metadata.name = Some(name.into());
-        p.spec = Some(k8s_openapi::api::core::v1::PodSpec { node_name: node.map(String::from), ..Default::default() });
+        p.spec = Some(tenon_core::cached_pod::PodSpec { node_name: node.map(String::from), ..Default::default() });
         p
     }
 

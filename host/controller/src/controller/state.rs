@@ -6,7 +6,7 @@ use super::pod_changes::PodChanges;
 use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
-    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, ReplicationController, Service,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
@@ -19,6 +19,7 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use tenon_api::scheduler_config::SchedulerConfig;
 use tenon_api::{EC2NodeClass, NodeClaim, NodePool};
+use tenon_core::cached_pod::Pod;
 use tenon_core::convert::ClusterObjects;
 use tokio::sync::watch;
 
@@ -104,9 +105,14 @@ where
 fn reflect_pods(client: &Client, changed: Arc<watch::Sender<u64>>) -> (Store<Pod>, Arc<Mutex<PodChanges>>) {
     let pod_changes = Arc::new(Mutex::new(PodChanges::default()));
     let seen = pod_changes.clone();
-    let pods = reflect_observed(client, changed, tenon_core::cache_trim::pod, move |event| {
-        seen.lock().unwrap_or_else(|e| e.into_inner()).observe(event, super::unix_now());
-    });
+    let pods = reflect_observed(
+        client,
+        changed,
+        |_| {},
+        move |event| {
+            seen.lock().unwrap_or_else(|e| e.into_inner()).observe(event, super::unix_now());
+        },
+    );
     (pods, pod_changes)
 }
 
@@ -229,6 +235,7 @@ impl Stores {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Pod as FullPod;
     use tenon_core::cache_trim::LAST_APPLIED;
 
     #[test]
@@ -239,7 +246,7 @@ mod tests {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
         rt.block_on(async {
             let client = Client::try_from(kube::Config::new(emu.url.parse().unwrap())).unwrap();
-            let pod: Pod = serde_json::from_value(serde_json::json!({
+            let pod: FullPod = serde_json::from_value(serde_json::json!({
                 "metadata": {
                     "name": "p",
                     "namespace": "default",
@@ -249,7 +256,7 @@ mod tests {
                 "spec": {"containers": [{"name": "c", "image": "i"}]},
             }))
             .unwrap();
-            Api::<Pod>::namespaced(client.clone(), "default").create(&Default::default(), &pod).await.unwrap();
+            Api::<FullPod>::namespaced(client.clone(), "default").create(&Default::default(), &pod).await.unwrap();
             let pods = reflect::<Pod>(&client, Arc::new(watch::Sender::new(0)));
             tokio::time::timeout(std::time::Duration::from_secs(10), pods.wait_until_ready())
                 .await
@@ -277,12 +284,12 @@ mod tests {
                 .await
                 .expect("the pod cache syncs")
                 .unwrap();
-            let pod: Pod = serde_json::from_value(serde_json::json!({
+            let pod: FullPod = serde_json::from_value(serde_json::json!({
                 "metadata": {"name": "p", "namespace": "default"},
                 "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
             }))
             .unwrap();
-            Api::<Pod>::namespaced(client.clone(), "default").create(&Default::default(), &pod).await.unwrap();
+            Api::<FullPod>::namespaced(client.clone(), "default").create(&Default::default(), &pod).await.unwrap();
             // Read as `Stores::objects` reads: the pods, then the times.
             let times = tokio::time::timeout(std::time::Duration::from_secs(10), async {
                 loop {

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use tenon_api::NodeClaim;
 use tenon_api::NodePool;
+use tenon_core::cached_pod;
 use tenon_core::convert::{self, ClusterObjects};
 use tenon_core::instancetype::{InstanceType, Offering};
 use tenon_core::model::ClusterSnapshot;
@@ -187,7 +188,7 @@ pub struct Objects {
     pub nodepools: Vec<NodePool>,
     pub nodeclaims: Vec<NodeClaim>,
     pub nodes: Vec<core::Node>,
-    pub pods: Vec<core::Pod>,
+    pub pods: Vec<cached_pod::Pod>,
     pub daemonsets: Vec<apps::DaemonSet>,
     pub pdbs: Vec<policy::PodDisruptionBudget>,
     pub namespaces: Vec<core::Namespace>,
@@ -289,7 +290,7 @@ impl Cluster {
     /// when the spec has none. Name it in `meta` (`{name: p, labels: {…}}`); namespace
     /// `default` unless given.
     pub fn pending(&mut self, meta: &str, spec: &str) -> &mut Self {
-        let mut p: core::Pod =
+        let mut p: cached_pod::Pod =
             yaml(&format!("metadata: {meta}\nspec:\n{}", if spec.trim().is_empty() { "  {}\n" } else { spec }));
         self.complete(&mut p);
         p.status = Some(yaml(
@@ -309,7 +310,7 @@ impl Cluster {
 
     /// A pod bound to node `node`, running.
     pub fn bound(&mut self, meta: &str, node: &str, spec: &str) -> &mut Self {
-        let mut p: core::Pod =
+        let mut p: cached_pod::Pod =
             yaml(&format!("metadata: {meta}\nspec:\n{}", if spec.trim().is_empty() { "  {}\n" } else { spec }));
         self.complete(&mut p);
         p.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
@@ -318,7 +319,7 @@ impl Cluster {
         self
     }
 
-    fn complete(&mut self, p: &mut core::Pod) {
+    fn complete(&mut self, p: &mut cached_pod::Pod) {
         self.generated += 1;
         let m = &mut p.metadata;
         m.namespace.get_or_insert_with(|| "default".into());

@@ -62,9 +62,10 @@ impl World<'_> {
                     let mut meta = spec.template.metadata.clone().unwrap_or_default();
                     meta.namespace = Some(ns.clone());
                     meta.name = Some(name.clone());
-                    let mut template =
-                        convert::pod(&core::Pod { metadata: meta, spec: spec.template.spec.clone(), status: None })
-                            .map_err(err)?;
+                    let mut template = convert::pod(
+                        &core::Pod { metadata: meta, spec: spec.template.spec.clone(), status: None }.into(),
+                    )
+                    .map_err(err)?;
                     template.owner_kind = Some("ReplicaSet".into());
                     template.owner_name = Some(name.clone());
                     let replicas = spec.replicas.unwrap_or(1).max(0) as u32;
@@ -79,7 +80,7 @@ impl World<'_> {
                 "Pod" => {
                     let p: core::Pod =
                         serde_json::from_value(doc.clone()).map_err(|e| err(format!("Pod {name}: {e}")))?;
-                    let pod = convert::pod(&p).map_err(err)?;
+                    let pod = convert::pod(&p.into()).map_err(err)?;
                     self.pods.retain(|x| x.pod.key() != pod.key());
                     self.pods.push(SimPod { pod, deployment: None, created: self.now });
                 }

@@ -3,11 +3,12 @@
 //! pod (state, and startup latency for pods seen Pending). Pure functions over the objects.
 
 use super::{Labels, SeriesLabels};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use std::collections::BTreeMap;
 use tenon_api::NodePool;
 use tenon_api::common::ResourceList;
 use tenon_api::wellknown::{self as wk};
+use tenon_core::cached_pod::Pod;
 use tenon_core::convert::{ClusterObjects, is_daemon, pod_limits, pod_requests};
 use tenon_core::resources::Resources;
 

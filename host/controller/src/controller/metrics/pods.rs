@@ -6,8 +6,9 @@
 use super::Labels;
 use super::SeriesLabels;
 use super::cluster::SharedGauges;
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::PodCondition;
 use std::collections::{BTreeMap, BTreeSet};
+use tenon_core::cached_pod::Pod;
 
 /// The gauges of one pass (complete: replace the families) and the durations observed since
 /// the last one. A pod's series share its name and namespace (one copy for its five).

@@ -381,7 +381,7 @@ mod tests {
         )
         .unwrap();
         let deletion = if terminating { ", deletionTimestamp: \"2026-11-30T00:00:00Z\"" } else { "" };
-        let pod: k8s_openapi::api::core::v1::Pod = serde_yaml::from_str(&format!(
+        let pod: tenon_core::cached_pod::Pod = serde_yaml::from_str(&format!(
             "metadata: {{name: p, namespace: d, labels: {{app: p}}{deletion}{meta}}}\nspec: {{nodeName: node-a, containers: [{{name: c, image: i, resources: {{requests: {{memory: 100M}}}}}}]}}\nstatus: {{phase: Running}}\n"
         ))
         .unwrap();
@@ -458,7 +458,7 @@ mod tests {
     /// synthetic catalog (`fake-it-0` …, in `test-zone-1` to `test-zone-3`).
     fn decide(requirements: &str, pods: &[(&str, &str)]) -> ProvisioningPlan {
         let np: tenon_api::NodePool = serde_yaml::from_str(&format!("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: default}}\nspec:\n  template:\n    spec:\n      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n      requirements: {requirements}\n")).unwrap();
-        let pods: Vec<k8s_openapi::api::core::v1::Pod> = pods
+        let pods: Vec<tenon_core::cached_pod::Pod> = pods
             .iter()
             .map(|(name, selector)| {
                 serde_yaml::from_str(&format!(
@@ -546,7 +546,7 @@ mod tests {
             "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: a, deletionTimestamp: \"2026-11-30T00:00:00Z\"}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: x}\n  requirements: []\nstatus: {nodeName: node-a}\n",
         )
         .unwrap();
-        let pod = |name: &str, node: &str, owner: &str| -> k8s_openapi::api::core::v1::Pod {
+        let pod = |name: &str, node: &str, owner: &str| -> tenon_core::cached_pod::Pod {
             serde_yaml::from_str(&format!(
                 "metadata: {{name: {name}, namespace: d, ownerReferences: [{{apiVersion: apps/v1, kind: {owner}, name: o, uid: u}}]}}\nspec: {{nodeName: {node}, containers: [{{name: c}}]}}\nstatus: {{phase: Running}}\n"
             ))

@@ -25,7 +25,7 @@ pub use steps::{Ctx, Instances, NodeProgress, Progress, finalize_node, finalize_
 use super::conditions;
 use super::metrics::{Metrics, catalog as m};
 use super::nodeclaim::lifecycle::rules as lifecycle;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, EvictParams};
@@ -35,6 +35,7 @@ use std::sync::Arc;
 use tenon_api::NodeClaim;
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_core::ClusterSnapshot;
+use tenon_core::cached_pod::Pod;
 use tenon_core::disruption::drain::is_drainable;
 
 /// Karpenter's minimum drain time: a node drains at least this long, so what watches it (load

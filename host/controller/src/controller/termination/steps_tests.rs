@@ -205,7 +205,7 @@ impl World {
         ClusterObjects {
             nodes: shared(self.nodes().list(&lp).await.unwrap().items),
             nodeclaims: shared(self.claims().list(&lp).await.unwrap().items),
-            pods: shared(Api::<Pod>::all(self.client.clone()).list(&lp).await.unwrap().items),
+            pods: shared(Api::<tenon_core::cached_pod::Pod>::all(self.client.clone()).list(&lp).await.unwrap().items),
             volume_attachments: shared(
                 Api::<VolumeAttachment>::all(self.client.clone()).list(&lp).await.unwrap().items,
             ),
