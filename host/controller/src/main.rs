@@ -4,6 +4,8 @@ mod bench;
 mod check;
 #[cfg(feature = "controller")]
 mod controller;
+#[cfg(feature = "heap-count")]
+mod heap_count;
 mod policy_cmd;
 mod policy_deadline;
 #[cfg(feature = "oci")]
@@ -82,19 +84,39 @@ enum Command {
 /// The controller's allocator. At 10,000 pods glibc's held 620 MB for 221 MB in use (its
 /// arenas give freed memory back to the kernel only from their top); mimalloc returns freed
 /// pages.
-#[cfg(all(feature = "controller", not(feature = "dhat-heap")))]
+#[cfg(all(feature = "controller", not(feature = "dhat-heap"), not(feature = "heap-count")))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+#[cfg(all(feature = "heap-count", not(feature = "dhat-heap")))]
+#[global_allocator]
+static ALLOCATOR: heap_count::Counting = heap_count::Counting;
+
 /// With `dhat-heap`, every allocation is recorded by site; the profile (the heap at its peak
-/// and at exit, by backtrace) is written to `dhat-heap.json` when `main` returns.
+/// and at exit, by backtrace) is written to `dhat-heap.json` when `main` returns, or
+/// `TENON_DHAT_AFTER` seconds after the start (the heap of a steady state, not of shutdown).
 #[cfg(feature = "dhat-heap")]
 #[global_allocator]
 static ALLOCATOR: dhat::Alloc = dhat::Alloc;
 
+#[cfg(feature = "dhat-heap")]
+fn heap_profile() -> Option<dhat::Profiler> {
+    let profiler = dhat::Profiler::new_heap();
+    let Some(after) = std::env::var("TENON_DHAT_AFTER").ok().and_then(|s| s.parse().ok()) else {
+        return Some(profiler);
+    };
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(after));
+        drop(profiler);
+    });
+    None
+}
+
 fn main() -> ExitCode {
     #[cfg(feature = "dhat-heap")]
-    let _profiler = dhat::Profiler::new_heap();
+    let _profiler = heap_profile();
+    #[cfg(feature = "heap-count")]
+    heap_count::start();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check { paths, policy_dir } => {
