@@ -26,6 +26,7 @@ pub mod nodeclass;
 pub mod profile;
 pub mod rate_gate;
 pub mod sdk_metrics;
+mod shaped;
 pub mod templates;
 pub mod terminate_batcher;
 pub mod unavailable;
@@ -37,6 +38,7 @@ pub use nodeclass::Resolution;
 pub use userdata::ClusterInfo;
 
 use catalog::RawCatalog;
+use shaped::{ShapeKey, ShapedCatalogs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tenon_api::EC2NodeClass;
@@ -134,41 +136,6 @@ struct CatalogSlot {
 
 /// One of the launches allowed under way at once, held until dropped.
 pub struct LaunchSlot(#[allow(dead_code)] tokio::sync::OwnedSemaphorePermit);
-
-/// What shapes a catalog into a NodeClass' instance types.
-#[derive(Clone, Debug, PartialEq)]
-struct ShapeKey {
-    zones: Vec<String>,
-    options: AwsCatalogOptions,
-    store: catalog::InstanceStore,
-}
-
-/// Instance types shaped from the current catalog, one entry per NodeClass shape; entries of
-/// an older catalog are dropped when the catalog changes.
-#[derive(Default)]
-struct ShapedCatalogs(std::sync::Mutex<Vec<Shaped>>);
-
-/// Instance types shaped from `catalog` for one NodeClass shape.
-struct Shaped {
-    catalog: Arc<RawCatalog>,
-    key: ShapeKey,
-    types: Arc<Vec<InstanceType>>,
-}
-
-impl ShapedCatalogs {
-    fn get_or_shape(&self, raw: &Arc<RawCatalog>, key: ShapeKey) -> Arc<Vec<InstanceType>> {
-        let Ok(mut entries) = self.0.lock() else {
-            return Arc::new(raw.instance_types_with(&key.zones, &key.options, key.store));
-        };
-        entries.retain(|e| Arc::ptr_eq(&e.catalog, raw));
-        if let Some(e) = entries.iter().find(|e| e.key == key) {
-            return e.types.clone();
-        }
-        let types = Arc::new(raw.instance_types_with(&key.zones, &key.options, key.store));
-        entries.push(Shaped { catalog: raw.clone(), key, types: types.clone() });
-        types
-    }
-}
 
 #[derive(Default)]
 struct CatalogState {
@@ -325,7 +292,8 @@ impl AwsProvider {
             return Ok(Arc::default());
         }
         let key = ShapeKey { zones, options: self.catalog_options(nc), store: catalog::InstanceStore::of(nc) };
-        let shared = self.shaped.get_or_shape(&raw, key);
+        let name = nc.metadata.name.as_deref().unwrap_or_default();
+        let shared = self.shaped.get_or_shape(&raw, name, key);
         let mut types = shared.clone();
         let now = Instant::now();
         for t in 0..shared.len() {
