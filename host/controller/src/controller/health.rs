@@ -98,7 +98,11 @@ pub async fn serve(
         .route(
             "/metrics",
             get(|State((m, p, cloud)): State<All>| async move {
-                let body = m.render() + &p.render() + &cloud.render_metrics();
+                // The policies' and the cloud's few series first, so the controller's (most of
+                // the text) are written once into a buffer with room for them.
+                let rest = p.render() + &cloud.render_metrics();
+                let mut body = m.render_with_room(rest.len());
+                body.push_str(&rest);
                 ([(axum::http::header::CONTENT_TYPE, prometheus_client::encoding::prometheus_text::CONTENT_TYPE)], body)
             }),
         )
