@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use wasmtime::component::Component;
@@ -23,23 +23,79 @@ pub const MAX_CONCURRENT_CALLS: u32 = 64;
 /// One epoch tick; deadlines are counted in ticks.
 pub const TICK: Duration = Duration::from_millis(1);
 
+/// The thread that advances the engine's epoch every [`TICK`] while a call is under way,
+/// and sleeps otherwise: a controller with nothing to decide makes no calls, and a thread
+/// waking a thousand times a second was most of its idle CPU.
 struct Ticker {
     stop: Arc<AtomicBool>,
+    /// Calls under way.
+    calls: Arc<AtomicUsize>,
+    /// Epochs advanced so far (read by the tests).
+    #[cfg_attr(not(test), allow(dead_code))]
+    ticks: Arc<AtomicU64>,
     thread: Option<JoinHandle<()>>,
+}
+
+impl Ticker {
+    fn start(engine: Engine) -> Result<Ticker, PolicyError> {
+        let (stop, calls, ticks) =
+            (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicU64::new(0)));
+        let thread = {
+            let (stop, calls, ticks) = (stop.clone(), calls.clone(), ticks.clone());
+            std::thread::Builder::new()
+                .name("tenon-policy-epoch".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        // A call's start unparks it (before or during the park: it returns).
+                        if calls.load(Ordering::Acquire) == 0 {
+                            std::thread::park();
+                            continue;
+                        }
+                        std::thread::sleep(TICK);
+                        engine.increment_epoch();
+                        ticks.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+                .map_err(|e| PolicyError::Engine(e.to_string()))?
+        };
+        Ok(Ticker { stop, calls, ticks, thread: Some(thread) })
+    }
 }
 
 impl Drop for Ticker {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
+            t.thread().unpark();
             let _ = t.join();
         }
     }
 }
 
+/// A call under way: the epoch advances until it is dropped.
+pub(crate) struct Ticking<'a>(&'a Ticker);
+
+impl Drop for Ticking<'_> {
+    fn drop(&mut self) {
+        self.0.calls.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 pub(crate) struct Shared {
     pub(crate) engine: Engine,
-    _ticker: Ticker,
+    ticker: Ticker,
+}
+
+impl Shared {
+    /// Marks a call under way (deadlines count epochs only while one is).
+    pub(crate) fn ticking(&self) -> Ticking<'_> {
+        if self.ticker.calls.fetch_add(1, Ordering::AcqRel) == 0
+            && let Some(t) = &self.ticker.thread
+        {
+            t.thread().unpark();
+        }
+        Ticking(&self.ticker)
+    }
 }
 
 /// Compiles, caches and loads policies with one configuration.
@@ -88,30 +144,13 @@ impl PolicyEngine {
             .total_stacks(MAX_CONCURRENT_CALLS);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config).map_err(|e| PolicyError::Engine(format!("{e:#}")))?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (engine, stop) = (engine.clone(), stop.clone());
-            std::thread::Builder::new()
-                .name("tenon-policy-epoch".into())
-                .spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        std::thread::sleep(TICK);
-                        engine.increment_epoch();
-                    }
-                })
-                .map_err(|e| PolicyError::Engine(e.to_string()))?
-        };
+        let ticker = Ticker::start(engine.clone())?;
         let (cache, cache_refused) = match cache_dir.as_deref().map(PrecompileCache::open) {
             None => (None, None),
             Some(Ok(c)) => (Some(Arc::new(c)), None),
             Some(Err(e)) => (None, Some(e.to_string())),
         };
-        Ok(PolicyEngine {
-            shared: Arc::new(Shared { engine, _ticker: Ticker { stop, thread: Some(thread) } }),
-            limits,
-            cache,
-            cache_refused,
-        })
+        Ok(PolicyEngine { shared: Arc::new(Shared { engine, ticker }), limits, cache, cache_refused })
     }
 
     /// Why the precompile cache directory was refused, if it was.
@@ -186,5 +225,31 @@ impl PolicyEngine {
             std::fs::read(path).map_err(|source| PolicyError::Io { path: path.display().to_string(), source })?;
         let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("policy").replace('_', "-");
         Ok(self.load(&name, &bytes)?.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_epoch_advances_only_while_a_call_is_under_way() {
+        let engine = PolicyEngine::new(Limits::default(), None).unwrap();
+        let shared = &engine.shared;
+        let ticks = || shared.ticker.ticks.load(Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(ticks(), 0, "idle: no tick");
+        {
+            let _call = shared.ticking();
+            let start = std::time::Instant::now();
+            while ticks() < 5 {
+                assert!(start.elapsed() < Duration::from_secs(5), "a call under way is ticked for");
+                std::thread::sleep(TICK);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        let after = ticks();
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(ticks(), after, "idle again");
     }
 }

@@ -183,6 +183,7 @@ impl LoadedPolicy {
         P: ComponentNamedList + Lower + Send + Sync,
         R: ComponentNamedList + Lift + Send + Sync + 'static,
     {
+        let _ticking = self.engine.shared.ticking();
         let mut store = self.store(now);
         let deadline_ms = self.engine.limits.deadline_ms;
         let until = Instant::now() + guard(deadline_ms);
