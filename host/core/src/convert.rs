@@ -618,17 +618,19 @@ fn ephemeral(t: &Taint, startup: &[Taint]) -> bool {
         || startup.iter().any(|s| s.key == t.key && s.effect == t.effect)
 }
 
-/// A Node. `startup_taints` are its NodePool's: with the known ephemeral taints, ignored until
-/// the node is initialized (unmanaged nodes count as initialized).
-pub fn node(n: &core::Node, startup_taints: &[Taint]) -> Result<Node, ConvertError> {
+/// A Node. `managed` holds its NodePool's startup taints when a NodeClaim manages it: they
+/// and the known ephemeral taints are ignored until it is initialized. A node no NodeClaim
+/// manages counts as initialized, whatever its labels say (Karpenter's `StateNode`).
+pub fn node(n: &core::Node, managed: Option<&[Taint]>) -> Result<Node, ConvertError> {
     let name = n.metadata.name.clone().unwrap_or_default();
     let object = format!("Node {name}");
     let labels = n.metadata.labels.clone().unwrap_or_default();
     let spec = n.spec.as_ref();
     let taints: Vec<Taint> = spec.and_then(|s| s.taints.as_ref()).into_iter().flatten().filter_map(taint).collect();
     let disrupted = taints.iter().any(|t| t.key == tenon_api::wellknown::TAINT_DISRUPTED);
-    let initialized = !labels.contains_key(LABEL_NODEPOOL)
-        || labels.get(tenon_api::wellknown::LABEL_INITIALIZED).is_some_and(|v| v == "true");
+    let initialized =
+        managed.is_none() || labels.get(tenon_api::wellknown::LABEL_INITIALIZED).is_some_and(|v| v == "true");
+    let startup_taints = managed.unwrap_or_default();
     let status = n.status.as_ref();
     Ok(Node {
         name,
@@ -958,14 +960,16 @@ pub fn snapshot(
     let mut nodes = Vec::new();
     for n in &objects.nodes {
         let pool = n.metadata.labels.as_ref().and_then(|l| l.get(LABEL_NODEPOOL));
-        match node(n, &startup(pool)) {
+        let name = n.metadata.name.as_deref();
+        let provider_id = n.spec.as_ref().and_then(|s| s.provider_id.as_deref());
+        let claim = objects.nodeclaims.iter().filter(|nc| crate::nodeclaim::is_managed(nc)).find(|nc| {
+            let st = nc.status.as_ref();
+            (name.is_some() && st.and_then(|s| s.node_name.as_deref()) == name)
+                || (provider_id.is_some() && st.and_then(|s| s.provider_id.as_deref()) == provider_id)
+        });
+        let startup_taints = claim.map(|_| startup(pool));
+        match node(n, startup_taints.as_deref()) {
             Ok(mut converted) => {
-                let provider_id = n.spec.as_ref().and_then(|s| s.provider_id.as_deref());
-                let claim = objects.nodeclaims.iter().filter(|nc| crate::nodeclaim::is_managed(nc)).find(|nc| {
-                    let st = nc.status.as_ref();
-                    st.and_then(|s| s.node_name.as_deref()) == Some(converted.name.as_str())
-                        || (provider_id.is_some() && st.and_then(|s| s.provider_id.as_deref()) == provider_id)
-                });
                 if let Some(nc) = claim {
                     let types = pool
                         .and_then(|p| snap.nodepools.iter().find(|t| &t.name == p))

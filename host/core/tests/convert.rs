@@ -162,3 +162,38 @@ fn a_pod_change_the_watch_saw_restarts_consolidate_after_before_the_status_says_
     c.objects.pod_changes.insert("node-1".into(), c.now - 30);
     assert_eq!(consolidatable(&c), [true], "consolidateAfter has passed since that change");
 }
+
+/// Karpenter's `StateNode.Taints`: only a node a NodeClaim manages has its ephemeral taints
+/// (`karpenter.sh/unregistered`, not-ready…) ignored until it is initialized. A Node that
+/// carries a NodePool's label but that no NodeClaim claims (an instance launched by a
+/// CreateFleet whose answer was lost) keeps them: pods were nominated to it forever while
+/// kube-scheduler, honouring the taint, never placed them.
+#[test]
+fn only_a_managed_node_has_its_ephemeral_taints_ignored_until_initialized() {
+    let node: core::Node = yaml(
+        "metadata: {name: n1, labels: {karpenter.sh/nodepool: default, kubernetes.io/hostname: n1}}
+spec:
+  providerID: aws:///us-east-1a/i-1
+  taints: [{key: karpenter.sh/unregistered, effect: NoExecute}]
+status: {allocatable: {cpu: '4', memory: 8Gi, pods: '58'}}",
+    );
+    let claim: tenon_api::NodeClaim = yaml(
+        "apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {name: default-a, labels: {karpenter.sh/nodepool: default}}
+spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}, requirements: []}
+status: {providerID: aws:///us-east-1a/i-1, nodeName: n1}",
+    );
+    let taints = |claims: Vec<tenon_api::NodeClaim>| {
+        let objects = convert::ClusterObjects {
+            nodes: convert::shared(vec![node.clone()]),
+            nodeclaims: convert::shared(claims),
+            ..Default::default()
+        };
+        let (snap, errors) = convert::snapshot(&objects, &|_| std::sync::Arc::new(vec![]), 1_800_000_000);
+        assert!(errors.is_empty(), "{errors:?}");
+        snap.nodes[0].taints.iter().map(|t| t.key.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(taints(vec![]), ["karpenter.sh/unregistered"], "no NodeClaim: the taint holds pods off");
+    assert!(taints(vec![claim]).is_empty(), "its NodeClaim's node: passing until initialized");
+}
