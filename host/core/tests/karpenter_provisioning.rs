@@ -1,3 +1,4 @@
+//! (Long: Karpenter's provisioning suite, case by case.)
 //! Karpenter's `pkg/controllers/provisioning/suite_test.go`, ported: each test names the cases
 //! it accounts for. NodePools are Karpenter's `test.NodePool()` (no requirements, a 2000-CPU
 //! limit unless the case sets limits); the catalog is the fake cloud provider's. Cases that run

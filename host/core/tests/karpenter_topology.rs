@@ -1,3 +1,4 @@
+//! (Long: Karpenter's topology suite, case by case.)
 //! Karpenter's `pkg/controllers/provisioning/scheduling/topology_test.go`, ported: each test
 //! names the cases it accounts for (tests/conformance/karpenter.tsv). The suite's NodePool
 //! allows any capacity type; the catalog is Karpenter's fake one. Cases that provision in
