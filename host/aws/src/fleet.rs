@@ -229,20 +229,19 @@ pub(crate) async fn create(
     let Some(id) = ids.get(share.index).map(|id| id.to_string()) else {
         return Err(failure);
     };
-    if share.size > 1 {
-        let tagged = p
-            .clients
-            .ec2
-            .create_tags()
-            .resources(&id)
-            .set_tags(Some(own.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect()))
-            .send()
-            .await;
-        // Untagged, the instance is no NodeClaim's: garbage collection terminates it.
-        tagged.map_err(|e| launch_error("Error tagging the launched instance", api("CreateTags", e)))?;
+    let mut reported = tags;
+    if share.size > 1
+        && let Err(e) = tag(&p.clients.ec2, &id, &own).await
+    {
+        // The instance is this NodeClaim's whatever its tags say (garbage collection accounts
+        // by the providerID the launch reports): failing the launch here left it to garbage
+        // collection and launched another. Its own tags follow once EC2 answers.
+        tracing::warn!(nodeclaim = %req.nodeclaim, instance = %id, error = %e, "tagging a launched instance failed; retrying in the background");
+        tokio::spawn(tag_later(p.clients.ec2.clone(), id.clone(), own.clone()));
+        reported.retain(|k, _| !own.contains_key(k));
     }
     // As Karpenter does: the answer names the override each instance launched from.
-    if let Some(i) = from_answer(&out, &id, &placements, status, &capacity_type, tags) {
+    if let Some(i) = from_answer(&out, &id, &placements, status, &capacity_type, reported) {
         return Ok(i);
     }
     // A just-launched instance can take a moment to appear in DescribeInstances.
@@ -256,6 +255,30 @@ pub(crate) async fn create(
         }
     }
     Err(CloudError::NotFound(id))
+}
+
+/// Tags instance `id` with `tags`.
+async fn tag(ec2: &aws_sdk_ec2::Client, id: &str, tags: &BTreeMap<String, String>) -> Result<(), CloudError> {
+    let call = ec2
+        .create_tags()
+        .resources(id)
+        .set_tags(Some(tags.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect()));
+    call.send().await.map(|_| ()).map_err(|e| api("CreateTags", e))
+}
+
+/// Waits between the background tries of a launched instance's tagging: about a minute in
+/// all, after which the instance stays accounted for by its NodeClaim's providerID alone.
+const TAG_LATER_WAITS_SECS: [u64; 6] = [1, 2, 4, 8, 16, 32];
+
+async fn tag_later(ec2: aws_sdk_ec2::Client, id: String, tags: BTreeMap<String, String>) {
+    for wait in TAG_LATER_WAITS_SECS {
+        tokio::time::sleep(Duration::from_secs(wait)).await;
+        match tag(&ec2, &id, &tags).await {
+            Ok(()) => return,
+            Err(e) => tracing::debug!(instance = %id, error = %e, "tagging a launched instance failed again"),
+        }
+    }
+    tracing::warn!(instance = %id, "gave up tagging a launched instance; its NodeClaim's providerID still accounts for it");
 }
 
 /// Instance `id` as CreateFleet's answer describes it: the override it launched from names
