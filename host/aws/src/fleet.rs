@@ -231,11 +231,12 @@ pub(crate) async fn create(
     };
     let mut reported = tags;
     if share.size > 1
-        && let Err(e) = tag(&p.clients.ec2, &id, &own).await
+        && let Err(e) = tag_within(&p.clients.ec2, &id, &own, TAG_INLINE_WITHIN).await
     {
         // The instance is this NodeClaim's whatever its tags say (garbage collection accounts
         // by the providerID the launch reports): failing the launch here left it to garbage
-        // collection and launched another. Its own tags follow once EC2 answers.
+        // collection and launched another, and waiting out EC2's retries let garbage
+        // collection's grace pass before the NodeClaim recorded it. Its tags follow later.
         tracing::warn!(nodeclaim = %req.nodeclaim, instance = %id, error = %e, "tagging a launched instance failed; retrying in the background");
         tokio::spawn(tag_later(p.clients.ec2.clone(), id.clone(), own.clone()));
         reported.retain(|k, _| !own.contains_key(k));
@@ -266,6 +267,26 @@ async fn tag(ec2: &aws_sdk_ec2::Client, id: &str, tags: &BTreeMap<String, String
     call.send().await.map(|_| ()).map_err(|e| api("CreateTags", e))
 }
 
+/// The longest a launch waits to tag its batch's instance before reporting it (well inside
+/// garbage collection's 30 s grace for an instance no NodeClaim records yet), and a
+/// background try waits for its answer.
+const TAG_INLINE_WITHIN: Duration = Duration::from_secs(5);
+
+/// [`tag`], given up after `within`.
+async fn tag_within(
+    ec2: &aws_sdk_ec2::Client,
+    id: &str,
+    tags: &BTreeMap<String, String>,
+    within: Duration,
+) -> Result<(), CloudError> {
+    match tokio::time::timeout(within, tag(ec2, id, tags)).await {
+        Ok(tagged) => tagged,
+        Err(_) => {
+            Err(CloudError::Api { operation: "CreateTags".into(), message: format!("no answer within {within:?}") })
+        }
+    }
+}
+
 /// Waits between the background tries of a launched instance's tagging: about a minute in
 /// all, after which the instance stays accounted for by its NodeClaim's providerID alone.
 const TAG_LATER_WAITS_SECS: [u64; 6] = [1, 2, 4, 8, 16, 32];
@@ -273,7 +294,7 @@ const TAG_LATER_WAITS_SECS: [u64; 6] = [1, 2, 4, 8, 16, 32];
 async fn tag_later(ec2: aws_sdk_ec2::Client, id: String, tags: BTreeMap<String, String>) {
     for wait in TAG_LATER_WAITS_SECS {
         tokio::time::sleep(Duration::from_secs(wait)).await;
-        match tag(&ec2, &id, &tags).await {
+        match tag_within(&ec2, &id, &tags, TAG_INLINE_WITHIN).await {
             Ok(()) => return,
             Err(e) => tracing::debug!(instance = %id, error = %e, "tagging a launched instance failed again"),
         }

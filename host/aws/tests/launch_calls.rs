@@ -11,6 +11,7 @@ use support::Moto;
 use support::lab::*;
 use tenon_aws::AwsProvider;
 use tenon_core::cloud::CloudProvider;
+use tenon_fault_proxy::Fault;
 
 /// EC2's answer to CreateFleet naming a launch template that no longer exists.
 fn template_gone() -> String {
@@ -184,15 +185,6 @@ async fn never_launched_nodeclaims_launch_without_describing_an_instance() {
     assert!(launched.iter().any(|i| i.zone == "us-east-1a") && reqs[1].options[0].zone == "us-east-1b");
 }
 
-/// EC2's answer to any call while it browns out, after the SDK's retries.
-fn unavailable() -> String {
-    let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>Unavailable</Code><Message>The server is overloaded.</Message></Error></Errors><RequestID>down</RequestID></Response>";
-    format!(
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-}
-
 /// A batch's instances carry only the shared tags until each caller tags its own with its
 /// NodeClaim. When that tagging fails (EC2 browning out), the instance is still the caller's:
 /// the launch reports it, and it is tagged once EC2 answers again. Failing the launch instead
@@ -202,8 +194,10 @@ fn unavailable() -> String {
 async fn a_batched_launch_whose_tagging_fails_keeps_its_instance_and_tags_it_later() {
     let moto = Moto::start();
     let fleets = tenon_fault_proxy::slow_matching(&moto.url, "Action=CreateFleet", Duration::ZERO).await;
+    // Every CreateTags fails while EC2 is down: answered 503, or not answered at all.
     let down = Arc::new(AtomicBool::new(true));
-    let tagging = tenon_fault_proxy::fault_while(&fleets.url, "Action=CreateTags", unavailable(), down.clone()).await;
+    let faults = vec![Fault::ec2_error(503, "Unavailable"), Fault::Hang(Duration::from_secs(60))];
+    let tagging = tenon_fault_proxy::brownout(&fleets.url, "Action=CreateTags", 1.0, faults, down.clone()).await;
     let setup = moto.provider("untagged").await;
     lab(&setup, "untagged").await;
     let nc = resolved(&setup, lab_nodeclass("untagged")).await;
@@ -218,7 +212,10 @@ async fn a_batched_launch_whose_tagging_fails_keeps_its_instance_and_tags_it_lat
             r
         })
         .collect();
+    let started = std::time::Instant::now();
     let launched = futures_util::future::join_all(reqs.iter().map(|r| p.create(r))).await;
+    // Well inside garbage collection's 30 s grace for an instance no NodeClaim records.
+    assert!(started.elapsed() < Duration::from_secs(15), "reported after {:?}", started.elapsed());
     assert_eq!(fleets.seen.load(Ordering::SeqCst), 1, "one batch");
     assert!(tagging.seen.load(Ordering::SeqCst) >= 3, "each caller tried to tag its instance");
     let ids: Vec<String> = launched
