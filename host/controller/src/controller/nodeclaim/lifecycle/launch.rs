@@ -21,9 +21,9 @@ use tenon_core::cloud::{CloudError, LaunchOption};
 use tenon_core::instancetype::InstanceType;
 use tenon_core::orchestration::launch::{AfterFailure, LaunchFailure, after_failure};
 
-/// How long a NodeClaim deleted after a failed launch is held from launching again while the
-/// watch catches up with the deletion.
-const DELETE_SEEN_WITHIN: Duration = Duration::from_secs(30);
+/// How long a NodeClaim is held from launching again after its launch (or its deletion after
+/// a failed one) is written, while the watch catches up with the write.
+const WRITE_SEEN_WITHIN: Duration = Duration::from_secs(30);
 
 impl Lifecycle {
     /// Starts the launch of `nc` unless one is under way.
@@ -65,6 +65,9 @@ impl Lifecycle {
                 }
                 Err(e) => Err(LaunchFailure::unnamed(&e.to_string())),
             };
+            if result.is_ok() {
+                held_until_seen(&claims, &name, |c| lifecycle::next_step(c) != lifecycle::Step::Launch).await;
+            }
             if let Err(failure) = result {
                 // Karpenter's lifecycle reconcile fails with its launch; this one runs apart.
                 metrics.add(RECONCILE_ERROR_KINDS, &[("controller", Lifecycle::NAME), ("error", "launch")], 1);
@@ -78,17 +81,7 @@ impl Lifecycle {
                         if let Err(e) = api.delete(&name, &DeleteParams::default()).await {
                             tracing::warn!(nodeclaim = %name, error = %e, "could not delete a NodeClaim that failed to launch");
                         }
-                        // Held as launching until the watch shows the deletion: a pass that
-                        // still sees the NodeClaim undeleted would otherwise launch it again.
-                        let deadline = Instant::now() + DELETE_SEEN_WITHIN;
-                        while Instant::now() < deadline
-                            && claims.state().iter().any(|c| {
-                                c.metadata.name.as_deref() == Some(name.as_str())
-                                    && c.metadata.deletion_timestamp.is_none()
-                            })
-                        {
-                            tokio::time::sleep(Duration::from_millis(100)).await;
-                        }
+                        held_until_seen(&claims, &name, |c| c.metadata.deletion_timestamp.is_some()).await;
                     }
                     AfterFailure::Retry { at, reason, message } => {
                         let unknown = |current: &NodeClaim| {
@@ -114,6 +107,22 @@ impl Lifecycle {
                 l.remove(&name);
             }
         });
+    }
+}
+
+/// Holds NodeClaim `name` as launching until the cache shows `written` of it (or no longer
+/// holds it), for at most [`WRITE_SEEN_WITHIN`]: a pass over a cache that does not show the
+/// write yet would otherwise launch it again (Karpenter keeps what it launched by UID for
+/// the same reason).
+async fn held_until_seen(
+    claims: &kube::runtime::reflector::Store<NodeClaim>,
+    name: &str,
+    written: impl Fn(&NodeClaim) -> bool,
+) {
+    let key = kube::runtime::reflector::ObjectRef::new(name);
+    let deadline = Instant::now() + WRITE_SEEN_WITHIN;
+    while Instant::now() < deadline && claims.get(&key).is_some_and(|c| !written(&c)) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
