@@ -21,8 +21,8 @@ use tenon_core::cloud::{CloudError, LaunchOption};
 use tenon_core::instancetype::InstanceType;
 use tenon_core::orchestration::launch::{AfterFailure, LaunchFailure, after_failure};
 
-/// How long a NodeClaim is held from launching again after its launch (or its deletion after
-/// a failed one) is written, while the watch catches up with the write.
+/// How long a NodeClaim deleted after a failed launch is held from launching again while the
+/// watch catches up with the deletion.
 const WRITE_SEEN_WITHIN: Duration = Duration::from_secs(30);
 
 impl Lifecycle {
@@ -55,6 +55,14 @@ impl Lifecycle {
         );
         let claims = self.ctx.stores.nodeclaims.clone();
         tokio::spawn(async move {
+            // A NodeClaim this process did not just create may have been launched already,
+            // the cache not showing it yet (or showing an older copy): the API says.
+            if !never_launched && launched_already(&client, &name).await {
+                if let Ok(mut l) = launching.lock() {
+                    l.remove(&name);
+                }
+                return;
+            }
             // The request is built once a slot is free: a wave of a thousand NodeClaims
             // waits as names, not as a thousand sets of launch options.
             let result = match cloud.launch_slot().await {
@@ -65,9 +73,6 @@ impl Lifecycle {
                 }
                 Err(e) => Err(LaunchFailure::unnamed(&e.to_string())),
             };
-            if result.is_ok() {
-                held_until_seen(&claims, &name, |c| lifecycle::next_step(c) != lifecycle::Step::Launch).await;
-            }
             if let Err(failure) = result {
                 // Karpenter's lifecycle reconcile fails with its launch; this one runs apart.
                 metrics.add(RECONCILE_ERROR_KINDS, &[("controller", Lifecycle::NAME), ("error", "launch")], 1);
@@ -85,6 +90,10 @@ impl Lifecycle {
                     }
                     AfterFailure::Retry { at, reason, message } => {
                         let unknown = |current: &NodeClaim| {
+                            // Launched meanwhile (by an attempt that answered late): kept.
+                            if lifecycle::next_step(current) != lifecycle::Step::Launch {
+                                return None;
+                            }
                             let conds =
                                 conditions::with_unknown_condition(current, condition::LAUNCHED, &reason, &message);
                             Some(json!({"status": {"conditions": conds}}))
@@ -110,10 +119,21 @@ impl Lifecycle {
     }
 }
 
+/// Whether the API holds NodeClaim `name` launched already, deleted, or being deleted. A
+/// failed read says no: the launch that follows looks for an instance first.
+async fn launched_already(client: &Client, name: &str) -> bool {
+    match Api::<NodeClaim>::all(client.clone()).get_opt(name).await {
+        Ok(Some(current)) => {
+            current.metadata.deletion_timestamp.is_some() || lifecycle::next_step(&current) != lifecycle::Step::Launch
+        }
+        Ok(None) => true,
+        Err(_) => false,
+    }
+}
+
 /// Holds NodeClaim `name` as launching until the cache shows `written` of it (or no longer
-/// holds it), for at most [`WRITE_SEEN_WITHIN`]: a pass over a cache that does not show the
-/// write yet would otherwise launch it again (Karpenter keeps what it launched by UID for
-/// the same reason).
+/// holds it), for at most [`WRITE_SEEN_WITHIN`]: a pass that still sees the NodeClaim as
+/// it was would otherwise launch it again.
 async fn held_until_seen(
     claims: &kube::runtime::reflector::Store<NodeClaim>,
     name: &str,
