@@ -845,8 +845,8 @@ pub fn claim_info(nc: &NodeClaim, node: &core::Node, instance_types: &[InstanceT
         nodeclaim: nc.metadata.name.clone().unwrap_or_default(),
         created: nc.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second()),
         expire_after: nodeclaim_expire_after(nc),
-        initialized: initialized_at.is_some()
-            || node_labels.get(tenon_api::wellknown::LABEL_INITIALIZED).is_some_and(|v| v == "true"),
+        // The NodeClaim's condition alone, as Karpenter's StateNode reads a managed node.
+        initialized: initialized_at.is_some(),
         ready,
         disrupting: nc.metadata.deletion_timestamp.is_some()
             || node.metadata.deletion_timestamp.is_some()

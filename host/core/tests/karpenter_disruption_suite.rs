@@ -833,7 +833,7 @@ fn karpenter_node(c: &mut Cluster, drop: &[&str]) {
     ));
     c.objects.nodeclaims.push(
         serde_yaml::from_str(&format!(
-            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: n-claim, labels: {{{labels}}}}}\nspec: {{requirements: [], nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}}\nstatus: {{nodeName: n, providerID: fake://n}}\n"
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: n-claim, labels: {{{labels}}}}}\nspec: {{requirements: [], nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}}\nstatus: {{nodeName: n, providerID: fake://n, conditions: [{{type: Initialized, status: \"True\", reason: Initialized, message: \"\", lastTransitionTime: \"2026-11-30T00:00:00Z\"}}]}}\n"
         ))
         .unwrap(),
     );
