@@ -848,7 +848,9 @@ async fn a_deleted_node_of_another_nodeclass_is_left_to_its_own_controller() {
     assert_eq!(after.metadata.finalizers.unwrap_or_default(), ["karpenter.sh/termination"]);
 }
 
+mod blocked_tests;
 mod cache_trim_tests;
+mod claim_condition_tests;
 mod consolidation_tests;
 mod decision_metrics_tests;
 mod disruption_mark_tests;
