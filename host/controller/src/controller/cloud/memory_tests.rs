@@ -853,6 +853,7 @@ mod cache_trim_tests;
 mod claim_condition_tests;
 mod consolidation_tests;
 mod decision_metrics_tests;
+mod delete_tests;
 mod disruption_mark_tests;
 mod drift_tests;
 mod emptiness_tests;

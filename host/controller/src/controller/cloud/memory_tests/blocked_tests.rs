@@ -1,6 +1,7 @@
 //! Karpenter's disruption suite's blocked candidates through the disruption reconciler: a
 //! node held by a PDB or by `karpenter.sh/do-not-disrupt` gets the DisruptionBlocked Event
-//! on its Node and NodeClaim, and neither is tainted or deleted.
+//! on its Node and NodeClaim, and neither is tainted or deleted; a node consolidation cannot
+//! take says why with Unconsolidatable.
 
 use super::World;
 use k8s_openapi::api::core::v1::Pod;
@@ -11,7 +12,7 @@ use tenon_api::NodeClaim;
 
 impl World {
     /// PDB `name` over pods labelled `test: value` that allows no disruption now.
-    async fn blocking_pdb(&self, name: &str) {
+    pub(super) async fn blocking_pdb(&self, name: &str) {
         let pdbs: Api<PodDisruptionBudget> = Api::namespaced(self.client.clone(), "default");
         let pdb: PodDisruptionBudget = serde_json::from_value(serde_json::json!({
             "metadata": {"name": name},
@@ -23,6 +24,27 @@ impl World {
         pdbs.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
         self.until(&format!("PDB {name} in the cache"), |c| {
             c.stores.pdbs.state().iter().any(|p| p.metadata.name.as_deref() == Some(name) && p.status.is_some())
+        })
+        .await;
+    }
+
+    /// Pod `name` on `node-a`, controlled by a `kind` (DaemonSet, Node: a mirror pod), with
+    /// `metadata` merged in; once cached.
+    async fn pod_owned_by(&self, name: &str, kind: &str, metadata: serde_json::Value) {
+        let api_version = if kind == "Node" { "v1" } else { "apps/v1" };
+        let mut pod = serde_json::json!({
+            "metadata": {"name": name, "namespace": "default", "ownerReferences": [
+                {"apiVersion": api_version, "kind": kind, "name": "owner", "uid": "00000000-0000-0000-0000-000000000002", "controller": true}]},
+            "spec": {"nodeName": "node-a", "containers": [{"name": "app", "image": "app"}]},
+            "status": {"phase": "Running"},
+        });
+        if let (Some(meta), Some(extra)) = (pod["metadata"].as_object_mut(), metadata.as_object()) {
+            meta.extend(extra.clone());
+        }
+        let pod: Pod = serde_json::from_value(pod).unwrap();
+        Api::<Pod>::namespaced(self.client.clone(), "default").create(&PostParams::default(), &pod).await.unwrap();
+        self.until(&format!("pod {name} in the cache"), |c| {
+            c.stores.pods.state().iter().any(|p| p.metadata.name.as_deref() == Some(name))
         })
         .await;
     }
@@ -64,15 +86,7 @@ async fn a_fully_blocking_pdb_over_a_daemonset_pod_blocks_its_node() {
     let w = World::new().await;
     w.blocking_pdb("pdb").await;
     w.initialized_with_pod("on-demand", "", "").await;
-    let daemon: Pod = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "agent", "namespace": "default", "labels": {"test": "value"}, "ownerReferences": [
-            {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "00000000-0000-0000-0000-000000000002", "controller": true}]},
-        "spec": {"nodeName": "node-a", "containers": [{"name": "agent", "image": "agent"}]},
-        "status": {"phase": "Running"},
-    }))
-    .unwrap();
-    Api::<Pod>::namespaced(w.client.clone(), "default").create(&PostParams::default(), &daemon).await.unwrap();
-    w.until("the DaemonSet pod in the cache", |c| c.stores.pods.state().len() == 2).await;
+    w.pod_owned_by("agent", "DaemonSet", serde_json::json!({"labels": {"test": "value"}})).await;
     w.disruption_says("DisruptionBlocked", "Pdb prevents pod evictions (PodDisruptionBudget=[default/pdb])").await;
     w.not_disrupted().await;
 }
@@ -114,4 +128,80 @@ async fn a_pdb_blocked_pod_without_a_grace_period_blocks_drift() {
     w.web_drifted().await;
     w.disruption_says("DisruptionBlocked", "Pdb prevents pod evictions (PodDisruptionBudget=[default/pdb])").await;
     w.not_disrupted().await;
+}
+
+/// karpenter:pkg/controllers/disruption/suite_test.go:957
+/// karpenter:pkg/controllers/disruption/suite_test.go:995
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_do_not_disrupt_mirror_or_daemonset_pod_blocks_its_node() {
+    for kind in ["Node", "DaemonSet"] {
+        let w = World::new().await;
+        w.initialized_with_pod("on-demand", "", "").await;
+        let held = serde_json::json!({"annotations": {"karpenter.sh/do-not-disrupt": "true"}});
+        w.pod_owned_by("held", kind, held).await;
+        let why = "Pod has \"karpenter.sh/do-not-disrupt\" annotation (Pod=default/held)";
+        w.disruption_says("DisruptionBlocked", why).await;
+        w.not_disrupted().await;
+    }
+}
+
+/// karpenter:pkg/controllers/disruption/suite_test.go:1095
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_do_not_disrupt_pod_blocks_graceful_disruption_under_a_grace_period() {
+    let w = World::new().await;
+    let held = "annotations: {karpenter.sh/do-not-disrupt: \"true\"},";
+    w.initialized_with_pod("on-demand", "  terminationGracePeriod: 300s\n", held).await;
+    let why = "Pod has \"karpenter.sh/do-not-disrupt\" annotation (Pod=default/web)";
+    w.disruption_says("DisruptionBlocked", why).await;
+    w.not_disrupted().await;
+}
+
+/// A node with a pod, consolidating at once under `policy`; its NodeClaim and Node without
+/// label `drop` (when given).
+async fn unconsolidatable_world(policy: &str, drop: Option<&str>) -> World {
+    let w = World::new().await;
+    w.initialized_with_pod("on-demand", "", "").await;
+    w.pool_disruption(serde_json::json!({"consolidationPolicy": policy, "consolidateAfter": "0s"})).await;
+    if let Some(key) = drop {
+        let patch = serde_json::json!({"metadata": {"labels": {key: null}}});
+        let params = PatchParams::default();
+        let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(w.client.clone());
+        nodes.patch("node-a", &params, &Patch::Merge(&patch)).await.unwrap();
+        let claims: Api<NodeClaim> = Api::all(w.client.clone());
+        let written = claims.patch("default-abcde", &params, &Patch::Merge(&patch)).await.unwrap();
+        w.until("the labels gone from the cache", |c| {
+            c.stores.nodeclaims.state().iter().any(|n| n.metadata.resource_version == written.metadata.resource_version)
+                && c.stores
+                    .nodes
+                    .state()
+                    .iter()
+                    .all(|n| n.metadata.labels.as_ref().is_none_or(|l| !l.contains_key(key)))
+        })
+        .await;
+    }
+    w
+}
+
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:114
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_when_empty_nodepools_node_with_a_pod_says_it_is_not_empty() {
+    let w = unconsolidatable_world("WhenEmpty", None).await;
+    let why = "NodePool \"default\" has consolidation policy WhenEmpty, but node is not empty";
+    w.disruption_says("Unconsolidatable", why).await;
+    w.not_disrupted().await;
+}
+
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:137
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:150
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:163
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_missing_a_well_known_label_says_why_it_is_not_consolidated() {
+    for (key, why) in [
+        ("node.kubernetes.io/instance-type", "Instance Type \"\" not found"),
+        ("karpenter.sh/capacity-type", "Node does not have label \"karpenter.sh/capacity-type\""),
+        ("topology.kubernetes.io/zone", "Node does not have label \"topology.kubernetes.io/zone\""),
+    ] {
+        let w = unconsolidatable_world("WhenEmptyOrUnderutilized", Some(key)).await;
+        w.disruption_says("Unconsolidatable", why).await;
+    }
 }

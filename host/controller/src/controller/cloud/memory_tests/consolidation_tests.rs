@@ -331,3 +331,19 @@ async fn an_underused_dear_node_is_replaced_by_a_cheaper_one() {
     .await;
     assert_eq!(w.claims_deleting().await, [(replacement, false), ("node-0".into(), true)]);
 }
+
+/// karpenter:pkg/controllers/disruption/emptiness_test.go:153
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:411
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_0_percent_budget_lets_no_empty_node_go() {
+    for policy in ["WhenEmpty", "WhenEmptyOrUnderutilized"] {
+        let (w, mut disruption, allowed) = ten_empty_nodes(policy, "0%").await;
+        assert_eq!(allowed, Some(0.0), "{policy}: exported, and 0");
+        for _ in 0..5 {
+            disruption.reconcile().await.unwrap();
+            w.ctx.advance(std::time::Duration::from_secs(5));
+        }
+        let claims = w.claims_deleting().await;
+        assert!(claims.len() == 10 && claims.iter().all(|(_, deleting)| !deleting), "{policy}: {claims:?}");
+    }
+}

@@ -28,7 +28,7 @@ impl World {
     }
 
     /// Pod `name`'s `karpenter.sh/do-not-disrupt` annotation set (`Some`) or removed.
-    async fn do_not_disrupt(&self, pod: &str, value: Option<&str>) {
+    pub(super) async fn do_not_disrupt(&self, pod: &str, value: Option<&str>) {
         let patch = serde_json::json!({"metadata": {"annotations": {wk::ANNOTATION_DO_NOT_DISRUPT: value}}});
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), "default");
         let written = pods.patch(pod, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
