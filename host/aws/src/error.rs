@@ -65,7 +65,7 @@ const LAUNCH_REASONS: &[(&[&str], &str, &str)] = &[
     ),
     (
         &["InvalidLaunchTemplateId.NotFound", "InvalidLaunchTemplateName.NotFoundException"],
-        "LaunchTemplateNotFound",
+        TEMPLATE_GONE,
         "the launch template was deleted; it is recreated on the next attempt",
     ),
     (&["User data is limited to"], "UserDataSizeLimitExceeded", "the rendered user data is larger than EC2 accepts"),
@@ -80,6 +80,9 @@ const LAUNCH_REASONS: &[(&[&str], &str, &str)] = &[
     (&["VcpuLimitExceeded"], "VCPULimitExceeded", "the account's vCPU quota is used up"),
     (&["InsufficientFreeAddressesInSubnet"], "InsufficientFreeAddressesInSubnet", "the subnet has no free IP address"),
 ];
+
+/// The launch reason of a CreateFleet EC2 refused because a launch template is gone.
+pub(crate) const TEMPLATE_GONE: &str = "LaunchTemplateNotFound";
 
 /// `e`, from a step of a launch (`context`), as a named launch error; one no code names is
 /// `LaunchFailed`.

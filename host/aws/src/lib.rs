@@ -366,7 +366,17 @@ impl AwsProvider {
         req: &LaunchRequest,
         requested: &std::collections::BTreeSet<String>,
     ) -> Result<Instance, CloudError> {
-        self.measured("Create", fleet::create(self, req, requested)).await
+        self.measured("Create", async {
+            // As Karpenter's provider does: a launch EC2 refused because a template was gone
+            // (its templates are forgotten) is tried once more at once, making them again.
+            match fleet::create(self, req, requested).await {
+                Err(CloudError::Launch { reason, .. }) if reason == error::TEMPLATE_GONE => {
+                    fleet::create(self, req, requested).await
+                }
+                other => other,
+            }
+        })
+        .await
     }
 
     /// EC2's status checks of the cluster's instances (DescribeInstanceStatus).

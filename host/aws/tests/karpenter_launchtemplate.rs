@@ -1318,24 +1318,29 @@ async fn a_nodeclass_instance_profile_is_the_templates() {
 #[tokio::test]
 async fn equal_nodeclaims_share_a_template_which_comes_back_if_deleted() {
     let moto = Moto::start();
-    let p = moto.provider("reuse").await;
-    lab(&p, "reuse").await;
-    let nc = resolved(&p, lab_nodeclass("reuse")).await;
+    // CreateFleet counted at the wire.
+    let fleets = tenon_fault_proxy::slow_matching(&moto.url, "Action=CreateFleet", std::time::Duration::ZERO).await;
+    let setup = moto.provider("reuse").await;
+    lab(&setup, "reuse").await;
+    let nc = resolved(&setup, lab_nodeclass("reuse")).await;
+    let mut conn = moto.connection();
+    conn.endpoint_url = Some(fleets.url.clone());
+    let p = tenon_aws::AwsProvider::connect(&conn, setup.settings.clone()).await.expect("a region");
     let first = launch(&p, &nc, "reuse-a").await;
     assert_eq!(first.len(), 1);
     assert!(launch(&p, &nc, "reuse-b").await.is_empty(), "the second NodeClaim reuses the first's template");
     let names: Vec<String> = template_tags(&p).await.into_keys().collect();
-    // Deleted behind Tenon's back: known to exist, it is not described again, so the next
-    // launch fails as EC2 says it is gone (as in Karpenter, whose template cache is
-    // invalidated by that error); the launch after makes it again, under the same name.
+    // Deleted behind Tenon's back: known to exist, it is not described again, so CreateFleet
+    // fails as EC2 says it is gone; as in Karpenter (whose template cache that error
+    // invalidates), the same launch tries once more, makes it again under the same name,
+    // and launches: one failed CreateFleet, then one that launched.
     p.clients.ec2.delete_launch_template().launch_template_name(&names[0]).send().await.unwrap();
     assert!(template_tags(&p).await.is_empty());
+    let before = fleets.seen.load(std::sync::atomic::Ordering::SeqCst);
     let c = request("reuse-c", &nc, vec![option("m5.large", "us-east-1a", "amd64")]);
-    match p.create(&c).await {
-        Err(tenon_core::cloud::CloudError::Launch { reason, .. }) => assert_eq!(reason, "LaunchTemplateNotFound"),
-        other => panic!("expected LaunchTemplateNotFound, got {other:?}"),
-    }
-    p.create(&c).await.unwrap();
+    p.create(&c).await.expect("launched after the template was made again");
+    let calls = fleets.seen.load(std::sync::atomic::Ordering::SeqCst) - before;
+    assert_eq!(calls, 2, "one CreateFleet refused, one that launched");
     assert_eq!(template_tags(&p).await.into_keys().collect::<Vec<_>>(), names);
 }
 

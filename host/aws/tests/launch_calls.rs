@@ -48,14 +48,17 @@ async fn a_template_is_described_once_and_again_only_when_ec2_says_it_is_gone() 
     let descriptions = || described.seen.load(Ordering::SeqCst);
     assert_eq!(descriptions(), 1, "three launches of one template describe it once");
 
+    // EC2 says the template is gone: the launch describes (and makes) it again and tries
+    // once more at once; EC2 still says so, and the launch fails.
     deleted.store(true, Ordering::SeqCst);
     let e = launch(3).await.expect_err("EC2 says the template is gone").to_string();
     assert!(e.contains("NotFound"), "{e}");
+    assert_eq!(descriptions(), 2, "described again for the launch's second try");
     deleted.store(false, Ordering::SeqCst);
     launch(4).await.unwrap();
-    assert_eq!(descriptions(), 2, "described (and made) again after EC2 said it was gone");
+    assert_eq!(descriptions(), 3, "described (and made) again after EC2 said it was gone");
     launch(5).await.unwrap();
-    assert_eq!(descriptions(), 2);
+    assert_eq!(descriptions(), 3);
 }
 
 /// A wave: 50 NodeClaims of one NodePool, launched at once (as the controller launches a
