@@ -860,5 +860,7 @@ mod emptiness_tests;
 mod expiration_tests;
 mod interruption_tests;
 mod launch_lookup_tests;
+mod queue_tests;
 mod quiet_tests;
+mod replace_tests;
 mod validation_tests;

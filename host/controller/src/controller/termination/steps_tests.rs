@@ -648,7 +648,10 @@ async fn conditions_written_while_finalizing_are_at_the_latest_generation() {
     let generation = nc.metadata.generation;
     assert!(generation > Some(before), "the deletion is a new generation");
     let conds = &nc.status.as_ref().unwrap().conditions;
-    assert!(conds.iter().any(|c| c.type_ == condition::INSTANCE_TERMINATING));
+    for t in [condition::LAUNCHED, condition::REGISTERED, condition::INITIALIZED, condition::READY] {
+        assert_eq!(condition_of(&nc, t).map(|(status, _)| status).as_deref(), Some("True"), "{t}: {conds:?}");
+    }
+    assert_eq!(condition_of(&nc, condition::INSTANCE_TERMINATING).map(|(status, _)| status).as_deref(), Some("True"));
     for c in conds {
         assert_eq!(c.observed_generation, generation, "{} observed at {:?}", c.type_, c.observed_generation);
     }

@@ -312,24 +312,33 @@ async fn an_underused_dear_node_is_replaced_by_a_cheaper_one() {
     let w = World::new().await;
     w.pool_with(UNDERUTILIZED_ANY_NUMBER.clone()).await;
     w.running("node-0", "fake-it-3", "on-demand", &[("web-0", 100)]).await;
-    let mut disruption = Disruption::new(w.ctx.clone());
-    w.disruption_until(&mut disruption, "a replacement", || async { w.claims_deleting().await.len() == 2 }).await;
-    let replacement = w.replacement().await;
-    let nc = Api::<NodeClaim>::all(w.client.clone()).get(&replacement).await.unwrap();
-    let types: Vec<String> = nc
-        .spec
-        .requirements
-        .iter()
-        .filter(|r| r.key == "node.kubernetes.io/instance-type")
-        .flat_map(|r| r.values.clone())
-        .collect();
-    assert!(!types.is_empty() && !types.contains(&"fake-it-3".to_string()), "not the dearest type: {types:?}");
-    w.replacement_up(&replacement).await;
-    w.disruption_until(&mut disruption, "the candidate deleted", || async {
-        w.claims_deleting().await.contains(&("node-0".to_string(), true))
-    })
-    .await;
-    assert_eq!(w.claims_deleting().await, [(replacement, false), ("node-0".into(), true)]);
+    w.replaced_by_a_cheaper_one().await;
+}
+
+impl World {
+    /// Runs rounds until `node-0` (of the dearest type) is replaced: a replacement of a
+    /// cheaper type created, brought up, and `node-0` deleted after it.
+    pub(super) async fn replaced_by_a_cheaper_one(&self) {
+        let mut disruption = Disruption::new(self.ctx.clone());
+        self.disruption_until(&mut disruption, "a replacement", || async { self.claims_deleting().await.len() == 2 })
+            .await;
+        let replacement = self.replacement().await;
+        let nc = Api::<NodeClaim>::all(self.client.clone()).get(&replacement).await.unwrap();
+        let types: Vec<String> = nc
+            .spec
+            .requirements
+            .iter()
+            .filter(|r| r.key == "node.kubernetes.io/instance-type")
+            .flat_map(|r| r.values.clone())
+            .collect();
+        assert!(!types.is_empty() && !types.contains(&"fake-it-3".to_string()), "not the dearest type: {types:?}");
+        self.replacement_up(&replacement).await;
+        self.disruption_until(&mut disruption, "the candidate deleted", || async {
+            self.claims_deleting().await.contains(&("node-0".to_string(), true))
+        })
+        .await;
+        assert_eq!(self.claims_deleting().await, [(replacement, false), ("node-0".into(), true)]);
+    }
 }
 
 /// karpenter:pkg/controllers/disruption/emptiness_test.go:153

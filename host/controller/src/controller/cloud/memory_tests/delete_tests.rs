@@ -129,3 +129,33 @@ async fn a_pod_no_node_can_take_does_not_stop_a_deletion() {
     let still = pods.get("nowhere").await.unwrap();
     assert_eq!(still.spec.and_then(|s| s.node_name), None, "still pending");
 }
+
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:3857
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn do_not_disrupt_pods_bound_during_the_validation_wait_stop_the_deletion() {
+    use crate::controller::runner::Reconciler;
+    let w = two_nodes("on-demand", &["web-1"], &["web-2"]).await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    disruption.reconcile().await.unwrap();
+    // Decided, waiting to validate; meanwhile a do-not-disrupt pod lands on each node.
+    let pods: Api<Pod> = Api::namespaced(w.client.clone(), "default");
+    for (pod, node) in [("held-0", "node-0"), ("held-1", "node-1")] {
+        let p: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": pod, "namespace": "default", "annotations": {"karpenter.sh/do-not-disrupt": "true"}},
+            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "app", "resources": {"requests": {"cpu": "100m"}}}]},
+            "status": {"phase": "Running"},
+        }))
+        .unwrap();
+        pods.create(&PostParams::default(), &p).await.unwrap();
+    }
+    w.until("the held pods in the cache", |c| c.stores.pods.state().len() == 4).await;
+    for _ in 0..8 {
+        w.ctx.advance(std::time::Duration::from_secs(5));
+        disruption.reconcile().await.unwrap();
+    }
+    assert_eq!(w.claims_deleting().await, [("node-0".into(), false), ("node-1".into(), false)]);
+    for node in ["node-0", "node-1"] {
+        let n = Api::<k8s_openapi::api::core::v1::Node>::all(w.client.clone()).get(node).await.unwrap();
+        assert!(!super::taint_keys(&n).iter().any(|t| t == tenon_api::wellknown::TAINT_DISRUPTED), "{node}");
+    }
+}

@@ -41,3 +41,52 @@ async fn an_empty_node_annotated_do_not_disrupt_false_is_deleted() {
         "the Node is tainted for its disruption"
     );
 }
+
+/// karpenter:pkg/controllers/disruption/emptiness_test.go:557
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_running_only_a_daemonset_pod_is_empty() {
+    use kube::api::PostParams;
+    let w = World::new().await;
+    w.pool_with(super::consolidation_tests::when_empty("100%")).await;
+    w.running("node-0", "fake-it-0", "on-demand", &[]).await;
+    let daemon: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "agent", "namespace": "default", "ownerReferences": [
+            {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "00000000-0000-0000-0000-000000000002", "controller": true}]},
+        "spec": {"nodeName": "node-0", "containers": [{"name": "agent", "image": "agent"}]},
+        "status": {"phase": "Running"},
+    }))
+    .unwrap();
+    Api::<Pod>::namespaced(w.client.clone(), "default").create(&PostParams::default(), &daemon).await.unwrap();
+    w.until("the DaemonSet pod in the cache", |c| !c.stores.pods.state().is_empty()).await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    w.disruption_until(&mut disruption, "the node deleted", || async {
+        w.claims_deleting().await == [("node-0".to_string(), true)]
+    })
+    .await;
+}
+
+/// karpenter:pkg/controllers/disruption/emptiness_test.go:606
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_pods_are_all_terminating_is_empty() {
+    let w = World::new().await;
+    w.pool_with(super::consolidation_tests::when_empty("100%")).await;
+    let pods = [("web-1", 100), ("web-2", 100), ("web-3", 100)];
+    w.running("node-0", "fake-it-0", "on-demand", &pods).await;
+    // Evicted, and held terminating by a finalizer.
+    let api: Api<Pod> = Api::namespaced(w.client.clone(), "default");
+    let held = serde_json::json!({"metadata": {"finalizers": ["test.tenon.dev/hold"]}});
+    for (pod, _) in pods {
+        api.patch(pod, &PatchParams::default(), &Patch::Merge(&held)).await.unwrap();
+        api.delete(pod, &DeleteParams::default()).await.unwrap();
+    }
+    w.until("the terminating pods in the cache", |c| {
+        let all = c.stores.pods.state();
+        all.len() == 3 && all.iter().all(|p| p.metadata.deletion_timestamp.is_some())
+    })
+    .await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    w.disruption_until(&mut disruption, "the node deleted", || async {
+        w.claims_deleting().await == [("node-0".to_string(), true)]
+    })
+    .await;
+}
