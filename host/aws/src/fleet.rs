@@ -4,16 +4,17 @@
 //! ranking is what EC2 honours. Overrides that fail for capacity are cached unavailable,
 //! whether or not another one launched.
 
-use crate::error::{api, launch_error};
+use crate::error::launch_error;
 pub use crate::fleet_batcher::tag_specifications;
 use crate::fleet_batcher::{FleetRequest, Member};
 use crate::known_templates;
 use crate::launch_template;
 use crate::nodeclass::ami_serves;
+use crate::tagging;
 use crate::{AwsProvider, templates};
 use aws_sdk_ec2::types::{
     FleetLaunchTemplateConfigRequest, FleetLaunchTemplateOverridesRequest, FleetLaunchTemplateSpecificationRequest,
-    InstanceType, Tag,
+    InstanceType,
 };
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -231,14 +232,14 @@ pub(crate) async fn create(
     };
     let mut reported = tags;
     if share.size > 1
-        && let Err(e) = tag_within(&p.clients.ec2, &id, &own, TAG_INLINE_WITHIN).await
+        && let Err(e) = tagging::tag_within(&p.clients.ec2, &id, &own, tagging::TAG_INLINE_WITHIN).await
     {
         // The instance is this NodeClaim's whatever its tags say (garbage collection accounts
         // by the providerID the launch reports): failing the launch here left it to garbage
         // collection and launched another, and waiting out EC2's retries let garbage
         // collection's grace pass before the NodeClaim recorded it. Its tags follow later.
         tracing::warn!(nodeclaim = %req.nodeclaim, instance = %id, error = %e, "tagging a launched instance failed; retrying in the background");
-        tokio::spawn(tag_later(p.clients.ec2.clone(), id.clone(), own.clone()));
+        tokio::spawn(tagging::tag_later(p.clients.ec2.clone(), id.clone(), own.clone()));
         reported.retain(|k, _| !own.contains_key(k));
     }
     // As Karpenter does: the answer names the override each instance launched from.
@@ -256,50 +257,6 @@ pub(crate) async fn create(
         }
     }
     Err(CloudError::NotFound(id))
-}
-
-/// Tags instance `id` with `tags`.
-async fn tag(ec2: &aws_sdk_ec2::Client, id: &str, tags: &BTreeMap<String, String>) -> Result<(), CloudError> {
-    let call = ec2
-        .create_tags()
-        .resources(id)
-        .set_tags(Some(tags.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect()));
-    call.send().await.map(|_| ()).map_err(|e| api("CreateTags", e))
-}
-
-/// The longest a launch waits to tag its batch's instance before reporting it (well inside
-/// garbage collection's 30 s grace for an instance no NodeClaim records yet), and a
-/// background try waits for its answer.
-const TAG_INLINE_WITHIN: Duration = Duration::from_secs(5);
-
-/// [`tag`], given up after `within`.
-async fn tag_within(
-    ec2: &aws_sdk_ec2::Client,
-    id: &str,
-    tags: &BTreeMap<String, String>,
-    within: Duration,
-) -> Result<(), CloudError> {
-    match tokio::time::timeout(within, tag(ec2, id, tags)).await {
-        Ok(tagged) => tagged,
-        Err(_) => {
-            Err(CloudError::Api { operation: "CreateTags".into(), message: format!("no answer within {within:?}") })
-        }
-    }
-}
-
-/// Waits between the background tries of a launched instance's tagging: about a minute in
-/// all, after which the instance stays accounted for by its NodeClaim's providerID alone.
-const TAG_LATER_WAITS_SECS: [u64; 6] = [1, 2, 4, 8, 16, 32];
-
-async fn tag_later(ec2: aws_sdk_ec2::Client, id: String, tags: BTreeMap<String, String>) {
-    for wait in TAG_LATER_WAITS_SECS {
-        tokio::time::sleep(Duration::from_secs(wait)).await;
-        match tag_within(&ec2, &id, &tags, TAG_INLINE_WITHIN).await {
-            Ok(()) => return,
-            Err(e) => tracing::debug!(instance = %id, error = %e, "tagging a launched instance failed again"),
-        }
-    }
-    tracing::warn!(instance = %id, "gave up tagging a launched instance; its NodeClaim's providerID still accounts for it");
 }
 
 /// Instance `id` as CreateFleet's answer describes it: the override it launched from names

@@ -27,6 +27,7 @@ pub mod profile;
 pub mod rate_gate;
 pub mod sdk_metrics;
 mod shaped;
+mod tagging;
 pub mod templates;
 pub mod terminate_batcher;
 pub mod unavailable;
