@@ -49,6 +49,17 @@ impl World {
         .await;
     }
 
+    /// NodeClaim `name` annotated `karpenter.sh/do-not-disrupt: "true"`, once cached.
+    pub(super) async fn claim_held(&self, name: &str) {
+        let held = serde_json::json!({"metadata": {"annotations": {"karpenter.sh/do-not-disrupt": "true"}}});
+        let claims: Api<NodeClaim> = Api::all(self.client.clone());
+        let written = claims.patch(name, &PatchParams::default(), &Patch::Merge(&held)).await.unwrap();
+        self.until("the annotation in the cache", |c| {
+            c.stores.nodeclaims.state().iter().any(|n| n.metadata.resource_version == written.metadata.resource_version)
+        })
+        .await;
+    }
+
     /// Pod `web`'s NodeClaim launched from a NodePool template since changed: drifted, an
     /// eventual disruption (none of these NodePools sets a terminationGracePeriod).
     async fn web_drifted(&self) {
@@ -96,13 +107,7 @@ async fn a_fully_blocking_pdb_over_a_daemonset_pod_blocks_its_node() {
 async fn do_not_disrupt_on_the_nodeclaim_blocks_it() {
     let w = World::new().await;
     w.initialized_with_pod("on-demand", "", "").await;
-    let held = serde_json::json!({"metadata": {"annotations": {"karpenter.sh/do-not-disrupt": "true"}}});
-    let claims: Api<NodeClaim> = Api::all(w.client.clone());
-    let written = claims.patch("default-abcde", &PatchParams::default(), &Patch::Merge(&held)).await.unwrap();
-    w.until("the annotation in the cache", |c| {
-        c.stores.nodeclaims.state().iter().any(|n| n.metadata.resource_version == written.metadata.resource_version)
-    })
-    .await;
+    w.claim_held("default-abcde").await;
     let why = "Disruption is blocked through the \"karpenter.sh/do-not-disrupt\" annotation";
     w.disruption_says("DisruptionBlocked", why).await;
     w.not_disrupted().await;

@@ -8,7 +8,6 @@ use crate::controller::disruption::Disruption;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
-use tenon_api::NodeClaim;
 
 /// Nodes `node-0` and `node-1` of the cheapest type and `capacity_type`, running `on_0` and
 /// `on_1` (pods of 100m, of one ReplicaSet).
@@ -83,13 +82,7 @@ async fn a_pdb_over_the_emptier_nodes_pod_deletes_the_other() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn do_not_disrupt_on_the_emptier_nodeclaim_deletes_the_other() {
     let w = two_nodes("on-demand", &["web-1", "web-2"], &["web-3"]).await;
-    let held = serde_json::json!({"metadata": {"annotations": {"karpenter.sh/do-not-disrupt": "true"}}});
-    let claims: Api<NodeClaim> = Api::all(w.client.clone());
-    let written = claims.patch("node-1", &PatchParams::default(), &Patch::Merge(&held)).await.unwrap();
-    w.until("the annotation in the cache", |c| {
-        c.stores.nodeclaims.state().iter().any(|n| n.metadata.resource_version == written.metadata.resource_version)
-    })
-    .await;
+    w.claim_held("node-1").await;
     assert_eq!(deleted(&w).await, "node-0");
 }
 

@@ -38,17 +38,23 @@ impl World {
     }
 }
 
-/// karpenter:pkg/controllers/disruption/queue_test.go:209
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_command_says_what_it_does_and_deletes_its_candidate_once_the_replacement_is_ready() {
+/// Four pods on `node-0`, of the dearest type, and nowhere else for them: drift replaces it.
+/// Rounds run until the replacement is created.
+async fn node_0_being_replaced() -> (World, Disruption) {
     let w = World::new().await;
     w.pool_with(serde_json::json!({})).await;
-    // Four pods on the dearest type and nowhere else for them: drift replaces it.
     let pods = [("web-0", 100), ("web-1", 100), ("web-2", 100), ("web-3", 100)];
     w.running("node-0", "fake-it-3", "on-demand", &pods).await;
     w.drift_of_node_0().await;
     let mut disruption = Disruption::new(w.ctx.clone());
     w.disruption_until(&mut disruption, "a replacement", || async { w.claims_deleting().await.len() == 2 }).await;
+    (w, disruption)
+}
+
+/// karpenter:pkg/controllers/disruption/queue_test.go:209
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_says_what_it_does_and_deletes_its_candidate_once_the_replacement_is_ready() {
+    let (w, mut disruption) = node_0_being_replaced().await;
     let replacement = w.replacement().await;
     // A step of the command while its replacement is not ready.
     disruption.reconcile().await.unwrap();
@@ -87,13 +93,7 @@ async fn a_command_without_replacements_deletes_its_candidate_at_once_and_says_s
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_whose_replacement_never_gets_ready_untaints_its_candidate() {
     use k8s_openapi::api::core::v1::Node;
-    let w = World::new().await;
-    w.pool_with(serde_json::json!({})).await;
-    let pods = [("web-0", 100), ("web-1", 100), ("web-2", 100), ("web-3", 100)];
-    w.running("node-0", "fake-it-3", "on-demand", &pods).await;
-    w.drift_of_node_0().await;
-    let mut disruption = Disruption::new(w.ctx.clone());
-    w.disruption_until(&mut disruption, "a replacement", || async { w.claims_deleting().await.len() == 2 }).await;
+    let (w, mut disruption) = node_0_being_replaced().await;
     let tainted = || async {
         let node = Api::<Node>::all(w.client.clone()).get("node-0").await.unwrap();
         super::taint_keys(&node).iter().any(|t| t == tenon_api::wellknown::TAINT_DISRUPTED)
