@@ -533,16 +533,7 @@ impl Cluster {
 
     /// The sum of every series of `name` whose labels include each of `labels` (`key="value"`).
     pub async fn metric_sum(&self, name: &str, labels: &[&str]) -> f64 {
-        let Some(body) = self.metrics_text() else { return 0.0 };
-        body.lines()
-            .filter_map(|l| l.strip_prefix(name))
-            .filter_map(|l| match l.strip_prefix('{') {
-                Some(rest) => rest.split_once("} "),
-                None => l.strip_prefix(' ').map(|v| ("", v)),
-            })
-            .filter(|(have, _)| labels.iter().all(|want| have.split(',').any(|kv| kv == *want)))
-            .filter_map(|(_, v)| v.trim().parse::<f64>().ok())
-            .sum()
+        self.metrics_text().map_or(0.0, |body| metric_sum_in(&body, name, labels))
     }
 
     /// How many times the controller's `controller` reconciler has finished (with any result).
@@ -665,4 +656,18 @@ fn http_get_raw(addr: &str, path: &str) -> Option<String> {
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
     Some(out)
+}
+
+/// The sum of every series of `name` in the exposition `body` whose labels include each of
+/// `labels` (`key="value"`).
+pub fn metric_sum_in(body: &str, name: &str, labels: &[&str]) -> f64 {
+    body.lines()
+        .filter_map(|l| l.strip_prefix(name))
+        .filter_map(|l| match l.strip_prefix('{') {
+            Some(rest) => rest.split_once("} "),
+            None => l.strip_prefix(' ').map(|v| ("", v)),
+        })
+        .filter(|(have, _)| labels.iter().all(|want| have.split(',').any(|kv| kv == *want)))
+        .filter_map(|(_, v)| v.trim().parse::<f64>().ok())
+        .sum()
 }

@@ -196,8 +196,7 @@ async fn wave(c: &mut Cluster, pid: u32, w: usize, opts: &Options, progress: &mu
     let namespaces: Api<Namespace> = Api::all(c.client.clone());
     let namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).expect("a Namespace");
     namespaces.create(&PostParams::default(), &namespace).await.expect("namespace created");
-    let (calls0, attempts0) = ec2_calls(c).await;
-    let actions0 = by_label(c, "aws_sdk_go_request_total", "service=\"EC2\"", "action");
+    let (calls0, attempts0, actions0) = ec2_calls(c);
     let first_pod = wall_now();
     let started = Instant::now();
     create_pending_pods(c, &ns, opts).await;
@@ -223,8 +222,7 @@ async fn wave(c: &mut Cluster, pid: u32, w: usize, opts: &Options, progress: &mu
         }
     }
     let all_bound = started.elapsed();
-    let (calls1, attempts1) = ec2_calls(c).await;
-    let actions1 = by_label(c, "aws_sdk_go_request_total", "service=\"EC2\"", "action");
+    let (calls1, attempts1, actions1) = ec2_calls(c);
     let nodeclaims = c.nodeclaims().await.len();
     progress(&format!(
         "all bound after {:.1}s on {nodeclaims} NodeClaims; waiting for them to run",
@@ -242,11 +240,13 @@ async fn wave(c: &mut Cluster, pid: u32, w: usize, opts: &Options, progress: &mu
     tokio::time::sleep(SETTLE).await;
     progress("steady state");
     let (cpu0, passes0) = (cpu_seconds(pid), passes(c).await);
-    let by_controller0 = by_label(c, "controller_runtime_reconcile_total", "", "controller");
+    let by_controller0 =
+        by_label(&c.metrics_text().unwrap_or_default(), "controller_runtime_reconcile_total", "", "controller");
     let steady_started = Instant::now();
     tokio::time::sleep(opts.steady).await;
     let (cpu1, passes1) = (cpu_seconds(pid), passes(c).await);
-    let by_controller1 = by_label(c, "controller_runtime_reconcile_total", "", "controller");
+    let by_controller1 =
+        by_label(&c.metrics_text().unwrap_or_default(), "controller_runtime_reconcile_total", "", "controller");
     let steady = steady_started.elapsed().as_secs_f64();
     let rss_mib = proc_status_kib(pid, "VmRSS:").unwrap_or(0.0) / 1024.0;
     let rss_anon_mib = proc_status_kib(pid, "RssAnon:").unwrap_or(0.0) / 1024.0;
@@ -458,17 +458,23 @@ async fn passes(c: &Cluster) -> f64 {
     c.metric_sum("controller_runtime_reconcile_total", &[]).await
 }
 
-/// The EC2 calls and attempts the controller has made so far, from `/metrics`.
-async fn ec2_calls(c: &Cluster) -> (f64, f64) {
+/// The EC2 calls and attempts the controller has made so far, and the calls by action, from
+/// one read of `/metrics` (two reads let calls finish between them: attempts then counted
+/// fewer than calls).
+fn ec2_calls(c: &Cluster) -> (f64, f64, BTreeMap<String, f64>) {
+    let body = c.metrics_text().unwrap_or_default();
     let ec2 = ["service=\"EC2\""];
-    (c.metric_sum("aws_sdk_go_request_total", &ec2).await, c.metric_sum("aws_sdk_go_request_attempt_total", &ec2).await)
+    (
+        crate::metric_sum_in(&body, "aws_sdk_go_request_total", &ec2),
+        crate::metric_sum_in(&body, "aws_sdk_go_request_attempt_total", &ec2),
+        by_label(&body, "aws_sdk_go_request_total", "service=\"EC2\"", "action"),
+    )
 }
 
-/// Series `metric` whose labels include `filter` (empty: all), summed by the value of
-/// label `key`.
-fn by_label(c: &Cluster, metric: &str, filter: &str, key: &str) -> BTreeMap<String, f64> {
+/// Series `metric` of the exposition `body` whose labels include `filter` (empty: all),
+/// summed by the value of label `key`.
+fn by_label(body: &str, metric: &str, filter: &str, key: &str) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
-    let body = c.metrics_text().unwrap_or_default();
     for (labels, value) in body.lines().filter_map(|l| l.strip_prefix(metric)?.strip_prefix('{')?.split_once("} ")) {
         let labels: Vec<&str> = labels.split(',').collect();
         if !filter.is_empty() && !labels.contains(&filter) {
