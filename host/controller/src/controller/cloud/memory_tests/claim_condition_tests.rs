@@ -28,17 +28,6 @@ impl World {
         self.written(t).await
     }
 
-    /// Waits until the cache holds NodeClaim `default-abcde` at least as new as `nc`.
-    async fn claim_cached(&self, nc: &NodeClaim) {
-        let version: u64 = nc.metadata.resource_version.as_deref().unwrap_or("0").parse().unwrap();
-        self.until("the NodeClaim's write in the cache", |c| {
-            c.stores.nodeclaims.state().iter().any(|n| {
-                n.metadata.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok()).is_some_and(|v| v >= version)
-            })
-        })
-        .await;
-    }
-
     /// Conditions `types` recorded True on NodeClaim `default-abcde` (as an earlier round
     /// would have left them), once cached.
     async fn recorded(&self, types: &[&str]) {
@@ -50,7 +39,7 @@ impl World {
         }
         let st = serde_json::json!({"status": {"conditions": status.conditions}});
         let written = claims.patch_status("default-abcde", &PatchParams::default(), &Patch::Merge(&st)).await.unwrap();
-        self.claim_cached(&written).await;
+        self.cached(&written).await;
     }
 
     /// NodeClaim `default-abcde`'s condition `t` written with `status` (`Unknown`, `False`).
@@ -63,7 +52,7 @@ impl World {
         c.reason = "NotYet".into();
         let st = serde_json::json!({"status": {"conditions": conditions}});
         let written = claims.patch_status("default-abcde", &PatchParams::default(), &Patch::Merge(&st)).await.unwrap();
-        self.claim_cached(&written).await;
+        self.cached(&written).await;
     }
 
     /// NodePool `default`'s `spec.template` merged with `template` (JSON), once cached.
@@ -111,7 +100,7 @@ impl World {
             .patch("default-abcde", &params, &Patch::Merge(&patch))
             .await
             .unwrap();
-        self.claim_cached(&written).await;
+        self.cached(&written).await;
         self.until("the Node's label in the cache", |c| {
             c.stores.nodes.state().iter().any(|n| n.metadata.labels.as_ref().is_some_and(|l| l.get(key).is_some()))
         })
@@ -126,7 +115,7 @@ impl World {
         let nc = Api::<NodeClaim>::all(self.client.clone()).get("default-abcde").await.unwrap();
         let version = nc.metadata.annotations.as_ref().and_then(|a| a.get(wk::ANNOTATION_NODEPOOL_HASH_VERSION));
         assert_eq!(version.map(String::as_str), Some(tenon_api::hash::NODEPOOL_HASH_VERSION));
-        self.claim_cached(&nc).await;
+        self.cached(&nc).await;
     }
 }
 

@@ -76,7 +76,7 @@ impl World {
     }
 
     /// Waits until the cache holds NodeClaim `nc` as written.
-    async fn cached(&self, nc: &NodeClaim) {
+    pub(super) async fn cached(&self, nc: &NodeClaim) {
         let version = nc.metadata.resource_version.clone();
         self.until("the NodeClaim's write in the cache", |c| {
             c.stores.nodeclaims.state().iter().any(|n| n.metadata.resource_version == version)

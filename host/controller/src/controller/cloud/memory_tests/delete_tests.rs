@@ -7,7 +7,7 @@ use super::consolidation_tests::UNDERUTILIZED_ANY_NUMBER;
 use crate::controller::disruption::Disruption;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::PostParams;
 
 /// Nodes `node-0` and `node-1` of the cheapest type and `capacity_type`, running `on_0` and
 /// `on_1` (pods of 100m, of one ReplicaSet).
@@ -38,17 +38,6 @@ async fn deleted(w: &World) -> String {
     gone[0].clone()
 }
 
-/// Pod `name` merged with `metadata`, once cached.
-async fn pod_meta(w: &World, name: &str, metadata: serde_json::Value) {
-    let pods: Api<Pod> = Api::namespaced(w.client.clone(), "default");
-    let patch = serde_json::json!({"metadata": metadata});
-    let written = pods.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
-    w.until("the pod's change in the cache", |c| {
-        c.stores.pods.state().iter().any(|p| p.metadata.resource_version == written.metadata.resource_version)
-    })
-    .await;
-}
-
 /// karpenter:pkg/controllers/disruption/consolidation_test.go:2421
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_whose_pods_fit_on_the_other_is_deleted() {
@@ -73,7 +62,7 @@ async fn two_nodes_of_one_type_are_not_merged_into_one_of_it_the_emptier_goes() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pdb_over_the_emptier_nodes_pod_deletes_the_other() {
     let w = two_nodes("on-demand", &["web-1", "web-2"], &["web-3"]).await;
-    pod_meta(&w, "web-3", serde_json::json!({"labels": {"test": "value"}})).await;
+    w.pod_meta("web-3", serde_json::json!({"labels": {"test": "value"}})).await;
     w.blocking_pdb("pdb").await;
     assert_eq!(deleted(&w).await, "node-0");
 }
@@ -101,7 +90,7 @@ async fn a_do_not_disrupt_pod_holds_its_node_and_an_invalid_value_does_not() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_whose_pod_has_no_owner_is_still_deleted() {
     let w = two_nodes("on-demand", &["web-1", "web-2"], &["web-3"]).await;
-    pod_meta(&w, "web-3", serde_json::json!({"ownerReferences": null})).await;
+    w.pod_meta("web-3", serde_json::json!({"ownerReferences": null})).await;
     assert_eq!(deleted(&w).await, "node-1");
 }
 

@@ -27,15 +27,20 @@ impl World {
         .await;
     }
 
-    /// Pod `name`'s `karpenter.sh/do-not-disrupt` annotation set (`Some`) or removed.
-    pub(super) async fn do_not_disrupt(&self, pod: &str, value: Option<&str>) {
-        let patch = serde_json::json!({"metadata": {"annotations": {wk::ANNOTATION_DO_NOT_DISRUPT: value}}});
+    /// Pod `name` (namespace default) merged with `metadata` (JSON), once cached.
+    pub(super) async fn pod_meta(&self, pod: &str, metadata: serde_json::Value) {
+        let patch = serde_json::json!({"metadata": metadata});
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), "default");
         let written = pods.patch(pod, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
-        self.until("the pod's annotation in the cache", |c| {
+        self.until("the pod's change in the cache", |c| {
             c.stores.pods.state().iter().any(|p| p.metadata.resource_version == written.metadata.resource_version)
         })
         .await;
+    }
+
+    /// Pod `name`'s `karpenter.sh/do-not-disrupt` annotation set (`Some`) or removed.
+    pub(super) async fn do_not_disrupt(&self, pod: &str, value: Option<&str>) {
+        self.pod_meta(pod, serde_json::json!({"annotations": {wk::ANNOTATION_DO_NOT_DISRUPT: value}})).await;
     }
 
     /// `karpenter_voluntary_disruption_eligible_nodes{reason}`.

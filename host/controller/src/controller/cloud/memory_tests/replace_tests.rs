@@ -35,22 +35,16 @@ impl World {
 
     /// Pod `name` (namespace default) labelled `test: value`, and not Ready when `unready`.
     async fn selected(&self, name: &str, unready: bool) {
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), "default");
-        let labelled = serde_json::json!({"metadata": {"labels": {"test": "value"}}});
-        pods.patch(name, &PatchParams::default(), &Patch::Merge(&labelled)).await.unwrap();
-        let mut written = None;
+        self.pod_meta(name, serde_json::json!({"labels": {"test": "value"}})).await;
         if unready {
+            let pods: Api<Pod> = Api::namespaced(self.client.clone(), "default");
             let status = serde_json::json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}});
-            written = Some(pods.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await.unwrap());
+            let written = pods.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+            self.until("the pod's readiness in the cache", |c| {
+                c.stores.pods.state().iter().any(|p| p.metadata.resource_version == written.metadata.resource_version)
+            })
+            .await;
         }
-        let version = match written {
-            Some(p) => p.metadata.resource_version,
-            None => pods.get(name).await.unwrap().metadata.resource_version,
-        };
-        self.until("the pod's change in the cache", |c| {
-            c.stores.pods.state().iter().any(|p| p.metadata.resource_version == version)
-        })
-        .await;
     }
 }
 

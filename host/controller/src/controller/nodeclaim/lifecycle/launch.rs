@@ -23,7 +23,7 @@ use tenon_core::orchestration::launch::{AfterFailure, LaunchFailure, after_failu
 
 /// How long a NodeClaim deleted after a failed launch is held from launching again while the
 /// watch catches up with the deletion.
-const WRITE_SEEN_WITHIN: Duration = Duration::from_secs(30);
+const DELETE_SEEN_WITHIN: Duration = Duration::from_secs(30);
 
 impl Lifecycle {
     /// Starts the launch of `nc` unless one is under way.
@@ -86,7 +86,7 @@ impl Lifecycle {
                         if let Err(e) = api.delete(&name, &DeleteParams::default()).await {
                             tracing::warn!(nodeclaim = %name, error = %e, "could not delete a NodeClaim that failed to launch");
                         }
-                        held_until_seen(&claims, &name, |c| c.metadata.deletion_timestamp.is_some()).await;
+                        held_until_deletion_seen(&claims, &name).await;
                     }
                     AfterFailure::Retry { at, reason, message } => {
                         let unknown = |current: &NodeClaim| {
@@ -131,17 +131,13 @@ async fn launched_already(client: &Client, name: &str) -> bool {
     }
 }
 
-/// Holds NodeClaim `name` as launching until the cache shows `written` of it (or no longer
-/// holds it), for at most [`WRITE_SEEN_WITHIN`]: a pass that still sees the NodeClaim as
-/// it was would otherwise launch it again.
-async fn held_until_seen(
-    claims: &kube::runtime::reflector::Store<NodeClaim>,
-    name: &str,
-    written: impl Fn(&NodeClaim) -> bool,
-) {
+/// Holds NodeClaim `name` as launching until the cache shows its deletion (or no longer
+/// holds it), for at most [`DELETE_SEEN_WITHIN`]: a pass that still sees it undeleted would
+/// otherwise launch it again.
+async fn held_until_deletion_seen(claims: &kube::runtime::reflector::Store<NodeClaim>, name: &str) {
     let key = kube::runtime::reflector::ObjectRef::new(name);
-    let deadline = Instant::now() + WRITE_SEEN_WITHIN;
-    while Instant::now() < deadline && claims.get(&key).is_some_and(|c| !written(&c)) {
+    let deadline = Instant::now() + DELETE_SEEN_WITHIN;
+    while Instant::now() < deadline && claims.get(&key).is_some_and(|c| c.metadata.deletion_timestamp.is_none()) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
