@@ -186,12 +186,22 @@ impl Context {
         ms
     }
 
+    /// Unix seconds as decisions read them (consolidateAfter, budget schedules): the wall
+    /// clock; in tests moved on with the orchestration clock by [`Context::advance`].
+    pub fn unix_now(&self) -> i64 {
+        let ms = super::unix_now_ms();
+        #[cfg(test)]
+        let ms = ms + self.skipped_ms.load(std::sync::atomic::Ordering::Relaxed);
+        ms / 1000
+    }
+
     /// How long until `at` (ms on the orchestration clock); nothing when it has passed.
     pub fn wait_until_ms(&self, at: i64) -> std::time::Duration {
         std::time::Duration::from_millis((at - self.now_ms()).max(0) as u64)
     }
 
-    /// Moves the orchestration clock on by `by` (tests: past a command's validation wait).
+    /// Moves the orchestration clock, and the decisions' Unix clock, on by `by` (tests: past
+    /// a command's validation wait or a node's consolidateAfter).
     #[cfg(test)]
     pub fn advance(&self, by: std::time::Duration) {
         self.skipped_ms.fetch_add(by.as_millis() as i64, std::sync::atomic::Ordering::Relaxed);

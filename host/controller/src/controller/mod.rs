@@ -322,15 +322,17 @@ async fn off_loop<T: Send + 'static>(decision: &str, f: impl FnOnce() -> T + Sen
 /// Instance types per EC2NodeClass name.
 type Catalogs = BTreeMap<String, Arc<Vec<InstanceType>>>;
 
-/// The snapshot a decision sees now (objects that cannot be read are left out and logged).
+/// The snapshot a decision sees at `now` (Unix seconds, [`context::Context::unix_now`]; objects that
+/// cannot be read are left out and logged).
 fn snapshot(
     objects: &ClusterObjects,
     catalogs: &Catalogs,
+    now: i64,
 ) -> (tenon_core::ClusterSnapshot, Vec<tenon_core::convert::ConvertError>) {
     let catalog = |np: &NodePool| {
         np.spec.template.spec.node_class_ref.as_ref().and_then(|r| catalogs.get(&r.name)).cloned().unwrap_or_default()
     };
-    tenon_core::convert::snapshot(objects, &catalog, unix_now())
+    tenon_core::convert::snapshot(objects, &catalog, now)
 }
 
 fn unix_now() -> i64 {

@@ -161,7 +161,7 @@ impl Disruption {
         }
         let failed = self.resume_after.take();
         self.last_round = Some(self.ctx.now_ms());
-        let (mut snap, _) = snapshot(objects, catalogs);
+        let (mut snap, _) = snapshot(objects, catalogs, self.ctx.unix_now());
         snap.spot_to_spot = self.ctx.spot_to_spot;
         command::hold(&mut snap, &command::held(&self.commands));
         self.restamp_nodepool_hashes(objects, &snap).await;

@@ -46,7 +46,7 @@ impl Disruption {
         match step {
             Step::Wait => Some(cmd),
             Step::Validate => {
-                let (mut snap, _) = snapshot(objects, catalogs);
+                let (mut snap, _) = snapshot(objects, catalogs, self.ctx.unix_now());
                 snap.spot_to_spot = self.ctx.spot_to_spot;
                 let others = held.iter().filter(|nc| !cmd.has_candidate(nc)).cloned().collect();
                 command::hold(&mut snap, &others);

@@ -216,7 +216,7 @@ impl Provisioner {
         let started = Instant::now();
         let provisionable = objects.pods.iter().filter(|p| tenon_core::convert::is_provisionable(p)).count();
         tracing::info!(pods = provisionable, "found provisionable pod(s)");
-        let (mut snap, errors) = snapshot(objects, catalogs);
+        let (mut snap, errors) = snapshot(objects, catalogs, self.ctx.unix_now());
         let mut ignored_pods = 0;
         let mut failed = Vec::new();
         for e in &errors {

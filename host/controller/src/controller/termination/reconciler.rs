@@ -49,7 +49,7 @@ impl Reconciler for Termination {
             return Ok(());
         }
         // Draining needs pods and nodes, not instance types.
-        let (snap, _) = snapshot(&objects, &Catalogs::new());
+        let (snap, _) = snapshot(&objects, &Catalogs::new(), self.ctx.unix_now());
         let ctx = termination::Ctx {
             client: &self.ctx.client,
             evictions: &self.ctx.client,
