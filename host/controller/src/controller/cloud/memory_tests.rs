@@ -638,6 +638,14 @@ impl World {
         panic!("not after 100 disruption rounds: {what}");
     }
 
+    /// `rounds` disruption rounds, the orchestration clock moved on 5 s after each.
+    async fn rounds(&self, disruption: &mut crate::controller::disruption::Disruption, rounds: usize) {
+        for _ in 0..rounds {
+            disruption.reconcile().await.unwrap();
+            self.ctx.advance(Duration::from_secs(5));
+        }
+    }
+
     /// Neither the Node nor the NodeClaim was disrupted: no disruption taint, not deleted.
     async fn not_disrupted(&self) {
         use k8s_openapi::api::core::v1::Node;
@@ -860,6 +868,7 @@ mod emptiness_tests;
 mod expiration_tests;
 mod interruption_tests;
 mod launch_lookup_tests;
+mod nodes;
 mod queue_tests;
 mod quiet_tests;
 mod replace_tests;

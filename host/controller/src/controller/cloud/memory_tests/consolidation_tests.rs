@@ -6,136 +6,10 @@
 use super::World;
 use crate::controller::disruption::Disruption;
 use crate::controller::metrics::catalog::NODEPOOLS_ALLOWED_DISRUPTIONS;
-use crate::controller::nodeclaim::lifecycle::Lifecycle;
 use crate::controller::runner::Reconciler;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
-use tenon_api::wellknown::condition;
-use tenon_api::{NodeClaim, NodePool};
-
-impl World {
-    /// The EC2NodeClass and NodePool `default`, with `disruption` (JSON) as its disruption
-    /// (`{}`: the defaults).
-    pub(super) async fn pool_with(&self, disruption: serde_json::Value) {
-        self.ready_nodeclass().await;
-        let pool: NodePool = serde_json::from_value(serde_json::json!({
-            "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
-            "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-                                           "requirements": []}},
-                     "disruption": disruption},
-        }))
-        .unwrap();
-        Api::<NodePool>::all(self.client.clone()).create(&PostParams::default(), &pool).await.unwrap();
-        self.until("the NodePool in the cache", |c| !c.stores.nodepools.state().is_empty()).await;
-    }
-
-    /// NodeClaim `name` (already created) launched, its Node `name` registered by its kubelet
-    /// (Ready, the capacity of the type it launched as) and initialized.
-    async fn brought_up(&self, name: &str) {
-        let mut lifecycle = Lifecycle::new(self.ctx.clone());
-        let nc = self.lifecycle_until_for(&mut lifecycle, name, condition::LAUNCHED).await;
-        self.cached(&nc).await;
-        let provider_id = nc.status.and_then(|s| s.provider_id).expect("launched");
-        let it = nc.metadata.labels.unwrap_or_default()["node.kubernetes.io/instance-type"].clone();
-        let n: i64 = it.trim_start_matches("fake-it-").parse::<i64>().unwrap() + 1;
-        let node: Node = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": name},
-            "spec": {"providerID": provider_id, "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
-        }))
-        .unwrap();
-        let nodes: Api<Node> = Api::all(self.client.clone());
-        nodes.create(&PostParams::default(), &node).await.unwrap();
-        let capacity =
-            serde_json::json!({"cpu": n.to_string(), "memory": format!("{}Gi", 2 * n), "pods": (10 * n).to_string()});
-        let ready = serde_json::json!({"status": {
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": ""}],
-            "capacity": capacity, "allocatable": capacity,
-        }});
-        nodes.patch_status(name, &PatchParams::default(), &Patch::Merge(&ready)).await.unwrap();
-        self.until(&format!("Node {name} in the cache"), |c| {
-            c.stores.nodes.state().iter().any(|n| n.metadata.name.as_deref() == Some(name) && n.status.is_some())
-        })
-        .await;
-        let nc = self.lifecycle_until_for(&mut lifecycle, name, condition::INITIALIZED).await;
-        self.cached(&nc).await;
-    }
-
-    /// The NodeClaim a command created (the candidates here are named `node-*`).
-    pub(super) async fn replacement(&self) -> String {
-        let claims = self.claims_deleting().await;
-        claims.into_iter().map(|(n, _)| n).find(|n| !n.starts_with("node-")).expect("a replacement")
-    }
-
-    /// Replacement `name` brought up: the provisioner's pass sees it in the cache (it runs
-    /// beside the disruption reconciler in the controller, taking it off the not-yet-seen
-    /// list), then it launches, registers and initializes.
-    pub(super) async fn replacement_up(&self, name: &str) {
-        self.ctx.cluster().forget_seen(&self.ctx.objects());
-        self.brought_up(name).await;
-    }
-
-    /// Waits until the cache holds NodeClaim `nc` as written.
-    pub(super) async fn cached(&self, nc: &NodeClaim) {
-        let version = nc.metadata.resource_version.clone();
-        self.until("the NodeClaim's write in the cache", |c| {
-            c.stores.nodeclaims.state().iter().any(|n| n.metadata.resource_version == version)
-        })
-        .await;
-    }
-
-    /// NodeClaim and Node `name` of `instance_type` and `capacity_type`, running `pods`
-    /// (name, CPU millicores) of one ReplicaSet.
-    pub(super) async fn running(&self, name: &str, instance_type: &str, capacity_type: &str, pods: &[(&str, i64)]) {
-        let nc: NodeClaim = serde_json::from_value(serde_json::json!({
-            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-            "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}},
-            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-                     "requirements": [
-                         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [instance_type]},
-                         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [capacity_type]}],
-                     "resources": {"requests": {"cpu": "100m"}}},
-        }))
-        .unwrap();
-        Api::<NodeClaim>::all(self.client.clone()).create(&PostParams::default(), &nc).await.unwrap();
-        self.until(&format!("{name} in the cache"), |c| {
-            c.stores.nodeclaims.state().iter().any(|n| n.metadata.name.as_deref() == Some(name))
-        })
-        .await;
-        self.brought_up(name).await;
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), "default");
-        for (pod, millis) in pods {
-            let p: Pod = serde_json::from_value(serde_json::json!({
-                "metadata": {"name": pod, "namespace": "default", "ownerReferences": [
-                    {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "00000000-0000-0000-0000-000000000001", "controller": true}]},
-                "spec": {"nodeName": name, "containers": [{"name": "app", "image": "app", "resources": {"requests": {"cpu": format!("{millis}m")}}}]},
-            }))
-            .unwrap();
-            api.create(&PostParams::default(), &p).await.unwrap();
-            let running = serde_json::json!({"status": {"phase": "Running"}});
-            api.patch_status(pod, &PatchParams::default(), &Patch::Merge(&running)).await.unwrap();
-        }
-        let want = pods.len();
-        self.until("the pods in the cache", |c| {
-            c.stores
-                .pods
-                .state()
-                .iter()
-                .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(name))
-                .count()
-                == want
-        })
-        .await;
-    }
-
-    /// The NodeClaims, by name, with whether each is being deleted.
-    pub(super) async fn claims_deleting(&self) -> Vec<(String, bool)> {
-        let all = Api::<NodeClaim>::all(self.client.clone()).list(&Default::default()).await.unwrap().items;
-        all.into_iter()
-            .map(|nc| (nc.metadata.name.unwrap_or_default(), nc.metadata.deletion_timestamp.is_some()))
-            .collect()
-    }
-}
+use tenon_api::NodeClaim;
 
 /// Karpenter's consolidation suite's NodePool: consolidation at once, any number of nodes.
 pub(super) static UNDERUTILIZED_ANY_NUMBER: std::sync::LazyLock<serde_json::Value> =
@@ -348,10 +222,7 @@ async fn a_0_percent_budget_lets_no_empty_node_go() {
     for policy in ["WhenEmpty", "WhenEmptyOrUnderutilized"] {
         let (w, mut disruption, allowed) = ten_empty_nodes(policy, "0%").await;
         assert_eq!(allowed, Some(0.0), "{policy}: exported, and 0");
-        for _ in 0..5 {
-            disruption.reconcile().await.unwrap();
-            w.ctx.advance(std::time::Duration::from_secs(5));
-        }
+        w.rounds(&mut disruption, 5).await;
         let claims = w.claims_deleting().await;
         assert!(claims.len() == 10 && claims.iter().all(|(_, deleting)| !deleting), "{policy}: {claims:?}");
     }

@@ -49,29 +49,6 @@ impl World {
         .await;
     }
 
-    /// A running pod bound to Node `node`.
-    async fn bound_pod(&self, name: &str, node: &str) {
-        let p: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": name, "namespace": "default", "ownerReferences": [
-                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "00000000-0000-0000-0000-000000000001", "controller": true}]},
-            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "app", "resources": {"requests": {"cpu": "100m"}}}]},
-        }))
-        .unwrap();
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), "default");
-        pods.create(&PostParams::default(), &p).await.unwrap();
-        pods.patch_status(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(&serde_json::json!({"status": {"phase": "Running"}})),
-        )
-        .await
-        .unwrap();
-        self.until("the bound pod in the cache", |c| {
-            c.stores.pods.state().iter().any(|p| p.metadata.name.as_deref() == Some(name))
-        })
-        .await;
-    }
-
     /// Decides a command, applies `change`, validates; the failed validations counted for
     /// `consolidation_type`.
     async fn invalidated(&self, change: Change, consolidation_type: &str) -> Option<f64> {
@@ -93,7 +70,7 @@ impl World {
                 .await;
             }
             Change::Churn => {
-                self.bound_pod("churn", "node-0").await;
+                self.started(super::nodes::web_pod("churn", "node-0", 100)).await;
                 if consolidation_type != "empty" {
                     self.pending_pod("nominating", 3000).await;
                 }
