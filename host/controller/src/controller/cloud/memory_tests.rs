@@ -862,6 +862,7 @@ mod claim_condition_tests;
 mod consolidation_tests;
 mod decision_metrics_tests;
 mod delete_tests;
+mod destination_tests;
 mod disruption_mark_tests;
 mod drift_tests;
 mod emptiness_tests;

@@ -4,7 +4,9 @@
 
 use super::World;
 use crate::controller::disruption::Disruption;
-use crate::controller::metrics::catalog::VOLUNTARY_DISRUPTION_ELIGIBLE_NODES;
+use crate::controller::metrics::catalog::{
+    NODEPOOLS_ALLOWED_DISRUPTIONS, NODEPOOLS_NODES_CONSUMING_BUDGETS, VOLUNTARY_DISRUPTION_ELIGIBLE_NODES,
+};
 use crate::controller::runner::Reconciler;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
@@ -323,4 +325,50 @@ async fn non_empty_drifted_nodes_go_one_at_a_time_earliest_drift_first() {
     })
     .await;
     assert!(w.claims_deleting().await.contains(&("node-0".to_string(), false)), "node-0 is still there");
+}
+
+/// karpenter:pkg/controllers/disruption/drift_test.go:232
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budgets_of_several_nodepools_are_each_respected() {
+    let w = World::new().await;
+    let one_at_a_time = serde_json::json!({"consolidateAfter": "Never", "budgets": [{"nodes": "1"}]});
+    // Karpenter's suite NodePool, without nodes, and ten more of three drifted nodes each.
+    w.pool_with(one_at_a_time.clone()).await;
+    let pools: Vec<String> = (0..10).map(|p| format!("pool-{p}")).collect();
+    let dear = [(wk::LABEL_INSTANCE_TYPE, "fake-it-3"), (wk::LABEL_CAPACITY_TYPE, "on-demand")];
+    for pool in &pools {
+        w.pool_named(pool, one_at_a_time.clone()).await;
+        for i in 0..3 {
+            let name = format!("{pool}-node-{i}");
+            w.claimed(pool, &name, &dear, true).await;
+            // Two of the three run a 1-CPU pod.
+            if i < 2 {
+                w.started(super::nodes::web_pod(&format!("{pool}-web-{i}"), &name, 1000)).await;
+            }
+            w.drifted(&name).await;
+        }
+    }
+    let mut disruption = Disruption::new(w.ctx.clone());
+    disruption.reconcile().await.unwrap();
+    for pool in &pools {
+        let allowed = w.ctx.metrics.value(NODEPOOLS_ALLOWED_DISRUPTIONS, &[("nodepool", pool), ("reason", "Drifted")]);
+        assert_eq!(allowed, Some(1.0), "{pool}");
+    }
+    let deleting = || async { w.claims_deleting().await.iter().filter(|(_, d)| *d).count() };
+    w.disruption_until(&mut disruption, "a node of each NodePool deleted", || async { deleting().await >= 10 }).await;
+    // The deleted nodes hold their budgets (nothing terminates them here): no more go.
+    w.rounds(&mut disruption, 10).await;
+    let claims = w.claims_deleting().await;
+    assert_eq!(claims.len(), 30, "nothing created: {claims:?}");
+    assert_eq!(deleting().await, 10, "one per NodePool: {claims:?}");
+    assert_eq!(w.decisions("drifted"), 10.0, "ten commands");
+    for pool in &pools {
+        let by_pool = [("nodepool", pool.as_str()), ("reason", "drifted")];
+        assert_eq!(w.samples("karpenter_voluntary_disruption_decisions_by_nodepool_total", &by_pool), 1.0, "{pool}");
+        let gone = claims.iter().filter(|(n, d)| *d && n.starts_with(&format!("{pool}-"))).count();
+        assert_eq!(gone, 1, "{pool}: {claims:?}");
+    }
+    let consuming =
+        w.ctx.metrics.value(NODEPOOLS_NODES_CONSUMING_BUDGETS, &[("nodepool", "default"), ("reason", "Drifted")]);
+    assert_eq!(consuming, Some(0.0));
 }
