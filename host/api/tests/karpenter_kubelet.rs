@@ -181,6 +181,38 @@ fn the_interpreted_fields_are_karpenters_twelve() {
     });
     let k = decode(all).unwrap();
     assert!(k.extra.is_empty(), "nothing Karpenter maps is passed through: {:?}", k.extra);
+    // Every field named, none elided (Karpenter reflects over its struct): a thirteenth typed
+    // field does not compile here until it is listed, and set above.
+    let KubeletConfiguration {
+        cluster_dns,
+        max_pods,
+        pods_per_core,
+        system_reserved,
+        kube_reserved,
+        eviction_hard,
+        eviction_soft,
+        eviction_soft_grace_period,
+        eviction_max_pod_grace_period,
+        image_gc_high_threshold_percent,
+        image_gc_low_threshold_percent,
+        cpu_cfs_quota,
+        extra: _,
+    } = k.clone();
+    let set = [
+        !cluster_dns.is_empty(),
+        max_pods.is_some(),
+        pods_per_core.is_some(),
+        !system_reserved.is_empty(),
+        !kube_reserved.is_empty(),
+        !eviction_hard.is_empty(),
+        !eviction_soft.is_empty(),
+        !eviction_soft_grace_period.is_empty(),
+        eviction_max_pod_grace_period.is_some(),
+        image_gc_high_threshold_percent.is_some(),
+        image_gc_low_threshold_percent.is_some(),
+        cpu_cfs_quota.is_some(),
+    ];
+    assert!(set.iter().all(|&s| s), "each typed field decoded: {set:?}");
     let typed = serde_json::to_value(&k).unwrap();
     let mut names: Vec<&str> = typed.as_object().unwrap().keys().map(String::as_str).collect();
     names.sort();
