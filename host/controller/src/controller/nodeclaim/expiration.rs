@@ -6,9 +6,9 @@
 
 use crate::controller::context::Context;
 use crate::controller::error::{Error, Failures};
+use crate::controller::involved_nodeclaim;
 use crate::controller::nodeclaim::lifecycle::rules as lifecycle;
 use crate::controller::runner::{self, Reconciler};
-use crate::controller::{involved_nodeclaim, unix_now};
 use kube::Api;
 use kube::api::DeleteParams;
 use std::sync::Arc;
@@ -48,7 +48,7 @@ impl Reconciler for Expiration {
         let mut failures = Failures::default();
         let lifetimes: Vec<Lifetime> = objects.nodeclaims.iter().map(|nc| lifetime(nc)).collect();
         let api: Api<NodeClaim> = Api::all(self.ctx.client.clone());
-        let now = unix_now();
+        let now = self.ctx.unix_now();
         self.next = expiration::next(&lifetimes, now);
         for name in expiration::due(&lifetimes, now) {
             let Some(nc) = objects.nodeclaims.iter().find(|nc| nc.metadata.name.as_deref() == Some(name)) else {
@@ -73,7 +73,8 @@ impl Reconciler for Expiration {
     }
 
     fn next_pass(&self) -> std::time::Duration {
-        let left = self.next.map(|at| std::time::Duration::from_secs(at.saturating_sub(unix_now()).max(0) as u64));
+        let left =
+            self.next.map(|at| std::time::Duration::from_secs(at.saturating_sub(self.ctx.unix_now()).max(0) as u64));
         runner::due_in(left)
     }
 }

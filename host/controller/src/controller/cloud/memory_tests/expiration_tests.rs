@@ -81,6 +81,10 @@ async fn an_expired_nodeclaim_is_deleted_and_counted_once_and_no_other() {
     w.expired("default-abcde").await;
     assert_eq!(w.disrupted("expired", "on-demand"), Some(1.0));
     assert_eq!(w.pods_disrupted_by_expiration(), Some(0.0), "no pods on it");
+    // Another provider's NodeClaim two seconds past its expireAfter is still not expired.
+    w.ctx.advance(Duration::from_secs(2));
+    let mut expiration = Expiration::new(w.ctx.clone());
+    expiration.reconcile().await.unwrap();
     for name in ["not-due", "never", "another-provider"] {
         assert!(w.kept(name).await, "{name} is not expired");
     }
@@ -89,7 +93,6 @@ async fn an_expired_nodeclaim_is_deleted_and_counted_once_and_no_other() {
         c.stores.nodeclaims.state().iter().any(|nc| nc.metadata.deletion_timestamp.is_some())
     })
     .await;
-    let mut expiration = Expiration::new(w.ctx.clone());
     for _ in 0..3 {
         expiration.reconcile().await.unwrap();
     }
