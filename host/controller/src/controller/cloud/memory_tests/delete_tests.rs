@@ -135,9 +135,6 @@ async fn do_not_disrupt_pods_bound_during_the_validation_wait_stop_the_deletion(
         w.ctx.advance(std::time::Duration::from_secs(5));
         disruption.reconcile().await.unwrap();
     }
-    assert_eq!(w.claims_deleting().await, [("node-0".into(), false), ("node-1".into(), false)]);
-    for node in ["node-0", "node-1"] {
-        let n = Api::<k8s_openapi::api::core::v1::Node>::all(w.client.clone()).get(node).await.unwrap();
-        assert!(!super::taint_keys(&n).iter().any(|t| t == tenon_api::wellknown::TAINT_DISRUPTED), "{node}");
-    }
+    assert_eq!(w.claims_deleting().await.len(), 2);
+    w.nothing_disrupted().await;
 }

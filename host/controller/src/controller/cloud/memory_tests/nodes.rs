@@ -7,7 +7,7 @@ use crate::controller::nodeclaim::lifecycle::Lifecycle;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
-use tenon_api::wellknown::{LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, condition};
+use tenon_api::wellknown::{LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, TAINT_DISRUPTED, condition};
 use tenon_api::{NodeClaim, NodePool};
 
 /// A pod of ReplicaSet `web` requesting `millis` of CPU, bound to Node `node` (JSON, for a
@@ -155,5 +155,15 @@ impl World {
         all.into_iter()
             .map(|nc| (nc.metadata.name.unwrap_or_default(), nc.metadata.deletion_timestamp.is_some()))
             .collect()
+    }
+
+    /// No command acted: no NodeClaim deleted or created (the candidates here are named
+    /// `node-*`), no Node tainted `karpenter.sh/disrupted`.
+    pub(super) async fn nothing_disrupted(&self) {
+        let claims = self.claims_deleting().await;
+        assert!(claims.iter().all(|(n, deleting)| n.starts_with("node-") && !deleting), "{claims:?}");
+        for n in Api::<Node>::all(self.client.clone()).list(&Default::default()).await.unwrap().items {
+            assert!(!super::taint_keys(&n).iter().any(|t| t == TAINT_DISRUPTED), "{:?} tainted", n.metadata.name);
+        }
     }
 }

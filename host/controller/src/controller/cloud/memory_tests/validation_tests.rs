@@ -79,6 +79,8 @@ impl World {
         }
         self.ctx.advance(Duration::from_secs(16));
         disruption.reconcile().await.unwrap();
+        // Dropped, not carried out (Karpenter's case: no command left in the queue).
+        self.nothing_disrupted().await;
         self.ctx.metrics.value(VOLUNTARY_DISRUPTION_FAILED_VALIDATIONS, &[("consolidation_type", consolidation_type)])
     }
 }
