@@ -16,7 +16,9 @@ use support::GIB;
 use support::karpenter::{Cluster, Decision};
 use tenon_api::wellknown as wk;
 use tenon_core::catalog::{AmiFamilyFlags, AwsCatalogOptions, KubeletModel, aws, instance_type_from_info};
+use tenon_core::cloud::UnavailableOffering;
 use tenon_core::instancetype::{InstanceType, Offering};
+use tenon_core::orchestration::ice::UnavailableOfferings;
 use tenon_core::requirements::Requirements;
 
 const MIB: i64 = 1 << 20;
@@ -608,15 +610,21 @@ fn fake_ec2_in(subnet_zones: &[&str]) -> Vec<InstanceType> {
         .collect()
 }
 
-/// What the unavailable-offerings cache does to the catalog after a launch failed for capacity.
-fn mark_unavailable(types: &mut [InstanceType], name: &str, zone: &str, capacity_type: &str) {
-    let t = types.iter_mut().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} in the catalog"));
-    let o = t
-        .offerings
-        .iter_mut()
-        .find(|o| o.zone == zone && o.capacity_type == capacity_type)
-        .unwrap_or_else(|| panic!("{name} offered {capacity_type} in {zone}"));
-    o.available = false;
+/// The catalog the unavailable-offerings cache gives after launches of `ice` (type, zone,
+/// capacity type) failed for capacity: the cache the AWS provider marks on such a failure.
+fn after_ice(mut types: Vec<InstanceType>, ice: &[(&str, &str, &str)]) -> Vec<InstanceType> {
+    let mut cache = UnavailableOfferings::default();
+    for (t, z, ct) in ice {
+        assert!(
+            types.iter().any(|i| i.name == *t && i.offerings.iter().any(|o| o.zone == *z && o.capacity_type == *ct)),
+            "{t} offered {ct} in {z}"
+        );
+        let o =
+            UnavailableOffering { instance_type: t.to_string(), zone: z.to_string(), capacity_type: ct.to_string() };
+        cache.mark(o, 0);
+    }
+    cache.apply(&mut types, 0);
+    types
 }
 
 /// The suite's NodePool over `types` (subnets in the suite's zones unless the types say
@@ -641,11 +649,7 @@ fn before_and_after_ice(
         pods(&mut c);
         c.decide()
     };
-    let mut cached = fake_ec2_in(&SUBNET_ZONES);
-    for (t, z, ct) in ice {
-        mark_unavailable(&mut cached, t, z, ct);
-    }
-    (decide(fake_ec2_in(&SUBNET_ZONES)), decide(cached))
+    (decide(fake_ec2_in(&SUBNET_ZONES)), decide(after_ice(fake_ec2_in(&SUBNET_ZONES), ice)))
 }
 
 fn label<'a>(labels: &'a BTreeMap<String, String>, key: &str) -> Option<&'a str> {
