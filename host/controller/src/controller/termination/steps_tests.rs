@@ -749,7 +749,6 @@ async fn a_pod_gone_or_replaced_since_the_snapshot_is_not_touched() {
 }
 
 /// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:121
-/// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:131
 #[tokio::test]
 async fn a_pdb_that_allows_one_lets_one_pod_go_and_says_why_the_other_waits() {
     let w = World::new().await;
@@ -786,6 +785,7 @@ fn a_nodeclaim_without_a_provider_id_has_no_nodes() {
 }
 
 /// A refused eviction is asked for again after a backoff, not on every pass.
+/// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:131
 #[tokio::test]
 async fn a_refused_eviction_waits_its_backoff_and_says_why_on_the_node() {
     let w = World::new().await;
@@ -797,6 +797,19 @@ async fn a_refused_eviction_waits_its_backoff_and_says_why_on_the_node() {
     let step = w.node_step("i-1", t0).await;
     let NodeProgress::Draining(Some(message)) = step else { panic!("refused: {step:?}") };
     assert!(message.contains("evicting pod violates a PDB") && message.contains("default/web"), "{message}");
+    // Karpenter's terminator case: one FailedDraining Event on the Node saying why.
+    let events =
+        Api::<k8s_openapi::api::core::v1::Event>::all(w.client.clone()).list(&ListParams::default()).await.unwrap();
+    let failed: Vec<&str> = events
+        .items
+        .iter()
+        .filter(|e| e.involved_object.kind.as_deref() == Some("Node") && e.reason.as_deref() == Some("FailedDraining"))
+        .filter_map(|e| e.message.as_deref())
+        .collect();
+    assert!(
+        failed.len() == 1 && failed[0].contains("evicting pod violates a PDB"),
+        "one FailedDraining Event saying why: {failed:?}"
+    );
     let pods: Api<Pod> = Api::namespaced(w.client.clone(), "default");
     // The same second: not asked again (it would succeed now).
     w.node_step("i-1", t0).await;
@@ -915,7 +928,11 @@ async fn a_pod_whose_pdb_allows_nothing_holds_the_node_until_it_is_gone() {
         assert!(matches!(w.node_step("i-1", t0 + s).await, NodeProgress::Draining(_)));
         assert!(!w.evicted("guarded").await, "the budget allows no eviction");
     }
-    assert!(w.get_node("i-1").await.is_some(), "the pod holds the Node");
+    // Karpenter's ExpectNodeWithNodeClaimDraining: tainted, finalized, being deleted.
+    let node = w.get_node("i-1").await.expect("the pod holds the Node");
+    assert!(tainted(&node), "the disrupted taint written");
+    assert!(node.metadata.finalizers.unwrap_or_default().iter().any(|f| f == wk::FINALIZER_TERMINATION));
+    assert!(node.metadata.deletion_timestamp.is_some());
     // Its owner deletes the pod: the drain goes on and the Node goes.
     Api::<Pod>::namespaced(w.client.clone(), "default").delete("guarded", &DeleteParams::default()).await.unwrap();
     w.drained_and_gone("i-1").await;
