@@ -19,7 +19,7 @@ use k8s_openapi::api::policy::v1 as policy;
 use k8s_openapi::api::storage::v1 as storage;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tenon_api::common::NodeSelectorRequirementWithMinValues;
 use tenon_api::cron::CronSchedule;
@@ -686,28 +686,90 @@ pub fn in_flight_nodeclaim(nc: &NodeClaim) -> Result<Node, ConvertError> {
     })
 }
 
-pub fn daemonset(ds: &apps::DaemonSet) -> Result<DaemonSet, ConvertError> {
+/// DaemonSet `ds` as the pod it puts on a node: `running`, the newest pod it controls, if
+/// any (a LimitRange or a webhook may have changed its requests from the template's), with
+/// the template's required node affinity (the DaemonSet controller pins each pod to its node
+/// by name); otherwise the template (Karpenter's `getDaemonSetPods`).
+pub fn daemonset(ds: &apps::DaemonSet, running: Option<&cached_pod::Pod>) -> Result<DaemonSet, ConvertError> {
     let ns = ds.metadata.namespace.clone().unwrap_or_else(|| "default".into());
     let name = ds.metadata.name.clone().unwrap_or_default();
     let template = ds.spec.as_ref().map(|s| s.template.clone()).unwrap_or_default();
-    let mut spec = template.spec;
-    // The API server defaults a Pod's missing requests to its limits, but not a template's.
-    for c in spec.iter_mut().flat_map(|s| s.containers.iter_mut().chain(s.init_containers.iter_mut().flatten())) {
-        let Some(r) = c.resources.as_mut() else { continue };
-        let limits = r.limits.clone().unwrap_or_default();
-        let requests = r.requests.get_or_insert_with(Default::default);
-        for (k, v) in limits {
-            requests.entry(k).or_insert(v);
+    let template_required = template
+        .spec
+        .as_ref()
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| n.required_during_scheduling_ignored_during_execution.clone());
+    let as_pod = match running {
+        Some(p) => {
+            let mut p = p.clone();
+            if let Some(spec) = p.spec.as_mut() {
+                let node_affinity = spec
+                    .affinity
+                    .get_or_insert_with(Default::default)
+                    .node_affinity
+                    .get_or_insert_with(Default::default);
+                node_affinity.required_during_scheduling_ignored_during_execution = template_required;
+            }
+            p
         }
-    }
-    let as_pod =
-        cached_pod::Pod { metadata: template.metadata.unwrap_or_default(), spec: spec.map(Into::into), status: None };
+        None => {
+            let mut spec = template.spec;
+            // The API server defaults a Pod's missing requests to its limits, but not a template's.
+            for c in spec.iter_mut().flat_map(|s| s.containers.iter_mut().chain(s.init_containers.iter_mut().flatten()))
+            {
+                let Some(r) = c.resources.as_mut() else { continue };
+                let limits = r.limits.clone().unwrap_or_default();
+                let requests = r.requests.get_or_insert_with(Default::default);
+                for (k, v) in limits {
+                    requests.entry(k).or_insert(v);
+                }
+            }
+            cached_pod::Pod {
+                metadata: template.metadata.unwrap_or_default(),
+                spec: spec.map(Into::into),
+                status: None,
+            }
+        }
+    };
     let mut p = pod(&as_pod).map_err(|e| err(&format!("DaemonSet {ns}/{name}"), &e.field, e.message))?;
     p.namespace = ns.clone();
     p.name = format!("{name}-template");
     p.owner_kind = Some("DaemonSet".into());
     p.owner_name = Some(name.clone());
     Ok(DaemonSet { namespace: ns, name, pod: p })
+}
+
+/// Whether `p`'s controller is DaemonSet `ds` (by UID when both carry one).
+fn controlled_by(p: &cached_pod::Pod, ds: &apps::DaemonSet) -> bool {
+    p.metadata.owner_references.iter().flatten().any(|o| {
+        o.controller == Some(true)
+            && o.kind == "DaemonSet"
+            && Some(&o.name) == ds.metadata.name.as_ref()
+            && ds.metadata.uid.as_ref().is_none_or(|u| *u == o.uid)
+    })
+}
+
+/// The newest pod each DaemonSet controls, by namespace and DaemonSet name.
+fn daemonset_pods(pods: &[Arc<cached_pod::Pod>]) -> HashMap<(&str, &str), &cached_pod::Pod> {
+    let mut out: HashMap<(&str, &str), &cached_pod::Pod> = HashMap::new();
+    for p in pods {
+        let Some(owner) = p.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true)) else {
+            continue;
+        };
+        if owner.kind != "DaemonSet" {
+            continue;
+        }
+        let key = (p.metadata.namespace.as_deref().unwrap_or("default"), owner.name.as_str());
+        let created = |p: &cached_pod::Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
+        match out.get(&key) {
+            Some(seen) if created(seen) >= created(p) => {}
+            _ => {
+                out.insert(key, p);
+            }
+        }
+    }
+    out
 }
 
 pub fn pdb(p: &policy::PodDisruptionBudget) -> PodDisruptionBudget {
@@ -1043,8 +1105,11 @@ pub fn snapshot(
             Err(e) => errors.push(e),
         }
     }
+    let running = daemonset_pods(&objects.pods);
     for ds in &objects.daemonsets {
-        match daemonset(ds) {
+        let key = (ds.metadata.namespace.as_deref().unwrap_or("default"), ds.metadata.name.as_deref().unwrap_or(""));
+        let pod = running.get(&key).copied().filter(|p| controlled_by(p, ds));
+        match daemonset(ds, pod) {
             Ok(d) => snap.daemonsets.push(d),
             Err(e) => errors.push(e),
         }

@@ -108,6 +108,17 @@ impl Resources {
         }
     }
 
+    /// Component-wise minimum (an extended resource absent from either counts as zero).
+    pub fn min_with(&mut self, o: &Resources) {
+        self.cpu = self.cpu.min(o.cpu);
+        self.memory = self.memory.min(o.memory);
+        self.pods = self.pods.min(o.pods);
+        self.ephemeral_storage = self.ephemeral_storage.min(o.ephemeral_storage);
+        for e in &mut self.extended {
+            e.1 = e.1.min(o.get(&e.0));
+        }
+    }
+
     /// Whether these requests fit in `capacity`. Ephemeral storage is only checked when
     /// requested, as kube-scheduler does.
     pub fn fits_in(&self, capacity: &Resources) -> bool {

@@ -548,6 +548,116 @@ fn prefer_no_schedule_taints_do_not_remove_daemonset_overhead() {
     assert_eq!(small_pod_capacity(&mut c, ""), (4000, 4 * GIB));
 }
 
+/// karpenter:pkg/controllers/provisioning/suite_test.go:956
+#[test]
+fn a_daemonsets_host_port_keeps_a_pod_wanting_it_off_its_nodes() {
+    let mut c = cluster();
+    daemonset(&mut c, "ds", &with_host_port(DS_2CPU, 8080));
+    c.pending("{name: p}", &spec(&with_host_port(&container("cpu: \"1\", memory: 1Gi"), 8080)));
+    let d = c.decide();
+    assert!(!d.scheduled("p"), "the DaemonSet holds port 8080 on every node: {}", d.plan.render(&d.snap));
+    assert!(d.plan.nodeclaims.is_empty());
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1014
+#[test]
+fn a_daemonsets_running_pod_sizes_its_overhead_not_its_template() {
+    let mut c = cluster();
+    daemonset(&mut c, "ds", "containers: [{name: c, image: i, resources: {requests: {cpu: \"4\", memory: 4Gi}}}]");
+    // Its pod asks for less (a LimitRange or webhook changed it): the pod is what runs.
+    c.pending(&ds_pod_meta("ds-abcde", "ds"), &spec(DS_2CPU));
+    assert_eq!(small_pod_capacity(&mut c, ", nodeSelector: {karpenter.sh/nodepool: default}"), (4000, 4 * GIB));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1197
+#[test]
+fn a_daemonset_no_instance_type_admits_adds_no_overhead() {
+    let mut c = cluster();
+    daemonset(&mut c, "ds", &format!("{DS_2CPU}, {}", affinity_in(INSTANCE_TYPE, "non-existent-instance-type")));
+    assert_eq!(small_pod_capacity(&mut c, ""), (2000, 2 * GIB));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1246
+#[test]
+fn each_instance_type_carries_only_the_daemonsets_it_admits() {
+    let mut c = cluster();
+    let cpu = |n: &str| format!("containers: [{{name: c, image: i, resources: {{requests: {{cpu: \"{n}\"}}}}}}]");
+    daemonset(&mut c, "small-ds", &format!("{}, {}", cpu("1"), affinity_in(SIZE, "small")));
+    daemonset(&mut c, "large-ds", &format!("{}, {}", cpu("10"), affinity_in(SIZE, "large")));
+    assert_eq!(small_pod_capacity(&mut c, ""), (4000, 4 * GIB));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1299
+#[test]
+fn a_daemonsets_pod_is_judged_by_its_templates_node_affinity() {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "default", "  template: {metadata: {labels: {foo: bar}}, spec: {requirements: []}}\n");
+    let big = "containers: [{name: c, image: i, resources: {requests: {cpu: \"4\", memory: 4Gi}}}]";
+    daemonset(&mut c, "ds", &format!("{big}, {}", affinity_in("foo", "bar")));
+    // The DaemonSet controller pins its pod to one node by name; the pod asks for less.
+    let pinned = "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [node-name]}]}]}}}";
+    c.pending(&ds_pod_meta("ds-abcde", "ds"), &spec(&format!("{DS_2CPU}, {pinned}")));
+    assert_eq!(small_pod_capacity(&mut c, ", nodeSelector: {foo: bar}"), (4000, 4 * GIB));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1371
+#[test]
+fn a_daemonset_admitted_by_its_second_affinity_term_adds_overhead() {
+    let mut c = Cluster::new(default_types());
+    pool(&mut c, "default", "  template: {metadata: {labels: {foo: bar}}, spec: {requirements: []}}\n");
+    let terms = "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: foo, operator: In, values: [voo]}]}, {matchExpressions: [{key: foo, operator: In, values: [bar]}]}]}}}";
+    daemonset(&mut c, "ds", &format!("{DS_2CPU}, {terms}"));
+    assert_eq!(small_pod_capacity(&mut c, ""), (4000, 4 * GIB));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1496
+#[test]
+fn a_daemonsets_host_port_counts_only_where_it_runs() {
+    let mut c = cluster();
+    let sized = |cpu: &str, port: u16, size: &str| {
+        let requests = format!("cpu: \"{cpu}\", memory: {cpu}Gi");
+        format!("{}, {}", with_host_port(&container(&requests), port), affinity_in(SIZE, size))
+    };
+    daemonset(&mut c, "large-ds", &sized("4", 8080, "large"));
+    daemonset(&mut c, "small-ds", &sized("2", 8081, "small"));
+    let mine =
+        format!("{}, {}", with_host_port(&container("cpu: \"1\", memory: 1Gi"), 8080), affinity_in(SIZE, "small"));
+    c.pending("{name: p}", &spec(&mine));
+    let d = c.decide();
+    assert_eq!(label(&d, "p", SIZE).as_deref(), Some("small"));
+    assert_eq!(launched_capacity(&d, "p"), (4000, 4 * GIB));
+}
+
+/// Not a Karpenter case (issue 47): a DaemonSet that runs only on GPU types is no overhead
+/// on the CPU-only types of the same NodePool.
+#[test]
+fn a_gpu_only_daemonset_does_not_make_a_cpu_only_node_bigger() {
+    let mut c = cluster();
+    daemonset(
+        &mut c,
+        "device-plugin",
+        &format!("{DS_2CPU}, {}", affinity_in(INSTANCE_TYPE, "gpu-vendor-instance-type")),
+    );
+    assert_eq!(small_pod_capacity(&mut c, ""), (2000, 2 * GIB), "the small CPU-only type, as without the DaemonSet");
+}
+
+/// `containers` (a flow-mapping body) with its first container publishing `port` on the host.
+fn with_host_port(containers: &str, port: u16) -> String {
+    containers.replacen(
+        "{name: c, image: i,",
+        &format!("{{name: c, image: i, ports: [{{containerPort: {port}, hostPort: {port}}}],"),
+        1,
+    )
+}
+
+/// The metadata of pod `name` that DaemonSet `ds` controls (pending, as Karpenter's cases
+/// leave it).
+fn ds_pod_meta(name: &str, ds: &str) -> String {
+    format!(
+        "{{name: {name}, ownerReferences: [{{apiVersion: apps/v1, kind: DaemonSet, name: {ds}, uid: ds-uid, controller: true}}]}}"
+    )
+}
+
 // ----- Taints -----
 
 /// karpenter:pkg/controllers/provisioning/suite_test.go:1645

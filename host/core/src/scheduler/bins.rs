@@ -4,6 +4,7 @@
 //! creates; and the checks, cheapest first, that decide whether it fits.
 
 use super::MAX_INSTANCE_TYPES;
+use super::daemons::{self, DaemonOverhead};
 use super::pods::PodState;
 use super::topology::{Placement, Topology};
 use crate::instancetype::InstanceType;
@@ -25,12 +26,14 @@ type PriceEntry = (f64, u32, u8, u8, u16);
 pub(crate) struct Pool<'a> {
     pub(crate) snap_idx: usize,
     pub(crate) tpl: &'a NodePoolTemplate,
-    /// DaemonSet pods that will run on every node of this NodePool.
-    overhead: Resources,
-    /// Catalog indices compatible with the NodePool and able to hold its DaemonSets.
+    /// The DaemonSet pods a new node runs, by instance type.
+    daemons: Rc<DaemonOverhead>,
+    /// Per catalog index: its allocatable less its DaemonSets' requests, what pods may use.
+    room: Rc<Vec<Resources>>,
+    /// Catalog indices compatible with the NodePool and able to hold their DaemonSets.
     types: Rc<Vec<u32>>,
-    /// Largest and smallest allocatable of `types`: a new NodeClaim's while the limits
-    /// leave every type (worked out once, not per NodeClaim).
+    /// Largest and smallest room of `types`: a new NodeClaim's while the limits leave
+    /// every type (worked out once, not per NodeClaim).
     types_max: Resources,
     types_min: Resources,
     /// Largest capacity of `types`: limits that leave this much leave every type.
@@ -168,8 +171,17 @@ impl TurnedAway {
     }
 }
 
-fn type_fits(it: &InstanceType, reqs: &Requirements, keys: &[String], requests: &Resources, offerings: bool) -> bool {
-    requests.fits_in(it.allocatable())
+/// Whether type `it`, with `room` for pods, holds `requests` and suits `reqs` (on `keys`,
+/// and its offerings if `offerings`).
+fn type_fits(
+    it: &InstanceType,
+    room: &Resources,
+    reqs: &Requirements,
+    keys: &[String],
+    requests: &Resources,
+    offerings: bool,
+) -> bool {
+    requests.fits_in(room)
         && keys.iter().all(|k| match (it.requirements.get(k), reqs.get(k)) {
             (Some(a), Some(b)) => a.agrees_with(b),
             _ => true,
@@ -193,10 +205,11 @@ fn changed_keys<'k>(old: &Requirements, new: &Requirements, candidates: impl Ite
     keys
 }
 
-/// The options that survive, with their largest and smallest allocatable, in one pass.
+/// The options that survive, with their largest and smallest room, in one pass.
 fn filter_types(
     types: &[u32],
     cat: &[InstanceType],
+    room: &[Resources],
     keep: impl Fn(u32, &InstanceType) -> bool,
 ) -> (Vec<u32>, Resources, Resources) {
     let mut out = Vec::with_capacity(types.len());
@@ -205,25 +218,15 @@ fn filter_types(
         let it = &cat[t as usize];
         if keep(t, it) {
             out.push(t);
-            let a = it.allocatable();
+            let a = &room[t as usize];
             max.max_with(a);
             match &mut min {
                 None => min = Some(a.clone()),
-                Some(m) => min_with(m, a),
+                Some(m) => m.min_with(a),
             }
         }
     }
     (out, max, min.unwrap_or_default())
-}
-
-fn min_with(m: &mut Resources, a: &Resources) {
-    m.cpu = m.cpu.min(a.cpu);
-    m.memory = m.memory.min(a.memory);
-    m.pods = m.pods.min(a.pods);
-    m.ephemeral_storage = m.ephemeral_storage.min(a.ephemeral_storage);
-    for e in &mut m.extended {
-        e.1 = e.1.min(a.get(&e.0));
-    }
 }
 
 fn has_min_values(reqs: &Requirements) -> bool {
@@ -246,16 +249,16 @@ pub(crate) fn min_values_problem(types: &[u32], cat: &[InstanceType], reqs: &Req
     None
 }
 
-fn max_allocatable(types: &[u32], cat: &[InstanceType]) -> Resources {
+fn max_room(types: &[u32], room: &[Resources]) -> Resources {
     let mut m = Resources::default();
     for &t in types {
-        m.max_with(cat[t as usize].allocatable());
+        m.max_with(&room[t as usize]);
     }
     m
 }
 
-fn min_allocatable(types: &[u32], cat: &[InstanceType]) -> Resources {
-    filter_types(types, cat, |_, _| true).2
+fn min_room(types: &[u32], cat: &[InstanceType], room: &[Resources]) -> Resources {
+    filter_types(types, cat, room, |_, _| true).2
 }
 
 impl<'a> Scheduler<'a> {
@@ -403,12 +406,8 @@ impl<'a> Scheduler<'a> {
             }
             if node.in_flight {
                 // DaemonSet pods will land on it too.
-                for ds in &snap.daemonsets {
-                    if untolerated(&node.taints, &ds.pod.tolerations, false).is_none()
-                        && reqs.is_compatible(&daemon_reqs(&ds.pod))
-                    {
-                        requests.add(&ds.pod.requests);
-                    }
+                for ds in snap.daemonsets.iter().filter(|ds| daemons::runs_on(&ds.pod, &reqs, &node.taints)) {
+                    requests.add(&ds.pod.requests);
                 }
             }
             let b = self.bins.len();
@@ -593,7 +592,13 @@ impl<'a> Scheduler<'a> {
                 let candidates =
                     ps.reqs.iter().map(|r| r.key.as_str()).chain(ps.groups.iter().map(|&g| self.topo.key(g)));
                 let keys = changed_keys(&bin.reqs, reqs, candidates);
-                if keys.is_empty() && requests.fits_in(&bin.cap_min) {
+                let pl = &self.pools[pool];
+                // A host port some types' DaemonSets take rules those types out.
+                let ports_vary = !pod.host_ports.is_empty() && pl.daemons.has_ports();
+                let port_free = |t: u32| {
+                    !ports_vary || !pl.daemons.ports(t).iter().any(|d| pod.host_ports.iter().any(|p| p.conflicts(d)))
+                };
+                if keys.is_empty() && !ports_vary && requests.fits_in(&bin.cap_min) {
                     return Some(Joined {
                         reqs: merged,
                         requests,
@@ -602,19 +607,21 @@ impl<'a> Scheduler<'a> {
                         cap_min: bin.cap_min.clone(),
                     });
                 }
-                let pl = &self.pools[pool];
                 let zone_or_ct_only = keys.iter().all(|k| k == LABEL_ZONE || k == LABEL_CAPACITY_TYPE);
+                let room = &pl.room;
                 let (types, cap_max, cap_min) = if keys.is_empty() {
                     // Only the requests grew: a resource comparison per option.
-                    filter_types(&bin.types, cat, |_, it| requests.fits_in(it.allocatable()))
+                    filter_types(&bin.types, cat, room, |t, _| requests.fits_in(&room[t as usize]) && port_free(t))
                 } else if let Some(allowed) = pl.offering_mask(reqs).filter(|_| zone_or_ct_only) {
                     // Only zone or capacity type narrowed: one AND per option.
-                    filter_types(&bin.types, cat, |t, it| {
-                        pl.offer_masks[t as usize] & allowed != 0 && requests.fits_in(it.allocatable())
+                    filter_types(&bin.types, cat, room, |t, _| {
+                        pl.offer_masks[t as usize] & allowed != 0 && requests.fits_in(&room[t as usize]) && port_free(t)
                     })
                 } else {
                     let offerings = keys.iter().any(|k| k == LABEL_ZONE || k == LABEL_CAPACITY_TYPE);
-                    filter_types(&bin.types, cat, |_, it| type_fits(it, reqs, &keys, &requests, offerings))
+                    filter_types(&bin.types, cat, room, |t, it| {
+                        type_fits(it, &room[t as usize], reqs, &keys, &requests, offerings) && port_free(t)
+                    })
                 };
                 if types.is_empty() || (has_min_values(reqs) && min_values_problem(&types, cat, reqs).is_some()) {
                     return None;
@@ -759,14 +766,14 @@ impl<'a> Scheduler<'a> {
         let (cap_max, cap_min) = if types.len() == pl.types.len() {
             (pl.types_max.clone(), pl.types_min.clone())
         } else {
-            (max_allocatable(&types, &pl.tpl.instance_types), min_allocatable(&types, &pl.tpl.instance_types))
+            (max_room(&types, &pl.room), min_room(&types, &pl.tpl.instance_types, &pl.room))
         };
         let b = self.bins.len();
         self.bins.push(Bin {
             place: Place::Claim(pool),
             hostname,
             reqs: Rc::new(reqs),
-            requests: pl.overhead.clone(),
+            requests: Resources::default(),
             cap_max,
             cap_min,
             types,
@@ -797,8 +804,14 @@ impl<'a> Scheduler<'a> {
         let pod = &self.snap.pods[ps.idx];
         let Place::Claim(pool) = bin.place else { return "does not fit".into() };
         let cat = &self.pools[pool].tpl.instance_types;
+        let room = &self.pools[pool].room;
         if pod.host_ports.iter().any(|hp| bin.ports.iter().any(|o| o.conflicts(hp))) {
             return "host port conflict".into();
+        }
+        let daemons = &self.pools[pool].daemons;
+        let taken = |t: &u32| daemons.ports(*t).iter().any(|d| pod.host_ports.iter().any(|p| p.conflicts(d)));
+        if !pod.host_ports.is_empty() && !bin.types.is_empty() && bin.types.iter().all(taken) {
+            return "host port conflict with a DaemonSet's pod on every instance type".into();
         }
         for &g in &ps.groups {
             let key = self.topo.key(g);
@@ -819,15 +832,14 @@ impl<'a> Scheduler<'a> {
             .types
             .iter()
             .copied()
-            .filter(|&t| type_fits(&cat[t as usize], &reqs, &keys, &Resources::default(), true))
+            .filter(|&t| type_fits(&cat[t as usize], &room[t as usize], &reqs, &keys, &Resources::default(), true))
             .collect();
         if by_reqs.is_empty() {
             return format!("no instance type satisfies {}", ps.reqs);
         }
-        let by_size: Vec<u32> =
-            by_reqs.iter().copied().filter(|&t| requests.fits_in(cat[t as usize].allocatable())).collect();
+        let by_size: Vec<u32> = by_reqs.iter().copied().filter(|&t| requests.fits_in(&room[t as usize])).collect();
         if by_size.is_empty() {
-            let largest = max_allocatable(&by_reqs, cat);
+            let largest = max_room(&by_reqs, room);
             let (name, want, have) = requests.first_excess(&largest).unwrap_or_default();
             return format!(
                 "no instance type has room for the pod and DaemonSet overhead ({name}: needs {}, largest compatible allocatable {})",
@@ -885,7 +897,10 @@ impl<'a> Scheduler<'a> {
                 .filter(|&&(_, t, z, c, _)| member[t as usize] && zone_ok[z as usize] && ct_ok[c as usize])
                 .map(|&(_, t, _, _, o)| (t, u32::from(o)))
                 .collect();
-            let options = RankedOptions::of(self.snap, pl.snap_idx, &bin.requests, bin.pods.len(), &compatible, scorer);
+            // Its pods, and the least any of its types' DaemonSets ask (Karpenter's
+            // `addDaemonRequests`).
+            let requests = bin.requests.plus(&pl.daemons.min_requests(&bin.types));
+            let options = RankedOptions::of(self.snap, pl.snap_idx, &requests, bin.pods.len(), &compatible, scorer);
             cut_any |= options.cut;
             if let Some(m) = min_values_problem(&options.types, cat, &bin.reqs) {
                 let reason = format!("{m} among the {limit} cheapest instance types a NodeClaim may carry");
@@ -899,7 +914,7 @@ impl<'a> Scheduler<'a> {
                 requirements: (*bin.reqs).clone(),
                 instance_types: options.types,
                 offerings: options.offerings,
-                requests: bin.requests.clone(),
+                requests,
                 pods: bin.pods.clone(),
             });
         }
@@ -966,30 +981,23 @@ impl RankedOptions {
     }
 }
 
-/// A DaemonSet pod's node requirements: its selector and first required affinity term.
-fn daemon_reqs(pod: &Pod) -> Requirements {
-    let mut r = pod.node_selector.clone();
-    if let Some(t) = pod.required_node_affinity.first() {
-        r.add_all(t);
-    }
-    r
-}
-
 impl<'a> Pool<'a> {
     fn new(snap: &'a ClusterSnapshot, i: usize) -> Self {
         let tpl = &snap.nodepools[i];
-        let mut overhead = Resources::default();
-        for ds in &snap.daemonsets {
-            if untolerated(&tpl.taints, &ds.pod.tolerations, false).is_none()
-                && tpl.requirements.is_compatible(&daemon_reqs(&ds.pod))
-            {
-                overhead.add(&ds.pod.requests);
-            }
-        }
+        let daemons = DaemonOverhead::of(tpl, &snap.daemonsets);
+        let room: Vec<Resources> = (0..tpl.instance_types.len() as u32)
+            .map(|t| {
+                let mut r = tpl.instance_types[t as usize].allocatable().clone();
+                r.sub(daemons.requests(t));
+                r
+            })
+            .collect();
         let keys: Vec<String> = tpl.requirements.iter().map(|r| r.key.clone()).collect();
-        let one_pod = overhead.plus(&Resources::new(0, 0, 1));
+        let one_pod = Resources::new(0, 0, 1);
         let types: Vec<u32> = (0..tpl.instance_types.len() as u32)
-            .filter(|&t| type_fits(&tpl.instance_types[t as usize], &tpl.requirements, &keys, &one_pod, true))
+            .filter(|&t| {
+                type_fits(&tpl.instance_types[t as usize], &room[t as usize], &tpl.requirements, &keys, &one_pod, true)
+            })
             .collect();
         // Usage of existing and in-flight nodes of this NodePool counts against its limits.
         let mut remaining = tpl.limits.clone();
@@ -1039,8 +1047,7 @@ impl<'a> Pool<'a> {
                 .then(a.2.cmp(&b.2))
                 .then(a.3.cmp(&b.3))
         });
-        let (types_max, types_min) =
-            (max_allocatable(&types, &tpl.instance_types), min_allocatable(&types, &tpl.instance_types));
+        let (types_max, types_min) = (max_room(&types, &room), min_room(&types, &tpl.instance_types, &room));
         let mut types_capacity = Resources::default();
         for &t in &types {
             types_capacity.max_with(&tpl.instance_types[t as usize].capacity);
@@ -1048,7 +1055,8 @@ impl<'a> Pool<'a> {
         Pool {
             snap_idx: i,
             tpl,
-            overhead,
+            daemons: Rc::new(daemons),
+            room: Rc::new(room),
             types: Rc::new(types),
             types_max,
             types_min,

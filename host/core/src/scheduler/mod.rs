@@ -7,6 +7,7 @@
 //! failed is retried while other pods still make progress.
 
 mod bins;
+mod daemons;
 mod pods;
 pub mod simulation;
 mod topology;

@@ -86,7 +86,7 @@ impl World<'_> {
                 }
                 "DaemonSet" => {
                     let d = serde_json::from_value(doc.clone()).map_err(|e| err(format!("DaemonSet {name}: {e}")))?;
-                    let ds = convert::daemonset(&d).map_err(err)?;
+                    let ds = convert::daemonset(&d, None).map_err(err)?;
                     self.daemonsets.retain(|x| (&x.namespace, &x.name) != (&ds.namespace, &ds.name));
                     self.daemonsets.push(ds);
                 }
