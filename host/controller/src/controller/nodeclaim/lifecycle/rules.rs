@@ -772,9 +772,14 @@ spec:
     /// karpenter:pkg/controllers/nodeclaim/lifecycle/registration_test.go:410
     #[test]
     fn registration_syncs_labels_taints_and_startup_taints() {
-        let p =
-            registration_patch(&with_taints(seed_nodeclaim()), &registering_node(json!({})), &SeenStartupTaints::new());
-        assert_eq!(p["metadata"]["labels"]["custom-label"], "custom-value");
+        let nc = with_taints(seed_nodeclaim());
+        let p = registration_patch(&nc, &registering_node(json!({})), &SeenStartupTaints::new());
+        // Every label of the NodeClaim reaches the Node (Karpenter's case reads each back).
+        let labels = nc.metadata.labels.clone().unwrap_or_default();
+        assert!(labels.contains_key("custom-label") && labels.len() > 1, "{labels:?}");
+        for (k, v) in &labels {
+            assert_eq!(p["metadata"]["labels"][k], json!(v), "{k}");
+        }
         assert_eq!(taint_keys(&p), ["custom-taint", "other-custom-taint", "custom-startup-taint"]);
     }
 
