@@ -50,6 +50,16 @@ fn priority_class(name: &str) -> serde_json::Value {
     json!({"spec": {"priorityClassName": name}})
 }
 
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:350
+#[tokio::test]
+async fn a_deleted_nodeclaim_with_a_grace_period_is_stamped_while_its_node_is_deleted() {
+    let w = World::new().await;
+    w.deleted_with_grace("300s", &[]).await;
+    let node = w.get_node("i-1").await.expect("the Node is being deleted, not gone");
+    assert!(node.metadata.deletion_timestamp.is_some());
+    assert!(w.get_claim("nc").await.is_some(), "the NodeClaim waits for its Node");
+}
+
 /// karpenter:pkg/controllers/node/termination/suite_test.go:485
 #[tokio::test]
 async fn non_critical_pods_are_evicted_before_critical_ones() {
