@@ -161,6 +161,8 @@ controller.env after it). */}}
   value: {{ include "tenon.featureGates" . | quote }}
 - name: PREFERENCE_POLICY
   value: {{ .Values.settings.preferencePolicy | quote }}
+- name: MIN_VALUES_POLICY
+  value: {{ .Values.settings.minValuesPolicy | quote }}
 - name: VM_MEMORY_OVERHEAD_PERCENT
   value: {{ .Values.settings.vmMemoryOverheadPercent | quote }}
 - name: RESERVED_ENIS

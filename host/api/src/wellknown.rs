@@ -118,6 +118,9 @@ pub const ANNOTATION_NODECLASS_HASH_VERSION: &str = "karpenter.k8s.aws/ec2nodecl
 /// On a NodeClaim being deleted with a terminationGracePeriod: when its pods must be gone
 /// (its deletion time plus the grace period, RFC 3339), written once.
 pub const ANNOTATION_NODECLAIM_TERMINATION_TIME: &str = "karpenter.sh/nodeclaim-termination-timestamp";
+/// `"true"` on a NodeClaim created with minValues lowered to what the catalog had
+/// (`MIN_VALUES_POLICY=BestEffort`), `"false"` on every other one Karpenter creates.
+pub const ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED: &str = "karpenter.sh/nodeclaim-min-values-relaxed";
 pub const ANNOTATION_POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
 
 /// On a NodeClaim until it is launched: the offerings it may launch as, best first, as the

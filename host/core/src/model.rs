@@ -362,6 +362,10 @@ pub struct ClusterSnapshot {
     /// Karpenter's `SpotToSpotConsolidation` feature gate: a spot node may be replaced by a
     /// cheaper spot node (off: spot nodes are only deleted).
     pub spot_to_spot: bool,
+    /// Karpenter's `MIN_VALUES_POLICY=BestEffort`, for provisioning: a NodeClaim whose
+    /// options cannot meet a minValues is created with it lowered to what they offer
+    /// (`Strict`, the default: no NodeClaim).
+    pub min_values_best_effort: bool,
 }
 
 impl ClusterSnapshot {

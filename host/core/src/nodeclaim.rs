@@ -42,6 +42,7 @@ pub fn nodeclaim(plan: &NewNodeClaim, np: &NodePool, snap: &ClusterSnapshot) -> 
     annotations.insert(wk::ANNOTATION_NODEPOOL_HASH.into(), np.template_hash());
     annotations.insert(wk::ANNOTATION_NODEPOOL_HASH_VERSION.into(), tenon_api::hash::NODEPOOL_HASH_VERSION.into());
     annotations.insert(wk::ANNOTATION_LAUNCH_OFFERINGS.into(), launch::encode(&launch::ranking(plan, snap)));
+    annotations.insert(wk::ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED.into(), plan.min_values_relaxed.to_string());
     // The placeholder hostname the simulation used is not a real constraint.
     let mut reqs = plan.requirements.clone();
     let kept: Vec<_> = reqs.iter().filter(|r| r.key != wk::LABEL_HOSTNAME).cloned().collect();

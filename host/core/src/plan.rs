@@ -26,6 +26,9 @@ pub struct NewNodeClaim {
     pub requests: Resources,
     /// Indices into `ClusterSnapshot::pods`.
     pub pods: Vec<usize>,
+    /// Some minValues in `requirements` were lowered to what the options offer
+    /// (`ClusterSnapshot::min_values_best_effort`).
+    pub min_values_relaxed: bool,
 }
 
 impl NewNodeClaim {

@@ -1544,6 +1544,127 @@ fn strict_min_values_the_catalog_cannot_meet_schedules_nothing() {
     assert!(!c.decide().scheduled("p"), "zone minValues 3 with two zones");
 }
 
+/// The NodePool of Karpenter's BestEffort cases: three instance types asked for, minValues 3.
+const THREE_TYPES: &str = "{key: node.kubernetes.io/instance-type, operator: In, values: [instance-type-1, instance-type-2, instance-type-3], minValues: 3}";
+
+/// Two single-offering spot types, `instance-type-1` in `test-zone-1-spot` and
+/// `instance-type-2` in `test-zone-2-spot` (Karpenter's BestEffort cases' catalog), under
+/// MinValuesPolicy BestEffort, and the pod of those cases.
+fn best_effort_two_types() -> Cluster {
+    let mut c = Cluster::new(Arc::new(vec![
+        spot_type("instance-type-1", &[("test-zone-1-spot", 0.52)]),
+        spot_type("instance-type-2", &[("test-zone-2-spot", 0.52)]),
+    ]));
+    c.min_values_best_effort = true;
+    c.pending("{name: p}", &spec(&container("cpu: \"0.9\", memory: 0.9Gi")));
+    c
+}
+
+/// The created NodeClaim's requirement on `key`: its values and minValues.
+fn written_requirement(nc: &tenon_api::NodeClaim, key: &str) -> (Vec<String>, Option<i64>) {
+    let r = nc.spec.requirements.iter().find(|r| r.key == key).unwrap_or_else(|| panic!("no {key} requirement"));
+    (r.values.clone(), r.min_values)
+}
+
+/// The created NodeClaim's `karpenter.sh/nodeclaim-min-values-relaxed` annotation.
+fn relaxed(nc: &tenon_api::NodeClaim) -> Option<&str> {
+    nc.metadata.annotations.as_ref()?.get("karpenter.sh/nodeclaim-min-values-relaxed").map(String::as_str)
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:2962
+#[test]
+fn best_effort_min_values_schedule_on_what_there_is_and_say_so() {
+    let mut c = best_effort_two_types();
+    pool(&mut c, "default", &format!("  weight: 100\n  template: {{spec: {{requirements: [{THREE_TYPES}]}}}}\n"));
+    let d = c.decide();
+    assert_eq!(label(&d, "p", INSTANCE_TYPE).as_deref(), Some("instance-type-1"));
+    let nc = d.created("p");
+    assert_eq!(relaxed(&nc), Some("true"));
+    let types = vec!["instance-type-1".to_string(), "instance-type-2".into()];
+    assert_eq!(written_requirement(&nc, INSTANCE_TYPE), (types, Some(2)));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:3024
+#[test]
+fn best_effort_relaxes_min_values_before_falling_back_to_another_nodepool() {
+    let mut c = best_effort_two_types();
+    pool(&mut c, "default", &format!("  weight: 100\n  template: {{spec: {{requirements: [{THREE_TYPES}]}}}}\n"));
+    let no_min = THREE_TYPES.replace(", minValues: 3", "");
+    pool(&mut c, "no-min-values", &format!("  weight: 10\n  template: {{spec: {{requirements: [{no_min}]}}}}\n"));
+    let d = c.decide();
+    assert_eq!(label(&d, "p", NODEPOOL).as_deref(), Some("default"));
+    let nc = d.created("p");
+    assert_eq!(relaxed(&nc), Some("true"));
+    let types = vec!["instance-type-1".to_string(), "instance-type-2".into()];
+    assert_eq!(written_requirement(&nc, INSTANCE_TYPE), (types, Some(2)));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:3100
+#[test]
+fn best_effort_relaxes_in_the_heavier_nodepool() {
+    let mut c = best_effort_two_types();
+    pool(&mut c, "default", &format!("  weight: 100\n  template: {{spec: {{requirements: [{THREE_TYPES}]}}}}\n"));
+    pool(&mut c, "lighter", &format!("  weight: 10\n  template: {{spec: {{requirements: [{THREE_TYPES}]}}}}\n"));
+    let d = c.decide();
+    assert_eq!(label(&d, "p", NODEPOOL).as_deref(), Some("default"));
+    assert_eq!(label(&d, "p", INSTANCE_TYPE).as_deref(), Some("instance-type-1"));
+    let nc = d.created("p");
+    assert_eq!(relaxed(&nc), Some("true"));
+    let types = vec!["instance-type-1".to_string(), "instance-type-2".into()];
+    assert_eq!(written_requirement(&nc, INSTANCE_TYPE), (types, Some(2)));
+}
+
+const THREE_ZONES: &str =
+    "{key: topology.kubernetes.io/zone, operator: In, values: [test-zone-1, test-zone-2, test-zone-3], minValues: 3}";
+
+/// One spot type offered in `test-zone-1` and `test-zone-2`, under BestEffort.
+fn best_effort_two_zones() -> Cluster {
+    let mut c =
+        Cluster::new(Arc::new(vec![spot_type("instance-type-1", &[("test-zone-1", 0.52), ("test-zone-2", 0.54)])]));
+    c.min_values_best_effort = true;
+    c.pending("{name: p}", &spec(&container("cpu: \"0.9\", memory: 0.9Gi")));
+    c
+}
+
+fn zones() -> Vec<String> {
+    ["test-zone-1", "test-zone-2", "test-zone-3"].map(String::from).to_vec()
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:3259
+#[test]
+fn best_effort_zone_min_values_schedule_in_the_zones_there_are() {
+    let mut c = best_effort_two_zones();
+    pool(&mut c, "default", &format!("  template: {{spec: {{requirements: [{THREE_ZONES}]}}}}\n"));
+    let d = c.decide();
+    assert_eq!(label(&d, "p", INSTANCE_TYPE).as_deref(), Some("instance-type-1"));
+    let zone = label(&d, "p", ZONE);
+    assert!(matches!(zone.as_deref(), Some("test-zone-1" | "test-zone-2")), "{zone:?}");
+    let nc = d.created("p");
+    assert_eq!(relaxed(&nc), Some("true"));
+    assert_eq!(written_requirement(&nc, ZONE), (zones(), Some(2)));
+}
+
+/// karpenter:pkg/controllers/provisioning/suite_test.go:3353
+#[test]
+fn best_effort_relaxes_every_min_values_it_cannot_meet() {
+    let mut c = best_effort_two_zones();
+    pool(&mut c, "default", &format!("  template: {{spec: {{requirements: [{THREE_TYPES}, {THREE_ZONES}]}}}}\n"));
+    let d = c.decide();
+    assert_eq!(label(&d, "p", INSTANCE_TYPE).as_deref(), Some("instance-type-1"));
+    let nc = d.created("p");
+    assert_eq!(relaxed(&nc), Some("true"));
+    assert_eq!(written_requirement(&nc, INSTANCE_TYPE), (vec!["instance-type-1".to_string()], Some(1)));
+    assert_eq!(written_requirement(&nc, ZONE), (zones(), Some(2)));
+}
+
+/// Karpenter marks every NodeClaim it creates, relaxed or not.
+#[test]
+fn a_nodeclaim_whose_min_values_hold_says_it_was_not_relaxed() {
+    let mut c = cluster();
+    c.pending("{name: p}", "");
+    assert_eq!(relaxed(&c.decide().created("p")), Some("false"));
+}
+
 // ---- the batcher (tenon_core::orchestration::batcher, both shells' batching) ----------------
 
 mod batching {

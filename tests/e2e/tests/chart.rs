@@ -357,7 +357,6 @@ fn keys_tenon_cannot_honour_are_refused_by_name() {
         ("settings.featureGates.nodeRepair=true", "settings.featureGates.nodeRepair: Tenon does not implement"),
         ("settings.featureGates.capacityBuffer=true", "settings.featureGates.capacityBuffer: Tenon does not implement"),
         ("settings.awsFeatureGates.nodeClassCEL=true", "settings.awsFeatureGates.nodeClassCEL"),
-        ("settings.minValuesPolicy=BestEffort", "settings.minValuesPolicy"),
         ("settings.enableZonalShift=true", "settings.enableZonalShift"),
         ("settings.isolatedVPC=true", "settings.isolatedVPC"),
         ("settings.ignoreDRARequests=false", "settings.ignoreDRARequests"),
@@ -372,6 +371,14 @@ fn keys_tenon_cannot_honour_are_refused_by_name() {
         &["--set", "settings.featureGates=SpotToSpotConsolidation=true"],
     );
     assert_eq!(env(&objects)["FEATURE_GATES"].as_deref(), Some("SpotToSpotConsolidation=true"));
+}
+
+#[test]
+fn the_min_values_policy_reaches_the_controller() {
+    let objects = render_with("charts/tenon/ci/default-values.yaml", &["--set", "settings.minValuesPolicy=BestEffort"]);
+    assert_eq!(env(&objects)["MIN_VALUES_POLICY"].as_deref(), Some("BestEffort"));
+    let objects = render_with("charts/tenon/ci/default-values.yaml", &[]);
+    assert_eq!(env(&objects)["MIN_VALUES_POLICY"].as_deref(), Some("Strict"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -138,6 +138,11 @@ pub struct Settings {
     /// affinities and ScheduleAnyway spreads), as Karpenter's setting of the same name.
     #[arg(long, env = "PREFERENCE_POLICY", default_value = "Respect", value_parser = ["Respect", "Ignore"])]
     pub preference_policy: String,
+    /// `Strict`: a NodeClaim whose options cannot meet a NodePool's minValues is not created;
+    /// `BestEffort`: it is, with those minValues lowered to what its options offer and
+    /// `karpenter.sh/nodeclaim-min-values-relaxed: "true"` (Karpenter's setting).
+    #[arg(long, env = "MIN_VALUES_POLICY", default_value = "Strict", value_parser = ["Strict", "BestEffort"])]
+    pub min_values_policy: String,
     /// The cluster's kube-scheduler settings Karpenter mirrors (YAML or JSON): today
     /// `podTopologySpread.defaultConstraints`, applied to pods without spread constraints.
     #[arg(long, env = "SCHEDULER_CONFIG", default_value = "", value_parser = scheduler_config)]

@@ -236,17 +236,36 @@ fn has_min_values(reqs: &Requirements) -> bool {
 pub(crate) fn min_values_problem(types: &[u32], cat: &[InstanceType], reqs: &Requirements) -> Option<String> {
     for r in reqs.iter().filter(|r| r.min_values.is_some()) {
         let min = r.min_values.unwrap_or(0) as usize;
-        let mut seen: BTreeSet<&str> = BTreeSet::new();
-        for &t in types {
-            if let Some(tr) = cat[t as usize].requirements.get(&r.key) {
-                seen.extend(tr.values().iter().filter(|v| r.has(v)).map(String::as_str));
-            }
-        }
-        if seen.len() < min {
-            return Some(format!("minValues {min} for {} cannot be met ({} values available)", r.key, seen.len()));
+        let seen = values_offered(types, cat, r);
+        if seen < min {
+            return Some(format!("minValues {min} for {} cannot be met ({seen} values available)", r.key));
         }
     }
     None
+}
+
+/// How many of `r`'s values `types` offer between them.
+fn values_offered(types: &[u32], cat: &[InstanceType], r: &Requirement) -> usize {
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    for &t in types {
+        if let Some(tr) = cat[t as usize].requirements.get(&r.key) {
+            seen.extend(tr.values().iter().filter(|v| r.has(v)).map(String::as_str));
+        }
+    }
+    seen.len()
+}
+
+/// `reqs` with each minValues `types` cannot meet lowered to what they offer (Karpenter's
+/// BestEffort `MinValuesPolicy`).
+fn relaxed_min_values(types: &[u32], cat: &[InstanceType], reqs: &Requirements) -> Requirements {
+    reqs.iter()
+        .map(|r| match r.min_values {
+            Some(min) if values_offered(types, cat, r) < min as usize => {
+                r.clone().with_min_values(Some(values_offered(types, cat, r) as u32))
+            }
+            _ => r.clone(),
+        })
+        .collect()
 }
 
 fn max_room(types: &[u32], room: &[Resources]) -> Resources {
@@ -623,7 +642,10 @@ impl<'a> Scheduler<'a> {
                         type_fits(it, &room[t as usize], reqs, &keys, &requests, offerings) && port_free(t)
                     })
                 };
-                if types.is_empty() || (has_min_values(reqs) && min_values_problem(&types, cat, reqs).is_some()) {
+                let strict = !self.snap.min_values_best_effort;
+                if types.is_empty()
+                    || (strict && has_min_values(reqs) && min_values_problem(&types, cat, reqs).is_some())
+                {
                     return None;
                 }
                 Some(Joined { reqs: merged, requests, types: Some(types), cap_max, cap_min })
@@ -756,8 +778,11 @@ impl<'a> Scheduler<'a> {
         if types.is_empty() {
             return Err(pl.limit_message());
         }
-        // The NodePool's own minValues, over what it can launch at all.
-        if let Some(m) = min_values_problem(&types, &pl.tpl.instance_types, &pl.tpl.requirements) {
+        // The NodePool's own minValues, over what it can launch at all (BestEffort lowers
+        // them when the NodeClaim is made).
+        if !self.snap.min_values_best_effort
+            && let Some(m) = min_values_problem(&types, &pl.tpl.instance_types, &pl.tpl.requirements)
+        {
             return Err(m);
         }
         let hostname = format!("hostname-placeholder-{:04}", self.bins.len());
@@ -859,7 +884,7 @@ impl<'a> Scheduler<'a> {
     pub(crate) fn claims_without_finish(&self) -> Option<usize> {
         let mut count = 0;
         for bin in self.bins.iter().filter(|b| matches!(b.place, Place::Claim(_)) && !b.pods.is_empty()) {
-            if has_min_values(&bin.reqs) {
+            if has_min_values(&bin.reqs) && !self.snap.min_values_best_effort {
                 return None;
             }
             count += 1;
@@ -902,20 +927,27 @@ impl<'a> Scheduler<'a> {
             let requests = bin.requests.plus(&pl.daemons.min_requests(&bin.types));
             let options = RankedOptions::of(self.snap, pl.snap_idx, &requests, bin.pods.len(), &compatible, scorer);
             cut_any |= options.cut;
+            let mut requirements = (*bin.reqs).clone();
+            let mut min_values_relaxed = false;
             if let Some(m) = min_values_problem(&options.types, cat, &bin.reqs) {
-                let reason = format!("{m} among the {limit} cheapest instance types a NodeClaim may carry");
-                unschedulable.extend(bin.pods.iter().map(|&pod| Unschedulable { pod, reason: reason.clone() }));
-                continue;
+                if !self.snap.min_values_best_effort {
+                    let reason = format!("{m} among the {limit} cheapest instance types a NodeClaim may carry");
+                    unschedulable.extend(bin.pods.iter().map(|&pod| Unschedulable { pod, reason: reason.clone() }));
+                    continue;
+                }
+                requirements = relaxed_min_values(&options.types, cat, &bin.reqs);
+                min_values_relaxed = true;
             }
             out.push(NewNodeClaim {
                 nodepool: pl.snap_idx,
                 nodepool_name: pl.tpl.name.clone(),
                 hostname: bin.hostname.clone(),
-                requirements: (*bin.reqs).clone(),
+                requirements,
                 instance_types: options.types,
                 offerings: options.offerings,
                 requests,
                 pods: bin.pods.clone(),
+                min_values_relaxed,
             });
         }
         (out, unschedulable, cut_any)

@@ -240,6 +240,8 @@ pub struct Cluster {
     pub max_instance_types: Option<usize>,
     /// Karpenter's `PreferencePolicy: Ignore` option.
     pub ignore_preferences: bool,
+    /// Karpenter's `MinValuesPolicy: BestEffort` option.
+    pub min_values_best_effort: bool,
     generated: usize,
 }
 
@@ -256,6 +258,7 @@ impl Cluster {
             now: NOW,
             max_instance_types: None,
             ignore_preferences: false,
+            min_values_best_effort: false,
             generated: 0,
         }
     }
@@ -419,6 +422,7 @@ impl Cluster {
         let (mut snap, ignored) = convert::snapshot(&self.objects.shared(), &move |_| catalog.clone(), self.now);
         snap.max_instance_types = self.max_instance_types;
         snap.ignore_preferences = self.ignore_preferences;
+        snap.min_values_best_effort = self.min_values_best_effort;
         let plan = schedule(&snap, &PriceScorer);
         Decision { snap, plan, ignored, nodepools: self.objects.nodepools.clone() }
     }

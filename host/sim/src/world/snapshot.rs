@@ -99,6 +99,8 @@ impl World<'_> {
             max_instance_types: None,
             ignore_preferences: false,
             spot_to_spot: self.settings.spot_to_spot_consolidation,
+            // The simulator models MIN_VALUES_POLICY=Strict only.
+            min_values_best_effort: false,
         }
     }
 

@@ -860,6 +860,7 @@ mod blocked_tests;
 mod cache_trim_tests;
 mod claim_condition_tests;
 mod consolidation_tests;
+mod create_tests;
 mod decision_metrics_tests;
 mod delete_tests;
 mod destination_tests;

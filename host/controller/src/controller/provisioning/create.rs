@@ -70,8 +70,14 @@ fn created(
         Ok(created) => {
             let name = created.metadata.name.clone().unwrap_or_default();
             ctx.cluster().unobserved.insert(name.clone(), Instant::now());
-            // Tenon never relaxes minValues (no BestEffort policy).
-            let labels = [("reason", reason), ("nodepool", &pool), ("min_values_relaxed", "false")];
+            // As Karpenter: what the NodeClaim says of its minValues, "false" if it says nothing.
+            let relaxed =
+                nc.metadata.annotations.as_ref().and_then(|a| a.get(wk::ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED));
+            let labels = [
+                ("reason", reason),
+                ("nodepool", &pool),
+                ("min_values_relaxed", relaxed.map_or("false", String::as_str)),
+            ];
             ctx.metrics.add(mc::NODECLAIMS_CREATED, &labels, 1);
             tracing::info!(nodeclaim = %name, nodepool = %pool, %reason, "created NodeClaim");
             Some(name)

@@ -238,6 +238,8 @@ impl Provisioner {
         let invalid = self.ctx.cluster().invalid.clone();
         snap.nodepools.retain(|t| !invalid.contains(&t.name));
         snap.ignore_preferences = self.ctx.settings.preference_policy == "Ignore";
+        // Provisioning only: consolidation never relaxes minValues (Karpenter's too).
+        snap.min_values_best_effort = self.ctx.settings.min_values_policy == "BestEffort";
         let policies = self.ctx.active_policies();
         // Karpenter's gauges of the simulation under way: its queue, and how long it has run.
         let id = names::uuid();
