@@ -39,6 +39,16 @@ struct World {
 
 impl World {
     async fn new() -> World {
+        World::new_with(false).await
+    }
+
+    /// A World whose controller has the `SpotToSpotConsolidation` gate as `spot_to_spot`.
+    async fn new_with(spot_to_spot: bool) -> World {
+        World::start(spot_to_spot, tenon_core::catalog::synthetic(4)).await
+    }
+
+    /// A World whose cloud offers `catalog`.
+    async fn start(spot_to_spot: bool, catalog: Vec<tenon_core::instancetype::InstanceType>) -> World {
         let emulator = Emulator::start().unwrap();
         let client = Client::try_from(kube::Config::new(emulator.url.parse().unwrap())).unwrap();
         let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
@@ -49,7 +59,7 @@ impl World {
         let settings = Cli::parse_from(["tenon", "--cluster-name", "memory"]).settings;
         let stores = Stores::start(&client, &settings.scheduler_config);
         stores.wait_synced().await.unwrap();
-        let cloud = Arc::new(MemoryCloud::new(tenon_core::catalog::synthetic(4)));
+        let cloud = Arc::new(MemoryCloud::new(catalog));
         let policies = Policies::new(None, settings.policy_deadline_ms).unwrap();
         let ctx = Arc::new(Context::new(
             client.clone(),
@@ -59,7 +69,7 @@ impl World {
             cloud.clone(),
             Arc::new(Metrics::default()),
             policies,
-            false,
+            spot_to_spot,
         ));
         World { emulator, client, ctx, cloud }
     }

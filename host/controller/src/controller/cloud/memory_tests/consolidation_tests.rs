@@ -39,28 +39,38 @@ async fn a_non_empty_node_is_deleted_only_after_the_validation_wait() {
 }
 
 /// karpenter:pkg/controllers/disruption/consolidation_test.go:4235
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:4236
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_underused_nodes_are_replaced_by_one_after_the_validation_wait() {
-    let w = World::new().await;
-    w.pool_with(UNDERUTILIZED_ANY_NUMBER.clone()).await;
-    // Two of the dearest nodes, three small pods: one small node holds them all.
-    w.running("node-0", "fake-it-3", "on-demand", &[("web-1", 100), ("web-2", 100)]).await;
-    w.running("node-1", "fake-it-3", "on-demand", &[("web-3", 100)]).await;
-    let mut disruption = Disruption::new(w.ctx.clone());
-    disruption.reconcile().await.unwrap();
-    assert_eq!(w.claims_deleting().await, [("node-0".into(), false), ("node-1".into(), false)], "waiting to validate");
-    w.disruption_until(&mut disruption, "a replacement", || async { w.claims_deleting().await.len() == 3 }).await;
-    let replacement = w.replacement().await;
-    w.replacement_up(&replacement).await;
-    w.disruption_until(&mut disruption, "both candidates deleted", || async {
-        w.claims_deleting().await.iter().filter(|(_, deleting)| *deleting).count() == 2
-    })
-    .await;
-    let left: Vec<(String, bool)> = w.claims_deleting().await.into_iter().filter(|(_, deleting)| !deleting).collect();
-    assert_eq!(left, [(replacement.clone(), false)], "one NodeClaim left: the replacement");
-    let nc = Api::<NodeClaim>::all(w.client.clone()).get(&replacement).await.unwrap();
-    let it = nc.metadata.labels.unwrap_or_default()["node.kubernetes.io/instance-type"].clone();
-    assert_eq!(it, "fake-it-0", "a smaller node");
+    // Karpenter's table swaps its node lists: its "on-demand" entry runs spot nodes (with
+    // spot-to-spot on), its "spot" entry on-demand ones. Both are run here.
+    for (capacity_type, spot_to_spot) in [("on-demand", false), ("spot", true)] {
+        let w = World::new_with(spot_to_spot).await;
+        w.pool_with(UNDERUTILIZED_ANY_NUMBER.clone()).await;
+        // Two of the dearest nodes, three small pods: one small node holds them all.
+        w.running("node-0", "fake-it-3", capacity_type, &[("web-1", 100), ("web-2", 100)]).await;
+        w.running("node-1", "fake-it-3", capacity_type, &[("web-3", 100)]).await;
+        let mut disruption = Disruption::new(w.ctx.clone());
+        disruption.reconcile().await.unwrap();
+        let waiting = [("node-0".into(), false), ("node-1".into(), false)];
+        assert_eq!(w.claims_deleting().await, waiting, "{capacity_type}: waiting to validate");
+        w.disruption_until(&mut disruption, "a replacement", || async { w.claims_deleting().await.len() == 3 }).await;
+        let replacement = w.replacement().await;
+        w.replacement_up(&replacement).await;
+        w.disruption_until(&mut disruption, "both candidates deleted", || async {
+            w.claims_deleting().await.iter().filter(|(_, deleting)| *deleting).count() == 2
+        })
+        .await;
+        let left: Vec<(String, bool)> =
+            w.claims_deleting().await.into_iter().filter(|(_, deleting)| !deleting).collect();
+        assert_eq!(left, [(replacement.clone(), false)], "{capacity_type}: one NodeClaim left, the replacement");
+        let nc = Api::<NodeClaim>::all(w.client.clone()).get(&replacement).await.unwrap();
+        let labels = nc.metadata.labels.unwrap_or_default();
+        assert_eq!(labels["node.kubernetes.io/instance-type"], "fake-it-0", "{capacity_type}: a smaller node");
+        if capacity_type == "spot" {
+            assert_eq!(labels["karpenter.sh/capacity-type"], "spot", "spot replaced by spot");
+        }
+    }
 }
 
 /// karpenter:pkg/controllers/disruption/emptiness_test.go:111
