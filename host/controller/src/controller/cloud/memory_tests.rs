@@ -142,9 +142,15 @@ impl World {
 
     /// As [`World::launched`], with `spec` (YAML lines at the NodeClaim spec's indentation).
     async fn launched_with(&self, capacity_type: &str, spec: &str) -> NodeClaim {
+        self.launched_as("[fake-it-1, fake-it-2]", capacity_type, "cpu: 1500m", spec).await
+    }
+
+    /// As [`World::launched_with`], of `types` (a YAML flow list), requesting `requests` (a
+    /// YAML flow mapping's body).
+    async fn launched_as(&self, types: &str, capacity_type: &str, requests: &str, spec: &str) -> NodeClaim {
         self.pool_with(serde_json::json!({})).await;
         self.create::<NodeClaim>(&format!(
-            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: default-abcde, labels: {{karpenter.sh/nodepool: default}}}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n  requirements:\n  - {{key: node.kubernetes.io/instance-type, operator: In, values: [fake-it-1, fake-it-2]}}\n  - {{key: karpenter.sh/capacity-type, operator: In, values: [{capacity_type}]}}\n  resources: {{requests: {{cpu: 1500m}}}}\n{spec}"
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: default-abcde, labels: {{karpenter.sh/nodepool: default}}}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n  requirements:\n  - {{key: node.kubernetes.io/instance-type, operator: In, values: {types}}}\n  - {{key: karpenter.sh/capacity-type, operator: In, values: [{capacity_type}]}}\n  resources: {{requests: {{{requests}}}}}\n{spec}"
         ))
         .await;
         self.until("the NodeClaim in the cache", |c| !c.stores.nodeclaims.state().is_empty()).await;
@@ -319,6 +325,56 @@ async fn a_nodeclaim_is_initialized_once_its_node_is_ready_with_capacity() {
         node.metadata.labels.unwrap_or_default().get("karpenter.sh/initialized").map(String::as_str),
         Some("true")
     );
+}
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/initialization_test.go:253
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/initialization_test.go:304
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requested_resource_holds_initialization_until_the_node_reports_it() {
+    use k8s_openapi::api::core::v1::Node;
+    use kube::api::{Patch, PatchParams};
+    // The synthetic catalog and a 2-CPU type with a GPU.
+    let mut catalog = tenon_core::catalog::synthetic(4);
+    let t = catalog[1].clone();
+    let mut capacity = t.capacity.clone();
+    capacity.set("nvidia.com/gpu", 1);
+    let name = |r: &tenon_core::requirements::Requirement| match r.key.as_str() {
+        "node.kubernetes.io/instance-type" => tenon_core::requirements::Requirement::in_values(&r.key, ["fake-gpu-1"]),
+        _ => r.clone(),
+    };
+    let reqs = t.requirements.iter().map(name).collect();
+    catalog.push(tenon_core::instancetype::InstanceType::new("fake-gpu-1", reqs, capacity, t.overhead, t.offerings));
+    let w = World::start(false, catalog).await;
+    let nc = w.launched_as("[fake-gpu-1]", "on-demand", "cpu: 1500m, nvidia.com/gpu: \"1\"", "").await;
+    w.kubelet_registers(nc, &["{key: karpenter.sh/unregistered, effect: NoExecute}".to_string()]).await;
+    let mut lifecycle = Lifecycle::new(w.ctx.clone());
+    w.lifecycle_until(&mut lifecycle, condition::REGISTERED).await;
+    // Ready with its capacity, but the device plugin has not registered the GPU yet.
+    let nodes: Api<Node> = Api::all(w.client.clone());
+    let ready = |capacity: serde_json::Value| {
+        serde_json::json!({"status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": ""}],
+            "capacity": capacity, "allocatable": capacity}})
+    };
+    let cpu_only = serde_json::json!({"cpu": "2", "memory": "4Gi", "pods": "20"});
+    let written = nodes.patch_status("node-a", &PatchParams::default(), &Patch::Merge(&ready(cpu_only))).await.unwrap();
+    w.until("the Ready Node in the cache", |c| {
+        c.stores.nodes.state().iter().any(|n| n.metadata.resource_version == written.metadata.resource_version)
+    })
+    .await;
+    for _ in 0..3 {
+        lifecycle.reconcile().await.unwrap();
+    }
+    let claims: Api<NodeClaim> = Api::all(w.client.clone());
+    let conditions = claims.get("default-abcde").await.unwrap().status.unwrap().conditions;
+    assert_eq!(condition_status(&conditions, condition::REGISTERED).as_deref(), Some("True"));
+    assert_eq!(condition_status(&conditions, condition::INITIALIZED).as_deref(), Some("Unknown"), "{conditions:?}");
+    let labels = nodes.get("node-a").await.unwrap().metadata.labels.unwrap_or_default();
+    assert!(!labels.contains_key("karpenter.sh/initialized"), "{labels:?}");
+    // The GPU registers: initialized.
+    let with_gpu = serde_json::json!({"cpu": "2", "memory": "4Gi", "pods": "20", "nvidia.com/gpu": "1"});
+    nodes.patch_status("node-a", &PatchParams::default(), &Patch::Merge(&ready(with_gpu))).await.unwrap();
+    w.lifecycle_until(&mut lifecycle, condition::INITIALIZED).await;
 }
 
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/launch_test.go:89
