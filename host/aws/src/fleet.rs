@@ -1,7 +1,8 @@
 //! Launching a NodeClaim: one `instant` CreateFleet request whose overrides are the options
 //! `tenon_core::orchestration::launch` chose (one capacity type, at most 60 types, best
-//! first), with priorities in that order (prioritized strategies), so a scoring policy's
-//! ranking is what EC2 honours. Overrides that fail for capacity are cached unavailable,
+//! first), with priorities in that order: a scoring policy's ranking is launched with the
+//! prioritized strategies, so it is what EC2 honours; without one, with Karpenter's
+//! lowest-price (on demand) and price-capacity-optimized (spot). Overrides that fail for capacity are cached unavailable,
 //! whether or not another one launched.
 
 use crate::error::launch_error;
@@ -202,6 +203,7 @@ pub(crate) async fn create(
     let request = FleetRequest {
         configs,
         spot: capacity_type == wk::CAPACITY_TYPE_SPOT,
+        prioritized: req.ranked,
         shared_tags: shared,
         token_seed: token_seed(&p.settings.cluster.name, &placements),
     };
@@ -406,6 +408,7 @@ mod tests {
             options: vec![],
             attempt,
             never_launched: false,
+            ranked: false,
             labels: BTreeMap::new(),
             taints: vec![],
             startup_taints: vec![],

@@ -33,6 +33,8 @@ pub const MAX_BATCH: usize = 500;
 pub struct FleetRequest {
     pub configs: Vec<FleetLaunchTemplateConfigRequest>,
     pub spot: bool,
+    /// EC2 is to honour the overrides' priorities (a scoring policy ranked them).
+    pub prioritized: bool,
     /// The tags every instance of a batch carries (no NodeClaim's own).
     pub shared_tags: BTreeMap<String, String>,
     /// What makes the client token: the cluster and the placements.
@@ -42,7 +44,7 @@ pub struct FleetRequest {
 impl FleetRequest {
     /// Requests with the same key can share a call.
     pub fn key(&self) -> String {
-        format!("{:?}|{}|{:?}|{}", self.configs, self.spot, self.shared_tags, self.token_seed)
+        format!("{:?}|{}|{}|{:?}|{}", self.configs, self.spot, self.prioritized, self.shared_tags, self.token_seed)
     }
 }
 
@@ -207,16 +209,21 @@ async fn send(ec2: &aws_sdk_ec2::Client, fence: &Fence, request: &FleetRequest, 
         )
         .set_tag_specifications(Some(tag_specifications(tags)))
         .client_token(client_token(&request.token_seed, members));
-    fleet = if request.spot {
-        fleet.spot_options(
+    fleet = match (request.spot, request.prioritized) {
+        (true, true) => fleet.spot_options(
             SpotOptionsRequest::builder()
                 .allocation_strategy(SpotAllocationStrategy::CapacityOptimizedPrioritized)
                 .build(),
-        )
-    } else {
-        fleet.on_demand_options(
+        ),
+        (true, false) => fleet.spot_options(
+            SpotOptionsRequest::builder().allocation_strategy(SpotAllocationStrategy::PriceCapacityOptimized).build(),
+        ),
+        (false, true) => fleet.on_demand_options(
             OnDemandOptionsRequest::builder().allocation_strategy(FleetOnDemandAllocationStrategy::Prioritized).build(),
-        )
+        ),
+        (false, false) => fleet.on_demand_options(
+            OnDemandOptionsRequest::builder().allocation_strategy(FleetOnDemandAllocationStrategy::LowestPrice).build(),
+        ),
     };
     match fleet.send().await {
         Ok(out) => Ok(Arc::new(out)),

@@ -289,3 +289,43 @@ async fn throttling_slows_every_ec2_call_and_the_series_show_the_rate() {
     assert!(first_second as f64 <= 2.0 * rate + 5.0, "{first_second} calls in a second at {rate}/s");
     assert!(burst.await.unwrap().iter().all(Result::is_ok));
 }
+
+/// Not a Karpenter case (issue 47): without a scoring policy a launch asks EC2 for
+/// Karpenter's strategies (lowest price on demand, price and capacity for spot); a policy's
+/// ranking is launched with the prioritized strategies, which honour its order.
+#[tokio::test]
+async fn a_launch_asks_for_karpenters_allocation_strategy_unless_a_policy_ranked_it() {
+    let moto = Moto::start();
+    let seen = |needle: &'static str, upstream: String| async move {
+        tenon_fault_proxy::slow_matching(&upstream, needle, Duration::ZERO).await
+    };
+    let lowest = seen("OnDemandOptions.AllocationStrategy=lowest-price", moto.url.clone()).await;
+    let price_capacity = seen("SpotOptions.AllocationStrategy=price-capacity-optimized", lowest.url.clone()).await;
+    let prioritized = seen("OnDemandOptions.AllocationStrategy=prioritized", price_capacity.url.clone()).await;
+    let capacity = seen("SpotOptions.AllocationStrategy=capacity-optimized-prioritized", prioritized.url.clone()).await;
+    let setup = moto.provider("strategy").await;
+    lab(&setup, "strategy").await;
+    let nc = resolved(&setup, lab_nodeclass("strategy")).await;
+    let mut conn = moto.connection();
+    conn.endpoint_url = Some(capacity.url.clone());
+    let p = AwsProvider::connect(&conn, setup.settings.clone()).await.expect("the connection names its region");
+    let counts = || [&lowest, &price_capacity, &prioritized, &capacity].map(|proxy| proxy.seen.load(Ordering::SeqCst));
+    for (i, (spot, ranked, want)) in [
+        (false, false, [1, 0, 0, 0]),
+        (true, false, [1, 1, 0, 0]),
+        (false, true, [1, 1, 1, 0]),
+        (true, true, [1, 1, 1, 1]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut o = option("m5.large", "us-east-1a", "amd64");
+        if spot {
+            o.capacity_type = "spot".into();
+        }
+        let mut req = request(&format!("strategy-{i}"), &nc, vec![o]);
+        req.ranked = ranked;
+        p.create(&req).await.unwrap();
+        assert_eq!(counts(), want, "spot {spot}, ranked by a policy {ranked}");
+    }
+}

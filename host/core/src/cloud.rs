@@ -41,6 +41,10 @@ pub struct LaunchRequest {
     /// carry its tag yet, so the provider need not look for one before launching. False
     /// whenever that is not known (a restart, a retry, another replica's NodeClaim).
     pub never_launched: bool,
+    /// A NodePool's scoring policy ranked `options`: the cloud is asked to honour their
+    /// order. Otherwise it may pick among them by its own price and capacity judgement (EC2:
+    /// Karpenter's lowest-price and price-capacity-optimized strategies).
+    pub ranked: bool,
     /// Labels and taints the node registers with (the NodePool template's).
     pub labels: BTreeMap<String, String>,
     pub taints: Vec<Taint>,

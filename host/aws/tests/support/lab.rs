@@ -165,6 +165,7 @@ pub fn request(nodeclaim: &str, nc: &EC2NodeClass, options: Vec<LaunchOption>) -
         options,
         attempt: 0,
         never_launched: false,
+        ranked: false,
         labels: BTreeMap::from([("capacity.example.io/pool".to_string(), "lab-general".to_string())]),
         taints: vec![Taint { key: "dedicated".into(), value: "batch".into(), effect: Effect::NoSchedule }],
         startup_taints: vec![],

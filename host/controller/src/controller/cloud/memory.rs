@@ -29,6 +29,8 @@ struct State {
     acked: u64,
     /// Status checks EC2 reports for an instance (none: all passing).
     checks: BTreeMap<String, Vec<HealthCheck>>,
+    /// Each launch request's NodeClaim and whether a scoring policy ranked it.
+    launches: Vec<(String, bool)>,
 }
 
 pub struct MemoryCloud {
@@ -52,6 +54,11 @@ impl MemoryCloud {
     /// Every instance launched so far, terminated ones included.
     pub fn instances(&self) -> Vec<Instance> {
         self.state().instances.values().cloned().collect()
+    }
+
+    /// Each launch request's NodeClaim and whether a scoring policy ranked its options.
+    pub fn launches(&self) -> Vec<(String, bool)> {
+        self.state().launches.clone()
     }
 
     /// How many launches looked for an instance already launched for their NodeClaim.
@@ -225,6 +232,7 @@ impl MemoryCloud {
     /// request says it was never launched (then, as EC2 would, it launches regardless).
     fn create(&self, req: &LaunchRequest) -> Result<Instance, CloudError> {
         let mut s = self.state();
+        s.launches.push((req.nodeclaim.clone(), req.ranked));
         if !req.never_launched {
             s.lookups += 1;
             if let Some(i) = s.instances.values().find(|i| i.nodeclaim() == Some(req.nodeclaim.as_str())) {

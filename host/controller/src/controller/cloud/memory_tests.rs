@@ -148,7 +148,10 @@ impl World {
     /// As [`World::launched_with`], of `types` (a YAML flow list), requesting `requests` (a
     /// YAML flow mapping's body).
     async fn launched_as(&self, types: &str, capacity_type: &str, requests: &str, spec: &str) -> NodeClaim {
-        self.pool_with(serde_json::json!({})).await;
+        // NodePool `default`, unless the case made its own.
+        if self.ctx.stores.nodepools.state().is_empty() {
+            self.pool_with(serde_json::json!({})).await;
+        }
         self.create::<NodeClaim>(&format!(
             "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {{name: default-abcde, labels: {{karpenter.sh/nodepool: default}}}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}\n  requirements:\n  - {{key: node.kubernetes.io/instance-type, operator: In, values: {types}}}\n  - {{key: karpenter.sh/capacity-type, operator: In, values: [{capacity_type}]}}\n  resources: {{requests: {{{requests}}}}}\n{spec}"
         ))
@@ -939,5 +942,6 @@ mod launch_lookup_tests;
 mod nodes;
 mod queue_tests;
 mod quiet_tests;
+mod ranked_launch_tests;
 mod replace_tests;
 mod validation_tests;

@@ -45,6 +45,12 @@ impl Lifecycle {
             .into_iter()
             .find(|c| c.metadata.name.as_deref() == Some(class_name.as_str()));
         let types = catalogs.get(&class_name).cloned().unwrap_or_default();
+        // A scoring policy's ranking is launched as ranked; the built-in price order is not.
+        let pool = nc.metadata.labels.as_ref().and_then(|l| l.get(wk::LABEL_NODEPOOL));
+        let ranked = self.ctx.stores.nodepools.state().iter().any(|np| {
+            np.metadata.name.as_ref() == pool
+                && np.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(wk::ANNOTATION_SCORING_POLICY))
+        });
         let (client, cloud, recorder, metrics, launching, nc) = (
             self.ctx.client.clone(),
             self.ctx.cloud.clone(),
@@ -68,7 +74,7 @@ impl Lifecycle {
             let result = match cloud.launch_slot().await {
                 Ok(slot) => {
                     let options = lifecycle::launch_options(&nc, &types);
-                    let launch = Launch { nc: &nc, nodeclass: nodeclass.as_deref(), options, never_launched };
+                    let launch = Launch { nc: &nc, nodeclass: nodeclass.as_deref(), options, never_launched, ranked };
                     launch_one(&client, cloud.as_ref(), &slot, launch, &types, &metrics).await
                 }
                 Err(e) => Err(LaunchFailure::unnamed(&e.to_string())),
@@ -154,6 +160,8 @@ struct Launch<'a> {
     options: Vec<LaunchOption>,
     /// Created by this process and never launched (no lookup of an earlier launch needed).
     never_launched: bool,
+    /// Its NodePool's scoring policy ranked `options`.
+    ranked: bool,
 }
 
 async fn launch_one(
@@ -164,7 +172,7 @@ async fn launch_one(
     types: &[InstanceType],
     metrics: &Metrics,
 ) -> Result<(), LaunchFailure> {
-    let Launch { nc, nodeclass, options, never_launched } = launch;
+    let Launch { nc, nodeclass, options, never_launched, ranked } = launch;
     let name = nc.metadata.name.clone().unwrap_or_default();
     let Some(nodeclass) = nodeclass else {
         let class = nc.spec.node_class_ref.as_ref().map(|r| r.name.clone()).unwrap_or_default();
@@ -175,7 +183,7 @@ async fn launch_one(
             "all requested instance types were unavailable during launch".into(),
         ));
     }
-    let req = lifecycle::launch_request(nc, nodeclass, options, never_launched);
+    let req = lifecycle::launch_request(nc, nodeclass, options, never_launched, ranked);
     // What the NodeClaim requests shapes the launch (EFA interfaces, Nitro enclaves).
     let requested = nc.spec.resources.requests.keys().cloned().collect();
     let instance = cloud.launch(slot, &req, &requested).await.map_err(|e| match e {

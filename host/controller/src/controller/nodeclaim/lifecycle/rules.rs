@@ -96,12 +96,14 @@ pub fn launch_attempt(nc: &NodeClaim) -> u32 {
     a.and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
-/// `never_launched`: this process created `nc` and sent no launch for it yet.
+/// `never_launched`: this process created `nc` and sent no launch for it yet; `ranked`: its
+/// NodePool's scoring policy ranked `options`.
 pub fn launch_request(
     nc: &NodeClaim,
     nodeclass: &EC2NodeClass,
     options: Vec<LaunchOption>,
     never_launched: bool,
+    ranked: bool,
 ) -> LaunchRequest {
     let labels = nc.metadata.labels.clone().unwrap_or_default();
     let taint = |t: &tenon_api::common::Taint| tenon_core::taints::Taint {
@@ -116,6 +118,7 @@ pub fn launch_request(
         options,
         attempt: launch_attempt(nc),
         never_launched,
+        ranked,
         labels,
         taints: nc.spec.taints.iter().map(taint).collect(),
         startup_taints: nc.spec.startup_taints.iter().map(taint).collect(),
