@@ -526,6 +526,7 @@ async fn an_expiring_grace_period_is_announced_on_the_node_as_on_its_nodeclaim()
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:129
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:216
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:270
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:329
 #[tokio::test]
 async fn a_deleted_nodeclaim_deletes_its_node_then_waits_for_the_instance_to_be_gone() {
     let w = World::new().await;
@@ -537,6 +538,8 @@ async fn a_deleted_nodeclaim_deletes_its_node_then_waits_for_the_instance_to_be_
     let t0 = now();
     assert_eq!(w.claim_step("nc", t0).await.unwrap(), Progress::Waiting);
     assert!(w.get_node("i-1").await.unwrap().metadata.deletion_timestamp.is_some(), "its Node is deleted");
+    let annotations = w.get_claim("nc").await.unwrap().metadata.annotations.unwrap_or_default();
+    assert!(!annotations.contains_key(wk::ANNOTATION_NODECLAIM_TERMINATION_TIME), "no grace period, no stamp");
     w.node_until_released("i-1", t0 + 10, 8).await;
     assert!(w.get_node("i-1").await.is_some(), "still held by the other finalizer");
     assert_eq!(w.claim_step("nc", t0 + 20).await.unwrap(), Progress::Waiting, "not while its Node exists");
