@@ -4,6 +4,7 @@
 //! take says why with Unconsolidatable.
 
 use super::World;
+use crate::controller::disruption::Disruption;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Api;
@@ -209,4 +210,34 @@ async fn a_node_missing_a_well_known_label_says_why_it_is_not_consolidated() {
         let w = unconsolidatable_world("WhenEmptyOrUnderutilized", Some(key)).await;
         w.disruption_says("Unconsolidatable", why).await;
     }
+}
+
+/// A drifted node under a terminationGracePeriod holding a pod (`pod_meta`) that may not be
+/// evicted (do-not-disrupt, or a PDB allowing nothing when `pdb`): ten disruption rounds
+/// create no replacement (the pod could not move to one) and the NodeClaim is still there.
+async fn drifted_under_a_grace_period_gets_no_replacement(pod_meta: &str, pdb: bool) {
+    let w = World::new().await;
+    if pdb {
+        w.blocking_pdb("pdb").await;
+    }
+    w.initialized_with_pod("on-demand", "  terminationGracePeriod: 300s\n", pod_meta).await;
+    w.web_drifted().await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    w.rounds(&mut disruption, 10).await;
+    let claims = w.claims_deleting().await;
+    assert_eq!(claims.len(), 1, "pdb {pdb}: no replacement created: {claims:?}");
+    assert_eq!(claims[0].0, "default-abcde", "pdb {pdb}: the NodeClaim is still there");
+}
+
+/// karpenter:pkg/controllers/disruption/drift_test.go:521
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drifted_node_with_a_do_not_disrupt_pod_under_a_grace_period_is_not_replaced() {
+    drifted_under_a_grace_period_gets_no_replacement("annotations: {karpenter.sh/do-not-disrupt: \"true\"},", false)
+        .await;
+}
+
+/// karpenter:pkg/controllers/disruption/drift_test.go:543
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drifted_node_with_a_pdb_blocked_pod_under_a_grace_period_is_not_replaced() {
+    drifted_under_a_grace_period_gets_no_replacement("labels: {test: value},", true).await;
 }
