@@ -291,6 +291,36 @@ impl World {
     }
 }
 
+impl World {
+    /// Node `node-a` Ready as its kubelet reports it, with `capacity` (also its allocatable)
+    /// if reported yet; once cached.
+    async fn kubelet_reports(&self, capacity: Option<serde_json::Value>) {
+        use kube::api::{Patch, PatchParams};
+        let mut status = serde_json::json!({
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": ""}]});
+        if let Some(c) = capacity {
+            status["capacity"] = c.clone();
+            status["allocatable"] = c;
+        }
+        let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(self.client.clone());
+        let patch = serde_json::json!({"status": status});
+        let written = nodes.patch_status("node-a", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+        self.until("the kubelet's report in the cache", |c| {
+            c.stores.nodes.state().iter().any(|n| n.metadata.resource_version == written.metadata.resource_version)
+        })
+        .await;
+    }
+
+    /// NodeClaim `default-abcde`'s conditions after three passes of `lifecycle`.
+    async fn conditions_after_passes(&self, lifecycle: &mut Lifecycle) -> Vec<tenon_api::common::Condition> {
+        for _ in 0..3 {
+            lifecycle.reconcile().await.unwrap();
+        }
+        let claims: Api<NodeClaim> = Api::all(self.client.clone());
+        claims.get("default-abcde").await.unwrap().status.unwrap().conditions
+    }
+}
+
 fn taint_keys(node: &k8s_openapi::api::core::v1::Node) -> Vec<String> {
     node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default().into_iter().map(|t| t.key).collect()
 }
@@ -299,7 +329,6 @@ fn taint_keys(node: &k8s_openapi::api::core::v1::Node) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nodeclaim_is_initialized_once_its_node_is_ready_with_capacity() {
     use k8s_openapi::api::core::v1::Node;
-    use kube::api::{Patch, PatchParams};
     let w = World::new().await;
     let nc = w.launched("on-demand").await;
     w.kubelet_registers(nc, &["{key: karpenter.sh/unregistered, effect: NoExecute}".to_string()]).await;
@@ -307,21 +336,10 @@ async fn a_nodeclaim_is_initialized_once_its_node_is_ready_with_capacity() {
     w.lifecycle_until(&mut lifecycle, condition::REGISTERED).await;
     let nodes: Api<Node> = Api::all(w.client.clone());
     // Ready, but the kubelet has not reported its capacity yet.
-    let ready = serde_json::json!({"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": ""}]}});
-    let written = nodes.patch_status("node-a", &PatchParams::default(), &Patch::Merge(&ready)).await.unwrap();
-    w.until("the Ready Node in the cache", |c| {
-        c.stores.nodes.state().iter().any(|n| n.metadata.resource_version == written.metadata.resource_version)
-    })
-    .await;
-    for _ in 0..3 {
-        lifecycle.reconcile().await.unwrap();
-    }
-    let claims: Api<NodeClaim> = Api::all(w.client.clone());
-    let conditions = claims.get("default-abcde").await.unwrap().status.unwrap().conditions;
+    w.kubelet_reports(None).await;
+    let conditions = w.conditions_after_passes(&mut lifecycle).await;
     assert_eq!(condition_status(&conditions, condition::INITIALIZED).as_deref(), Some("Unknown"), "no capacity yet");
-    let capacity = serde_json::json!({"cpu": "2", "memory": "4Gi", "pods": "20"});
-    let reported = serde_json::json!({"status": {"capacity": capacity, "allocatable": capacity}});
-    nodes.patch_status("node-a", &PatchParams::default(), &Patch::Merge(&reported)).await.unwrap();
+    w.kubelet_reports(Some(serde_json::json!({"cpu": "2", "memory": "4Gi", "pods": "20"}))).await;
     w.lifecycle_until(&mut lifecycle, condition::INITIALIZED).await;
     let node = nodes.get("node-a").await.unwrap();
     assert_eq!(
@@ -335,7 +353,6 @@ async fn a_nodeclaim_is_initialized_once_its_node_is_ready_with_capacity() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_requested_resource_holds_initialization_until_the_node_reports_it() {
     use k8s_openapi::api::core::v1::Node;
-    use kube::api::{Patch, PatchParams};
     // The synthetic catalog and a 2-CPU type with a GPU.
     let mut catalog = tenon_core::catalog::synthetic(4);
     let t = catalog[1].clone();
@@ -354,29 +371,15 @@ async fn a_requested_resource_holds_initialization_until_the_node_reports_it() {
     w.lifecycle_until(&mut lifecycle, condition::REGISTERED).await;
     // Ready with its capacity, but the device plugin has not registered the GPU yet.
     let nodes: Api<Node> = Api::all(w.client.clone());
-    let ready = |capacity: serde_json::Value| {
-        serde_json::json!({"status": {
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": ""}],
-            "capacity": capacity, "allocatable": capacity}})
-    };
-    let cpu_only = serde_json::json!({"cpu": "2", "memory": "4Gi", "pods": "20"});
-    let written = nodes.patch_status("node-a", &PatchParams::default(), &Patch::Merge(&ready(cpu_only))).await.unwrap();
-    w.until("the Ready Node in the cache", |c| {
-        c.stores.nodes.state().iter().any(|n| n.metadata.resource_version == written.metadata.resource_version)
-    })
-    .await;
-    for _ in 0..3 {
-        lifecycle.reconcile().await.unwrap();
-    }
-    let claims: Api<NodeClaim> = Api::all(w.client.clone());
-    let conditions = claims.get("default-abcde").await.unwrap().status.unwrap().conditions;
+    w.kubelet_reports(Some(serde_json::json!({"cpu": "2", "memory": "4Gi", "pods": "20"}))).await;
+    let conditions = w.conditions_after_passes(&mut lifecycle).await;
     assert_eq!(condition_status(&conditions, condition::REGISTERED).as_deref(), Some("True"));
     assert_eq!(condition_status(&conditions, condition::INITIALIZED).as_deref(), Some("Unknown"), "{conditions:?}");
     let labels = nodes.get("node-a").await.unwrap().metadata.labels.unwrap_or_default();
     assert!(!labels.contains_key("karpenter.sh/initialized"), "{labels:?}");
     // The GPU registers: initialized.
-    let with_gpu = serde_json::json!({"cpu": "2", "memory": "4Gi", "pods": "20", "nvidia.com/gpu": "1"});
-    nodes.patch_status("node-a", &PatchParams::default(), &Patch::Merge(&ready(with_gpu))).await.unwrap();
+    w.kubelet_reports(Some(serde_json::json!({"cpu": "2", "memory": "4Gi", "pods": "20", "nvidia.com/gpu": "1"})))
+        .await;
     w.lifecycle_until(&mut lifecycle, condition::INITIALIZED).await;
 }
 
@@ -439,21 +442,8 @@ async fn a_nodeclaim_whose_nodeclass_is_not_ready_is_deleted() {
 async fn a_node_coming_online_is_matched_by_provider_id_and_its_nodepool_registers_healthy() {
     use crate::controller::nodepool::status::NodePoolStatusReconciler;
     let w = World::new().await;
-    let nc = w.launched("on-demand").await;
-    // Owned by its NodePool, as the provisioner creates it.
+    let nc = w.owned_and_launched().await;
     let pools: Api<NodePool> = Api::all(w.client.clone());
-    let uid = pools.get("default").await.unwrap().metadata.uid.unwrap();
-    let owner = serde_json::json!({"metadata": {"ownerReferences": [
-        {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": "default", "uid": uid, "blockOwnerDeletion": true}]}});
-    let claims: Api<NodeClaim> = Api::all(w.client.clone());
-    let nc = claims
-        .patch(nc.metadata.name.as_deref().unwrap(), &Default::default(), &kube::api::Patch::Merge(&owner))
-        .await
-        .unwrap();
-    w.until("the owned NodeClaim in the cache", |c| {
-        c.stores.nodeclaims.state().iter().any(|n| n.metadata.owner_references.as_ref().is_some_and(|o| !o.is_empty()))
-    })
-    .await;
     // The NodePool's status as the controller keeps it from its creation: registration
     // health Unknown until a NodeClaim of it registers.
     NodePoolStatusReconciler::new(w.ctx.clone()).reconcile().await.unwrap();
@@ -474,6 +464,60 @@ async fn a_node_coming_online_is_matched_by_provider_id_and_its_nodepool_registe
     .await;
     NodePoolStatusReconciler::new(w.ctx.clone()).reconcile().await.unwrap();
     assert_eq!(health(pools.get("default").await.unwrap()).as_deref(), Some("True"));
+}
+
+impl World {
+    /// A NodeClaim launched and owned by its NodePool `default`, as the provisioner creates
+    /// it (cached).
+    async fn owned_and_launched(&self) -> NodeClaim {
+        let nc = self.launched("on-demand").await;
+        let pools: Api<NodePool> = Api::all(self.client.clone());
+        let uid = pools.get("default").await.unwrap().metadata.uid.unwrap();
+        let owner = serde_json::json!({"metadata": {"ownerReferences": [
+            {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": "default", "uid": uid, "blockOwnerDeletion": true}]}});
+        let claims: Api<NodeClaim> = Api::all(self.client.clone());
+        let nc = claims
+            .patch(nc.metadata.name.as_deref().unwrap(), &Default::default(), &kube::api::Patch::Merge(&owner))
+            .await
+            .unwrap();
+        self.until("the owned NodeClaim in the cache", |c| {
+            c.stores
+                .nodeclaims
+                .state()
+                .iter()
+                .any(|n| n.metadata.owner_references.as_ref().is_some_and(|o| !o.is_empty()))
+        })
+        .await;
+        nc
+    }
+}
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/registration_test.go:495
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registration_turns_a_nodepool_said_unhealthy_healthy() {
+    use crate::controller::nodepool::status::NodePoolStatusReconciler;
+    let w = World::new().await;
+    let nc = w.owned_and_launched().await;
+    // The NodePool says registrations failed (as written before a restart: nothing recorded).
+    let pools: Api<NodePool> = Api::all(w.client.clone());
+    let class = Api::<EC2NodeClass>::all(w.client.clone()).get("default").await.unwrap();
+    let said = serde_json::json!({"status": {
+        "nodeClassObservedGeneration": class.metadata.generation,
+        "conditions": [{"type": condition::NODE_REGISTRATION_HEALTHY, "status": "False", "reason": "unhealthy",
+                        "message": "unhealthy", "observedGeneration": 1, "lastTransitionTime": "2026-11-30T00:00:00Z"}]}});
+    let written = pools.patch_status("default", &Default::default(), &kube::api::Patch::Merge(&said)).await.unwrap();
+    w.until("the unhealthy NodePool in the cache", |c| {
+        c.stores.nodepools.state().iter().any(|p| p.metadata.resource_version == written.metadata.resource_version)
+    })
+    .await;
+    w.kubelet_registers(nc, &["{key: karpenter.sh/unregistered, effect: NoExecute}".to_string()]).await;
+    let registered = w.lifecycle_until(&mut Lifecycle::new(w.ctx.clone()), condition::REGISTERED).await;
+    assert_eq!(registered.status.and_then(|s| s.node_name).as_deref(), Some("node-a"));
+    NodePoolStatusReconciler::new(w.ctx.clone()).reconcile().await.unwrap();
+    let pool = pools.get("default").await.unwrap();
+    let health =
+        condition_status(&pool.status.map(|s| s.conditions).unwrap_or_default(), condition::NODE_REGISTRATION_HEALTHY);
+    assert_eq!(health.as_deref(), Some("True"));
 }
 
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/registration_test.go:466
