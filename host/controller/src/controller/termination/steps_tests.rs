@@ -697,25 +697,41 @@ async fn an_evicted_pod_gets_an_event_and_is_counted_with_the_disruption_reason(
 /// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:284
 #[tokio::test]
 async fn past_the_deadline_a_pod_is_deleted_with_the_time_left_and_an_event() {
-    let w = World::new().await;
-    w.registered_node("nc", "i-1", Some("60s")).await;
-    w.pod("db", &node_name("i-1"), 120, json!({"metadata": {"annotations": {wk::ANNOTATION_DO_NOT_DISRUPT: "true"}}}))
-        .await;
-    w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
-    let t0 = now();
-    w.claim_step("nc", t0).await.unwrap();
-    // An hour later the deadline is long past: the grace granted is the minimum, 1 s.
-    assert!(matches!(w.node_step("i-1", t0 + 3600).await, NodeProgress::Draining(_)));
-    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(w.client.clone(), "default");
-    let all = events.list(&ListParams::default()).await.unwrap().items;
-    let disrupted = all.iter().find(|e| e.reason.as_deref() == Some("Disrupted")).expect("a Disrupted event");
-    let message = disrupted.message.clone().unwrap_or_default();
-    assert!(
-        message.contains("granted 1 seconds of grace-period of its 120 terminationGracePeriodSeconds"),
-        "{message}"
-    );
-    let pod = Api::<Pod>::namespaced(w.client.clone(), "default").get_opt("db").await.unwrap();
-    assert!(pod.is_none_or(|p| p.metadata.deletion_timestamp.is_some()), "deleted despite do-not-disrupt");
+    // Held by do-not-disrupt, or by a PodDisruptionBudget allowing nothing (which an
+    // eviction would honour; a deletion bypasses it).
+    for pdb in [false, true] {
+        let w = World::new().await;
+        w.registered_node("nc", "i-1", Some("60s")).await;
+        let meta = if pdb {
+            json!({"metadata": {"labels": {"app": "db"}}})
+        } else {
+            json!({"metadata": {"annotations": {wk::ANNOTATION_DO_NOT_DISRUPT: "true"}}})
+        };
+        w.pod("db", &node_name("i-1"), 120, meta).await;
+        if pdb {
+            w.pdb("db", 0).await;
+        }
+        w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
+        let t0 = now();
+        w.claim_step("nc", t0).await.unwrap();
+        // An hour later the deadline is long past: the grace granted is the minimum, 1 s.
+        assert!(matches!(w.node_step("i-1", t0 + 3600).await, NodeProgress::Draining(_)));
+        let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(w.client.clone(), "default");
+        let all = events.list(&ListParams::default()).await.unwrap().items;
+        let disrupted: Vec<_> = all.iter().filter(|e| e.reason.as_deref() == Some("Disrupted")).collect();
+        assert_eq!(disrupted.len(), 1, "pdb {pdb}: one Disrupted event");
+        let message = disrupted[0].message.clone().unwrap_or_default();
+        assert!(
+            message.contains("granted 1 seconds of grace-period of its 120 terminationGracePeriodSeconds"),
+            "{message}"
+        );
+        let pod = Api::<Pod>::namespaced(w.client.clone(), "default").get_opt("db").await.unwrap();
+        assert!(pod.is_none_or(|p| p.metadata.deletion_timestamp.is_some()), "pdb {pdb}: deleted all the same");
+        // Counted as Karpenter's terminator counts it (the reason is its NodeClaim's: none
+        // given, a forceful termination).
+        let series = "karpenter_pods_drained_total{reason=\"Forceful Termination\"} 1";
+        assert!(w.metrics.render().lines().any(|l| l == series), "pdb {pdb}: {series} missing");
+    }
 }
 
 /// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:274
