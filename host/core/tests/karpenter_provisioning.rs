@@ -1571,17 +1571,21 @@ fn relaxed(nc: &tenon_api::NodeClaim) -> Option<&str> {
     nc.metadata.annotations.as_ref()?.get("karpenter.sh/nodeclaim-min-values-relaxed").map(String::as_str)
 }
 
+/// Pod `p` on `instance-type-1`, its NodeClaim created relaxed to the two types there are.
+fn relaxed_to_the_two_types(d: &Decision) {
+    assert_eq!(label(d, "p", INSTANCE_TYPE).as_deref(), Some("instance-type-1"));
+    let nc = d.created("p");
+    assert_eq!(relaxed(&nc), Some("true"));
+    let types = vec!["instance-type-1".to_string(), "instance-type-2".into()];
+    assert_eq!(written_requirement(&nc, INSTANCE_TYPE), (types, Some(2)));
+}
+
 /// karpenter:pkg/controllers/provisioning/suite_test.go:2962
 #[test]
 fn best_effort_min_values_schedule_on_what_there_is_and_say_so() {
     let mut c = best_effort_two_types();
     pool(&mut c, "default", &format!("  weight: 100\n  template: {{spec: {{requirements: [{THREE_TYPES}]}}}}\n"));
-    let d = c.decide();
-    assert_eq!(label(&d, "p", INSTANCE_TYPE).as_deref(), Some("instance-type-1"));
-    let nc = d.created("p");
-    assert_eq!(relaxed(&nc), Some("true"));
-    let types = vec!["instance-type-1".to_string(), "instance-type-2".into()];
-    assert_eq!(written_requirement(&nc, INSTANCE_TYPE), (types, Some(2)));
+    relaxed_to_the_two_types(&c.decide());
 }
 
 /// karpenter:pkg/controllers/provisioning/suite_test.go:3024
@@ -1593,10 +1597,7 @@ fn best_effort_relaxes_min_values_before_falling_back_to_another_nodepool() {
     pool(&mut c, "no-min-values", &format!("  weight: 10\n  template: {{spec: {{requirements: [{no_min}]}}}}\n"));
     let d = c.decide();
     assert_eq!(label(&d, "p", NODEPOOL).as_deref(), Some("default"));
-    let nc = d.created("p");
-    assert_eq!(relaxed(&nc), Some("true"));
-    let types = vec!["instance-type-1".to_string(), "instance-type-2".into()];
-    assert_eq!(written_requirement(&nc, INSTANCE_TYPE), (types, Some(2)));
+    relaxed_to_the_two_types(&d);
 }
 
 /// karpenter:pkg/controllers/provisioning/suite_test.go:3100
@@ -1607,11 +1608,7 @@ fn best_effort_relaxes_in_the_heavier_nodepool() {
     pool(&mut c, "lighter", &format!("  weight: 10\n  template: {{spec: {{requirements: [{THREE_TYPES}]}}}}\n"));
     let d = c.decide();
     assert_eq!(label(&d, "p", NODEPOOL).as_deref(), Some("default"));
-    assert_eq!(label(&d, "p", INSTANCE_TYPE).as_deref(), Some("instance-type-1"));
-    let nc = d.created("p");
-    assert_eq!(relaxed(&nc), Some("true"));
-    let types = vec!["instance-type-1".to_string(), "instance-type-2".into()];
-    assert_eq!(written_requirement(&nc, INSTANCE_TYPE), (types, Some(2)));
+    relaxed_to_the_two_types(&d);
 }
 
 const THREE_ZONES: &str =
