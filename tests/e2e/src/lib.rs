@@ -144,7 +144,8 @@ pub fn tenon_bin() -> PathBuf {
     // `cargo nextest run -p tenon-e2e` rebuilds only this crate, not the binary it runs: a stale
     // binary would test old code.
     let built = std::fs::metadata(&bin).and_then(|m| m.modified()).ok();
-    if let (Some(built), Some((newest, path))) = (built, newest_source(&repo().join("host"))) {
+    let newest = newest_dependency(&bin).or_else(|| newest_source(&repo().join("host")));
+    if let (Some(built), Some((newest, path))) = (built, newest) {
         assert!(
             newest <= built,
             "{} is older than {}: rebuild it with `cargo nextest run --workspace --no-run` (-p tenon-e2e does not)",
@@ -153,6 +154,17 @@ pub fn tenon_bin() -> PathBuf {
         );
     }
     bin
+}
+
+/// The most recently modified of the files cargo's dep-info (`<bin>.d`) says `bin` was built
+/// from: exactly its sources, so a test-only module (`#[cfg(test)]`) never makes it stale.
+fn newest_dependency(bin: &Path) -> Option<(std::time::SystemTime, PathBuf)> {
+    let info = std::fs::read_to_string(bin.with_extension("d")).ok()?;
+    let (_, deps) = info.lines().next()?.split_once(": ")?;
+    deps.split_whitespace()
+        .map(PathBuf::from)
+        .filter_map(|p| Some((std::fs::metadata(&p).and_then(|m| m.modified()).ok()?, p)))
+        .max_by_key(|(t, _)| *t)
 }
 
 /// The most recently modified source of the binary under `dir`: `.rs` files in `src/`
