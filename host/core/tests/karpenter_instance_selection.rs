@@ -513,15 +513,24 @@ fn min_values_unmet_after_the_pods_narrow_a_key_leaves_them_unscheduled() {
 /// karpenter:pkg/controllers/provisioning/scheduling/defaultconstraints_test.go:351
 #[test]
 fn without_configured_defaults_a_replica_set_pod_gets_no_spread_constraint() {
-    let mut c = cluster(shuffled_assorted(351), SUITE_REQUIREMENTS);
-    c.pending(
-        "{name: p, labels: {app: web}, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web-abc, uid: rs-uid, controller: true}]}",
-        "",
-    );
-    let d = c.decide();
-    let pod = d.snap.pods.iter().find(|p| p.name == "p").expect("the pod");
-    assert_eq!(pod.owner_kind.as_deref(), Some("ReplicaSet"));
-    assert!(pod.spread.is_empty(), "{:?}", pod.spread);
+    // The pod's ReplicaSet exists, so a configured default would apply.
+    let spread = |configured: bool| {
+        let mut c = cluster(shuffled_assorted(351), SUITE_REQUIREMENTS);
+        c.replica_set("web-abc", "{matchLabels: {app: web}}");
+        if configured {
+            c.scheduler_config("podTopologySpread: {defaultConstraints: [{topologyKey: topology.kubernetes.io/zone, maxSkew: 1, whenUnsatisfiable: DoNotSchedule}]}");
+        }
+        c.pending(
+            "{name: p, labels: {app: web}, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web-abc, uid: web-abc-uid, controller: true}]}",
+            "",
+        );
+        let d = c.decide();
+        let pod = d.snap.pods.iter().find(|p| p.name == "p").expect("the pod").clone();
+        assert_eq!(pod.owner_kind.as_deref(), Some("ReplicaSet"));
+        pod.spread
+    };
+    assert!(spread(false).is_empty(), "no defaults configured: no spread");
+    assert_eq!(spread(true).len(), 1, "the same pod with a default configured gets it");
 }
 
 /// karpenter:pkg/controllers/provisioning/scheduling/instance_selection_test.go:961

@@ -348,6 +348,38 @@ async fn a_nodeclaim_is_initialized_once_its_node_is_ready_with_capacity() {
     );
 }
 
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/initialization_test.go:441
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nodeclaim_is_initialized_once_its_startup_taints_are_gone() {
+    use k8s_openapi::api::core::v1::Node;
+    use kube::api::{Patch, PatchParams};
+    let w = World::new().await;
+    let startup = "  startupTaints: [{key: example.com/startup, effect: NoSchedule}]\n";
+    let nc = w.launched_with("on-demand", startup).await;
+    let taints = [
+        "{key: karpenter.sh/unregistered, effect: NoExecute}".to_string(),
+        "{key: example.com/startup, effect: NoSchedule}".to_string(),
+    ];
+    w.kubelet_registers(nc, &taints).await;
+    let mut lifecycle = Lifecycle::new(w.ctx.clone());
+    w.lifecycle_until(&mut lifecycle, condition::REGISTERED).await;
+    w.kubelet_reports(Some(serde_json::json!({"cpu": "2", "memory": "4Gi", "pods": "20"}))).await;
+    let conditions = w.conditions_after_passes(&mut lifecycle).await;
+    assert_eq!(condition_status(&conditions, condition::REGISTERED).as_deref(), Some("True"));
+    assert_eq!(
+        condition_status(&conditions, condition::INITIALIZED).as_deref(),
+        Some("Unknown"),
+        "a startup taint is on"
+    );
+    // Its owner (a CNI, say) removes the startup taint.
+    let nodes: Api<Node> = Api::all(w.client.clone());
+    nodes
+        .patch("node-a", &PatchParams::default(), &Patch::Merge(&serde_json::json!({"spec": {"taints": []}})))
+        .await
+        .unwrap();
+    w.lifecycle_until(&mut lifecycle, condition::INITIALIZED).await;
+}
+
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/initialization_test.go:253
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/initialization_test.go:304
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

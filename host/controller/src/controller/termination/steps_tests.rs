@@ -599,6 +599,7 @@ async fn a_nodeclaim_never_launched_is_released_without_a_cloud_call() {
     w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
     assert_eq!(w.claim_step("nc", now()).await.unwrap(), Progress::Released);
     assert!(w.ec2.calls().is_empty());
+    assert!(w.get_claim("nc").await.is_none(), "the NodeClaim is gone");
 }
 
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:400
