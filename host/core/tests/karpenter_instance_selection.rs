@@ -1,3 +1,4 @@
+//! (Long: Karpenter's instance-selection suite, case by case.)
 //! Karpenter's `pkg/controllers/provisioning/scheduling/instance_selection_test.go` (and the
 //! one default-constraints case Tenon can express), ported: each test names the cases it
 //! accounts for (tests/conformance/karpenter.tsv). Unless a case brings its own catalog, the

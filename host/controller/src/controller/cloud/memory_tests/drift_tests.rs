@@ -372,3 +372,26 @@ async fn budgets_of_several_nodepools_are_each_respected() {
         w.ctx.metrics.value(NODEPOOLS_NODES_CONSUMING_BUDGETS, &[("nodepool", "default"), ("reason", "Drifted")]);
     assert_eq!(consuming, Some(0.0));
 }
+
+/// karpenter:pkg/controllers/nodepool/hash/suite_test.go:163
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodeclaims_stamped_under_another_hash_version_are_restamped() {
+    let w = World::new().await;
+    w.pool_with(serde_json::json!({"consolidateAfter": "Never"})).await;
+    let claims: Api<NodeClaim> = Api::all(w.client.clone());
+    for name in ["node-0", "node-1"] {
+        w.running(name, "fake-it-0", "on-demand", &[]).await;
+        let old = serde_json::json!({"metadata": {"annotations": {
+            wk::ANNOTATION_NODEPOOL_HASH: "123456", wk::ANNOTATION_NODEPOOL_HASH_VERSION: "test"}}});
+        let written = claims.patch(name, &PatchParams::default(), &Patch::Merge(&old)).await.unwrap();
+        w.cached(&written).await;
+    }
+    Disruption::new(w.ctx.clone()).reconcile().await.unwrap();
+    let pool = Api::<tenon_api::NodePool>::all(w.client.clone()).get("default").await.unwrap();
+    for name in ["node-0", "node-1"] {
+        let annotations = claims.get(name).await.unwrap().metadata.annotations.unwrap_or_default();
+        assert_eq!(annotations.get(wk::ANNOTATION_NODEPOOL_HASH), Some(&pool.template_hash()), "{name}");
+        let version = annotations.get(wk::ANNOTATION_NODEPOOL_HASH_VERSION).map(String::as_str);
+        assert_eq!(version, Some(tenon_api::hash::NODEPOOL_HASH_VERSION), "{name}");
+    }
+}
