@@ -947,6 +947,9 @@ fn a_replacement_with_fewer_cheaper_types_than_min_values_is_not_made() {
     rs_pod(&mut c, "p", "node-1", "");
     let (_, d) = decide(&c);
     assert!(d.plan.is_none(), "{:?}", d.plan);
+    // Refused for minValues, not only for the spot-to-spot minimum of 15 types.
+    let why = unconsolidatable(&d);
+    assert!(why.len() == 1 && why[0].starts_with("Filtering by price: minValues 16"), "{why:?}");
     assert_eq!(nodeclaims(&c), ["node-1"]);
     assert_eq!(node_names(&c), ["node-1"]);
 }

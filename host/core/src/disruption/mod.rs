@@ -741,8 +741,14 @@ impl<'a> Round<'a> {
                 let cat = &snap.nodepools[nc.nodepool].instance_types;
                 let price_of = |t: u32, reqs: &Requirements| cat[t as usize].cheapest(reqs).map(|o| o.price);
                 let reqs = nc.requirements.clone();
-                // Karpenter keeps a type only if even its dearest launch would be cheaper.
+                // Karpenter keeps a type only if even its dearest launch would be cheaper, and
+                // what is left must still meet the NodePool's minValues
+                // (`RemoveInstanceTypeOptionsByPriceAndMinValues`).
                 nc.instance_types.retain(|&t| cat[t as usize].worst_launch_price(&reqs).is_some_and(|p| p < price));
+                if let Some(m) = min_values_problem(&nc.instance_types, cat, &nc.requirements) {
+                    unconsolidatable(self, format!("Filtering by price: {m}"));
+                    return None;
+                }
                 if spot_to_spot && nodes.len() == 1 {
                     if nc.instance_types.len() < MIN_SPOT_TO_SPOT_TYPES {
                         let why = format!(
