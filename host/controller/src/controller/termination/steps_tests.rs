@@ -617,6 +617,9 @@ async fn an_unregistered_nodeclaims_node_is_not_deleted_its_instance_is_terminat
     assert_eq!(w.ec2.calls(), ["i-1"]);
     w.ec2.finish("i-1");
     assert_eq!(w.claim_step("nc", now()).await.unwrap(), Progress::Released);
+    assert!(w.get_claim("nc").await.is_none(), "the NodeClaim is gone");
+    let node = w.get_node("i-1").await.expect("its Node is still there");
+    assert!(node.metadata.deletion_timestamp.is_none(), "and not being deleted");
 }
 
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:198

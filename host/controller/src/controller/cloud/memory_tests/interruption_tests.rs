@@ -195,3 +195,15 @@ async fn an_instance_that_recovers_and_fails_again_is_counted_again() {
     w.interruption().check_once(&mut seen).await;
     assert_eq!(w.unreachable_counted(), Some(2.0));
 }
+
+/// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:270
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_change_not_acted_on_is_deleted_from_the_queue_and_deletes_nothing() {
+    let w = World::new().await;
+    let claims = w.launched_many(1).await;
+    // `interrupt_all` waits for the controller to delete the message from the queue.
+    w.interrupt_all(vec![event(InterruptionKind::StateChange("creating".into()), &claims[0].1)], &[]).await;
+    assert_eq!(w.claims_deleting().await, [(claims[0].0.clone(), false)], "the NodeClaim is kept");
+    assert_eq!(w.disrupted_on_demand("instance_terminated"), None);
+    assert_eq!(w.disrupted_on_demand("instance_stopped"), None);
+}
