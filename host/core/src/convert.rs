@@ -740,19 +740,10 @@ pub fn daemonset(ds: &apps::DaemonSet, running: Option<&cached_pod::Pod>) -> Res
     Ok(DaemonSet { namespace: ns, name, pod: p })
 }
 
-/// Whether `p`'s controller is DaemonSet `ds` (by UID when both carry one).
-fn controlled_by(p: &cached_pod::Pod, ds: &apps::DaemonSet) -> bool {
-    p.metadata.owner_references.iter().flatten().any(|o| {
-        o.controller == Some(true)
-            && o.kind == "DaemonSet"
-            && Some(&o.name) == ds.metadata.name.as_ref()
-            && ds.metadata.uid.as_ref().is_none_or(|u| *u == o.uid)
-    })
-}
-
-/// The newest pod each DaemonSet controls, by namespace and DaemonSet name.
-fn daemonset_pods(pods: &[Arc<cached_pod::Pod>]) -> HashMap<(&str, &str), &cached_pod::Pod> {
-    let mut out: HashMap<(&str, &str), &cached_pod::Pod> = HashMap::new();
+/// The newest pod each DaemonSet controls, by namespace and DaemonSet name, with the UID of
+/// the DaemonSet its owner reference names.
+fn daemonset_pods(pods: &[Arc<cached_pod::Pod>]) -> HashMap<(&str, &str), (&cached_pod::Pod, &str)> {
+    let mut out: HashMap<(&str, &str), (&cached_pod::Pod, &str)> = HashMap::new();
     for p in pods {
         let Some(owner) = p.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true)) else {
             continue;
@@ -763,9 +754,9 @@ fn daemonset_pods(pods: &[Arc<cached_pod::Pod>]) -> HashMap<(&str, &str), &cache
         let key = (p.metadata.namespace.as_deref().unwrap_or("default"), owner.name.as_str());
         let created = |p: &cached_pod::Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
         match out.get(&key) {
-            Some(seen) if created(seen) >= created(p) => {}
+            Some((seen, _)) if created(seen) >= created(p) => {}
             _ => {
-                out.insert(key, p);
+                out.insert(key, (p, owner.uid.as_str()));
             }
         }
     }
@@ -1108,7 +1099,9 @@ pub fn snapshot(
     let running = daemonset_pods(&objects.pods);
     for ds in &objects.daemonsets {
         let key = (ds.metadata.namespace.as_deref().unwrap_or("default"), ds.metadata.name.as_deref().unwrap_or(""));
-        let pod = running.get(&key).copied().filter(|p| controlled_by(p, ds));
+        // Its pod, unless the name is an earlier DaemonSet's (by UID, when the object has one).
+        let pod =
+            running.get(&key).filter(|(_, uid)| ds.metadata.uid.as_deref().is_none_or(|u| u == *uid)).map(|&(p, _)| p);
         match daemonset(ds, pod) {
             Ok(d) => snap.daemonsets.push(d),
             Err(e) => errors.push(e),

@@ -259,10 +259,8 @@ fn values_offered(types: &[u32], cat: &[InstanceType], r: &Requirement) -> usize
 /// BestEffort `MinValuesPolicy`).
 fn relaxed_min_values(types: &[u32], cat: &[InstanceType], reqs: &Requirements) -> Requirements {
     reqs.iter()
-        .map(|r| match r.min_values {
-            Some(min) if values_offered(types, cat, r) < min as usize => {
-                r.clone().with_min_values(Some(values_offered(types, cat, r) as u32))
-            }
+        .map(|r| match r.min_values.map(|min| (min, values_offered(types, cat, r))) {
+            Some((min, offered)) if offered < min as usize => r.clone().with_min_values(Some(offered as u32)),
             _ => r.clone(),
         })
         .collect()
@@ -614,9 +612,7 @@ impl<'a> Scheduler<'a> {
                 let pl = &self.pools[pool];
                 // A host port some types' DaemonSets take rules those types out.
                 let ports_vary = !pod.host_ports.is_empty() && pl.daemons.has_ports();
-                let port_free = |t: u32| {
-                    !ports_vary || !pl.daemons.ports(t).iter().any(|d| pod.host_ports.iter().any(|p| p.conflicts(d)))
-                };
+                let port_free = |t: u32| !ports_vary || !pl.daemons.takes_port(t, &pod.host_ports);
                 if keys.is_empty() && !ports_vary && requests.fits_in(&bin.cap_min) {
                     return Some(Joined {
                         reqs: merged,
@@ -834,8 +830,10 @@ impl<'a> Scheduler<'a> {
             return "host port conflict".into();
         }
         let daemons = &self.pools[pool].daemons;
-        let taken = |t: &u32| daemons.ports(*t).iter().any(|d| pod.host_ports.iter().any(|p| p.conflicts(d)));
-        if !pod.host_ports.is_empty() && !bin.types.is_empty() && bin.types.iter().all(taken) {
+        if !pod.host_ports.is_empty()
+            && !bin.types.is_empty()
+            && bin.types.iter().all(|&t| daemons.takes_port(t, &pod.host_ports))
+        {
             return "host port conflict with a DaemonSet's pod on every instance type".into();
         }
         for &g in &ps.groups {

@@ -45,16 +45,20 @@ impl DaemonOverhead {
                 .filter(|(_, terms)| terms.iter().any(|t| intersects(it, t)))
                 .map(|&(i, _)| i)
                 .collect();
-            let next = out.groups.len() as u32;
-            let g = *by_members.entry(members.clone()).or_insert(next);
-            if g == next {
-                let mut group = Group::default();
-                for &i in &members {
-                    group.requests.add(&daemonsets[i].pod.requests);
-                    group.ports.extend(daemonsets[i].pod.host_ports.iter().cloned());
+            let g = match by_members.get(&members) {
+                Some(&g) => g,
+                None => {
+                    let mut group = Group::default();
+                    for &i in &members {
+                        group.requests.add(&daemonsets[i].pod.requests);
+                        group.ports.extend(daemonsets[i].pod.host_ports.iter().cloned());
+                    }
+                    out.groups.push(group);
+                    let g = out.groups.len() as u32 - 1;
+                    by_members.insert(members, g);
+                    g
                 }
-                out.groups.push(group);
-            }
+            };
             out.group_of.push(g);
         }
         out
@@ -65,9 +69,9 @@ impl DaemonOverhead {
         &self.group(t).requests
     }
 
-    /// The host ports the DaemonSets running on catalog type `t` take.
-    pub(crate) fn ports(&self, t: u32) -> &[HostPort] {
-        &self.group(t).ports
+    /// Whether the DaemonSets running on catalog type `t` take one of `ports`.
+    pub(crate) fn takes_port(&self, t: u32, ports: &[HostPort]) -> bool {
+        self.group(t).ports.iter().any(|d| ports.iter().any(|p| p.conflicts(d)))
     }
 
     /// The smallest overhead among `types`, resource by resource: what a NodeClaim that
