@@ -204,9 +204,7 @@ impl World {
     /// cheaper type created, brought up, and `node-0` deleted after it.
     pub(super) async fn replaced_by_a_cheaper_one(&self) {
         let mut disruption = Disruption::new(self.ctx.clone());
-        self.disruption_until(&mut disruption, "a replacement", || async { self.claims_deleting().await.len() == 2 })
-            .await;
-        let replacement = self.replacement().await;
+        let replacement = self.replaced_through(&mut disruption, 2, "node-0").await;
         let nc = Api::<NodeClaim>::all(self.client.clone()).get(&replacement).await.unwrap();
         let types: Vec<String> = nc
             .spec
@@ -216,11 +214,6 @@ impl World {
             .flat_map(|r| r.values.clone())
             .collect();
         assert!(!types.is_empty() && !types.contains(&"fake-it-3".to_string()), "not the dearest type: {types:?}");
-        self.replacement_up(&replacement).await;
-        self.disruption_until(&mut disruption, "the candidate deleted", || async {
-            self.claims_deleting().await.contains(&("node-0".to_string(), true))
-        })
-        .await;
         assert_eq!(self.claims_deleting().await, [(replacement, false), ("node-0".into(), true)]);
     }
 }

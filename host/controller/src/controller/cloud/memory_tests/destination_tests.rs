@@ -181,13 +181,7 @@ async fn a_node_is_replaced_keeping_the_zonal_spread() {
         ["test-zone-1", "test-zone-2", "test-zone-3"].into_iter().map(|z| (z.to_string(), 1)).collect();
     assert_eq!(w.spread().await, one_each);
     let mut disruption = Disruption::new(w.ctx.clone());
-    w.disruption_until(&mut disruption, "a replacement", || async { w.claims_deleting().await.len() == 4 }).await;
-    let replacement = w.replacement().await;
-    w.replacement_up(&replacement).await;
-    w.disruption_until(&mut disruption, "node-1 deleted", || async {
-        w.claims_deleting().await.contains(&("node-1".into(), true))
-    })
-    .await;
+    let replacement = w.replaced_through(&mut disruption, 4, "node-1").await;
     let mut kept = w.not_deleting().await;
     kept.sort();
     let mut want = vec!["node-0".to_string(), "node-2".into(), replacement.clone()];

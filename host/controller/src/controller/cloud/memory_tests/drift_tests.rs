@@ -317,13 +317,7 @@ async fn non_empty_drifted_nodes_go_one_at_a_time_earliest_drift_first() {
     let tainted = |n: Node| super::taint_keys(&n).iter().any(|t| t == wk::TAINT_DISRUPTED);
     assert!(tainted(nodes.get("node-1").await.unwrap()), "the earliest drift goes first");
     assert!(!tainted(nodes.get("node-0").await.unwrap()), "one non-empty node at a time");
-    w.disruption_until(&mut disruption, "a replacement", || async { w.claims_deleting().await.len() == 3 }).await;
-    let replacement = w.replacement().await;
-    w.replacement_up(&replacement).await;
-    w.disruption_until(&mut disruption, "node-1 deleted", || async {
-        w.claims_deleting().await.contains(&("node-1".to_string(), true))
-    })
-    .await;
+    w.replaced_through(&mut disruption, 3, "node-1").await;
     assert!(w.claims_deleting().await.contains(&("node-0".to_string(), false)), "node-0 is still there");
 }
 

@@ -93,6 +93,26 @@ impl World {
         self.registered(name, true).await;
     }
 
+    /// Runs `disruption`'s rounds until there are `claims` NodeClaims (its replacement
+    /// created), brings the replacement up, then runs rounds until `candidate` is being
+    /// deleted; the replacement's name.
+    pub(super) async fn replaced_through(
+        &self,
+        disruption: &mut crate::controller::disruption::Disruption,
+        claims: usize,
+        candidate: &str,
+    ) -> String {
+        self.disruption_until(disruption, "a replacement", || async { self.claims_deleting().await.len() == claims })
+            .await;
+        let replacement = self.replacement().await;
+        self.replacement_up(&replacement).await;
+        self.disruption_until(disruption, &format!("{candidate} deleted"), || async {
+            self.claims_deleting().await.contains(&(candidate.to_string(), true))
+        })
+        .await;
+        replacement
+    }
+
     /// Waits until the cache holds NodeClaim `nc` as written.
     pub(super) async fn cached(&self, nc: &NodeClaim) {
         let version = nc.metadata.resource_version.clone();
