@@ -1019,5 +1019,6 @@ mod nodes;
 mod queue_tests;
 mod quiet_tests;
 mod ranked_launch_tests;
+mod registration_health_tests;
 mod replace_tests;
 mod validation_tests;

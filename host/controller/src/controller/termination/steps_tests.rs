@@ -547,6 +547,7 @@ async fn a_deleted_nodeclaim_deletes_its_node_then_waits_for_the_instance_to_be_
     w.nodes().patch(&node_name("i-1"), &PatchParams::default(), &Patch::Merge(&fin)).await.unwrap();
     w.ec2.run("i-1");
     assert_eq!(w.claim_step("nc", t0 + 21).await.unwrap(), Progress::Waiting);
+    assert_eq!(w.ec2.calls(), ["i-1"], "its instance is terminated");
     let nc = w.get_claim("nc").await.unwrap();
     assert_eq!(condition_of(&nc, condition::INSTANCE_TERMINATING).unwrap().0, "True");
     assert_eq!(condition_of(&nc, condition::READY).unwrap().0, "True", "the root condition is left alone");
