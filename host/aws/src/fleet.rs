@@ -151,6 +151,7 @@ pub(crate) async fn create(
         labels: &req.labels,
         taints: req.taints.iter().chain(&req.startup_taints).cloned().collect(),
         capacity_type: &capacity_type,
+        tenancy: &req.tenancy,
         requested,
         tags: &lt_tags,
     };
@@ -245,7 +246,7 @@ pub(crate) async fn create(
         reported.retain(|k, _| !own.contains_key(k));
     }
     // As Karpenter does: the answer names the override each instance launched from.
-    if let Some(i) = from_answer(&out, &id, &placements, status, &capacity_type, reported) {
+    if let Some(i) = from_answer(&out, &id, &placements, status, &capacity_type, &req.tenancy, reported) {
         return Ok(i);
     }
     // A just-launched instance can take a moment to appear in DescribeInstances.
@@ -270,6 +271,7 @@ fn from_answer(
     placements: &[Placement],
     status: &tenon_api::ec2nodeclass::EC2NodeClassStatus,
     capacity_type: &str,
+    tenancy: &str,
     tags: BTreeMap<String, String>,
 ) -> Option<Instance> {
     let launched = out.instances().iter().find(|i| i.instance_ids().iter().any(|i| i == id))?;
@@ -289,6 +291,8 @@ fn from_answer(
         state: tenon_core::cloud::InstanceState::Pending,
         launched_at: Some(crate::now_secs()),
         tags,
+        // CreateFleet's answer does not say; the template asked for it.
+        tenancy: tenancy.to_string(),
     })
 }
 
@@ -412,6 +416,7 @@ mod tests {
             labels: BTreeMap::new(),
             taints: vec![],
             startup_taints: vec![],
+            tenancy: "default".into(),
         }
     }
 

@@ -7,7 +7,7 @@ use crate::nodeclass::ami_serves;
 use aws_sdk_ec2::types::Filter;
 use std::collections::BTreeMap;
 use tenon_api::EC2NodeClass;
-use tenon_core::cloud::{CloudError, Instance, InstanceState};
+use tenon_core::cloud::{CloudError, Instance, InstanceState, TENANCY_DEFAULT};
 
 /// Ids per DescribeInstances / TerminateInstances call.
 pub const CHUNK: usize = 500;
@@ -36,6 +36,10 @@ pub(crate) fn from_sdk(i: &aws_sdk_ec2::types::Instance) -> Option<Instance> {
         state,
         launched_at: i.launch_time().map(|t| t.secs()),
         tags: i.tags().iter().filter_map(|t| Some((t.key()?.to_string(), t.value()?.to_string()))).collect(),
+        tenancy: match i.placement().and_then(|p| p.tenancy()).map(|t| t.as_str()) {
+            Some(t) if !t.is_empty() => t.to_string(),
+            _ => TENANCY_DEFAULT.to_string(),
+        },
     })
 }
 

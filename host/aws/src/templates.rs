@@ -28,6 +28,8 @@ pub struct Launch<'a> {
     /// The NodeClaim's taints, then its startup taints.
     pub taints: Vec<Taint>,
     pub capacity_type: &'a str,
+    /// `default` or `dedicated` (the request's).
+    pub tenancy: &'a str,
     /// The resources the NodeClaim requests (`spec.resources.requests`), by name.
     pub requested: &'a BTreeSet<String>,
     /// Tags for the templates, and the interfaces and spot requests launched from them.
@@ -131,7 +133,7 @@ pub fn resolve(l: &Launch, choices: &[Choice]) -> Result<Vec<(LaunchTemplateSpec
             enclave,
             capacity_type: l.capacity_type.to_string(),
             capacity_reservation_preference: l.settings.reserved_capacity.then(|| "none".to_string()),
-            tenancy: "default".into(),
+            tenancy: l.tenancy.to_string(),
             tags: l.tags.clone(),
         };
         // A Custom family's user data ignores max pods: such groups are one template.
@@ -251,6 +253,7 @@ status:
             labels: &i.labels,
             taints: i.taints.clone(),
             capacity_type: &capacity_type,
+            tenancy: "default",
             requested: &i.requested,
             tags: &i.tags,
         };

@@ -202,6 +202,7 @@ fn running(image: &str, instance_type: &str) -> Instance {
         state: InstanceState::Running,
         launched_at: None,
         tags: BTreeMap::new(),
+        tenancy: "default".into(),
     }
 }
 

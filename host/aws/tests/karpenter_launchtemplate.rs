@@ -141,7 +141,6 @@ async fn ip_prefix_count_goes_on_the_primary_interface() {
 /// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2755
 /// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:2812
 /// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:3076
-/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:3077
 /// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:3263
 #[tokio::test]
 async fn a_default_launch_template_is_karpenters() {
@@ -171,6 +170,26 @@ async fn a_default_launch_template_is_karpenters() {
         d.capacity_reservation_specification().and_then(|c| c.capacity_reservation_preference()),
         Some(&CapacityReservationPreference::None)
     );
+}
+
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:3077
+/// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:3078
+#[tokio::test]
+async fn a_template_asks_for_the_tenancy_the_launch_chose() {
+    let moto = Moto::start();
+    let p = moto.provider("tnc").await;
+    lab(&p, "tnc").await;
+    let nc = resolved(&p, lab_nodeclass("tnc")).await;
+    for (i, tenancy) in [Tenancy::Default, Tenancy::Dedicated].into_iter().enumerate() {
+        let mut req = request(&format!("tnc-{i}"), &nc, vec![option("m5.large", "us-east-1a", "amd64")]);
+        req.tenancy = tenancy.as_str().into();
+        let made = templates_made_by(&p, async {
+            p.create(&req).await.unwrap();
+        })
+        .await;
+        assert_eq!(made.len(), 1, "one new template per tenancy");
+        assert_eq!(made[0].placement().and_then(|p| p.tenancy()), Some(&tenancy));
+    }
 }
 
 /// karpenter-provider-aws:pkg/providers/launchtemplate/suite_test.go:787

@@ -21,6 +21,7 @@
 //! Spot prices are not real data: a spot offering costs [`SPOT_PRICE_MODEL_FACTOR`] × the
 //! on-demand price, and every consumer that shows it must say it is a model.
 
+use crate::cloud::{TENANCY_DEDICATED, TENANCY_DEFAULT};
 use crate::instancetype::{InstanceType, Offering};
 use crate::requirements::{Requirement, Requirements};
 use crate::resources::Resources;
@@ -64,6 +65,7 @@ pub fn synthetic(count: usize) -> Vec<InstanceType> {
                 Requirement::in_values(wk::LABEL_ARCH, ["amd64"]),
                 Requirement::in_values(wk::LABEL_OS, ["linux"]),
                 Requirement::in_values(wk::LABEL_INSTANCE_CPU, [n.to_string()]),
+                Requirement::in_values(wk::LABEL_INSTANCE_TENANCY, [TENANCY_DEFAULT, TENANCY_DEDICATED]),
             ]);
             InstanceType::new(&name, reqs, capacity, Resources::new(100, 10 * MIB, 0), offerings)
         })
@@ -329,8 +331,6 @@ pub fn instance_type_from_info(
         ),
         (wk::LABEL_INSTANCE_NITRO_ENCLAVES, (info["NitroEnclavesSupport"].as_str() == Some("supported")).to_string()),
         (wk::LABEL_INSTANCE_CAPABILITY_FLEX, flex.to_string()),
-        // Dedicated tenancy needs the launch to ask for it, which Tenon does not yet do.
-        (wk::LABEL_INSTANCE_TENANCY, "default".to_string()),
     ];
     if !generation.is_empty() {
         labels.push((wk::LABEL_INSTANCE_GENERATION, generation));
@@ -396,7 +396,10 @@ pub fn instance_type_from_info(
     if let Some(efa) = net["EfaInfo"]["MaximumEfaInterfaces"].as_i64().filter(|n| *n > 0) {
         capacity.set(wk::RESOURCE_EFA, efa);
     }
-    let reqs = Requirements::from_iter(labels.into_iter().map(|(k, v)| Requirement::in_values(k, [v]))).compact();
+    let mut reqs = Requirements::from_iter(labels.into_iter().map(|(k, v)| Requirement::in_values(k, [v])));
+    // Every type launches either way: the tenancy is the launch's choice (`launch_tenancy`).
+    reqs.add(Requirement::in_values(wk::LABEL_INSTANCE_TENANCY, [TENANCY_DEFAULT, TENANCY_DEDICATED]));
+    let reqs = reqs.compact();
 
     // Overhead = kube-reserved + system-reserved + the eviction threshold.
     let reserved_pods = if flags.eni_limited_memory_overhead { eni_limited_pods(net, 0)? } else { max_pods };

@@ -3,6 +3,7 @@
 //! Implementations live outside the core (`tenon-aws` for EC2). The trait is async because
 //! every real implementation is; the core itself never calls it, so it needs no runtime.
 
+use crate::requirements::Requirements;
 use crate::taints::Taint;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -49,7 +50,22 @@ pub struct LaunchRequest {
     pub labels: BTreeMap<String, String>,
     pub taints: Vec<Taint>,
     pub startup_taints: Vec<Taint>,
+    /// `default` or `dedicated`: see [`launch_tenancy`].
+    pub tenancy: String,
 }
+
+/// The tenancy a NodeClaim with `requirements` is launched with, as Karpenter chooses it:
+/// `default` when its `karpenter.k8s.aws/instance-tenancy` requirement allows it (or there is
+/// none), else `dedicated`.
+pub fn launch_tenancy(requirements: &Requirements) -> &'static str {
+    match requirements.get(tenon_api::wellknown::LABEL_INSTANCE_TENANCY) {
+        Some(r) if !r.has(TENANCY_DEFAULT) && r.has(TENANCY_DEDICATED) => TENANCY_DEDICATED,
+        _ => TENANCY_DEFAULT,
+    }
+}
+
+pub const TENANCY_DEFAULT: &str = "default";
+pub const TENANCY_DEDICATED: &str = "dedicated";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InstanceState {
@@ -96,6 +112,8 @@ pub struct Instance {
     /// Seconds since the epoch.
     pub launched_at: Option<i64>,
     pub tags: BTreeMap<String, String>,
+    /// `default` or `dedicated`: the instance's `Placement.Tenancy`.
+    pub tenancy: String,
 }
 
 impl Instance {

@@ -870,6 +870,12 @@ fn a_pod_requiring_default_tenancy_gets_it() {
     assert_eq!(tenancy_of(ON_DEMAND, Some("default")).as_deref(), Some("default"));
 }
 
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2934
+#[test]
+fn a_pod_requiring_dedicated_tenancy_gets_it() {
+    assert_eq!(tenancy_of(ON_DEMAND, Some("dedicated")).as_deref(), Some("dedicated"));
+}
+
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2964
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2965
 #[test]
@@ -877,10 +883,9 @@ fn a_pod_never_gets_a_tenancy_its_nodepool_forbids() {
     for (nodepool, pod) in [("dedicated", "default"), ("default", "dedicated")] {
         let np = format!("{{key: {TENANCY}, operator: In, values: [{nodepool}]}}");
         assert_eq!(tenancy_of(&np, Some(pod)), None, "NodePool {nodepool}, pod {pod}");
+        // Agreeing, they schedule: each NodePool can launch its own tenancy.
+        assert_eq!(tenancy_of(&np, Some(nodepool)).as_deref(), Some(nodepool), "NodePool {nodepool}");
     }
-    // Agreeing, they schedule.
-    let np = format!("{{key: {TENANCY}, operator: In, values: [default]}}");
-    assert_eq!(tenancy_of(&np, Some("default")).as_deref(), Some("default"));
 }
 
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:431

@@ -169,6 +169,7 @@ pub fn request(nodeclaim: &str, nc: &EC2NodeClass, options: Vec<LaunchOption>) -
         labels: BTreeMap::from([("capacity.example.io/pool".to_string(), "lab-general".to_string())]),
         taints: vec![Taint { key: "dedicated".into(), value: "batch".into(), effect: Effect::NoSchedule }],
         startup_taints: vec![],
+        tenancy: "default".into(),
     }
 }
 

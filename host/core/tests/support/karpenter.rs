@@ -575,5 +575,10 @@ pub fn launched_labels(snap: &ClusterSnapshot, nc: &NewNodeClaim) -> BTreeMap<St
     labels.extend(it.labels());
     labels.insert("topology.kubernetes.io/zone".into(), offering.zone.clone());
     labels.insert("karpenter.sh/capacity-type".into(), offering.capacity_type.clone());
+    // The controller's launch asks for this tenancy and labels the NodeClaim with it.
+    labels.insert(
+        tenon_api::wellknown::LABEL_INSTANCE_TENANCY.into(),
+        tenon_core::cloud::launch_tenancy(&nc.requirements).into(),
+    );
     labels
 }

@@ -272,6 +272,7 @@ impl MemoryCloud {
             state: InstanceState::Running,
             launched_at: Some(crate::controller::unix_now()),
             tags,
+            tenancy: req.tenancy.clone(),
         };
         s.instances.insert(id, instance.clone());
         Ok(instance)

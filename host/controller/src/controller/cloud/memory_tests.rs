@@ -1021,4 +1021,5 @@ mod quiet_tests;
 mod ranked_launch_tests;
 mod registration_health_tests;
 mod replace_tests;
+mod tenancy_tests;
 mod validation_tests;

@@ -220,6 +220,7 @@ mod tests {
             state: InstanceState::Running,
             launched_at: Some(launched),
             tags,
+            tenancy: "default".into(),
         }
     }
 

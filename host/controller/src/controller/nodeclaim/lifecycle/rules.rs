@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use tenon_api::common::Condition;
 use tenon_api::wellknown::{self as wk, condition};
 use tenon_api::{EC2NodeClass, NodeClaim};
-use tenon_core::cloud::{Instance, LaunchOption, LaunchRequest};
+use tenon_core::cloud::{Instance, LaunchOption, LaunchRequest, launch_tenancy};
 use tenon_core::convert::requirements_with_min_values;
 use tenon_core::instancetype::InstanceType;
 use tenon_core::orchestration::{launch, liveness};
@@ -122,6 +122,7 @@ pub fn launch_request(
         labels,
         taints: nc.spec.taints.iter().map(taint).collect(),
         startup_taints: nc.spec.startup_taints.iter().map(taint).collect(),
+        tenancy: launch_tenancy(&requirements_with_min_values(&nc.spec.requirements)).to_string(),
     }
 }
 
@@ -136,6 +137,7 @@ pub fn launched_labels(instance: &Instance, it: Option<&InstanceType>) -> BTreeM
     labels.insert(wk::LABEL_INSTANCE_TYPE.into(), instance.instance_type.clone());
     labels.insert(wk::LABEL_ZONE.into(), instance.zone.clone());
     labels.insert(wk::LABEL_CAPACITY_TYPE.into(), instance.capacity_type.clone());
+    labels.insert(wk::LABEL_INSTANCE_TENANCY.into(), instance.tenancy.clone());
     labels
 }
 
@@ -742,6 +744,7 @@ spec:
             state: tenon_core::cloud::InstanceState::Running,
             launched_at: None,
             tags: Default::default(),
+            tenancy: "default".into(),
         };
         let st = launched_status(&seed_nodeclaim(), &instance, None);
         assert_eq!(st["providerID"], "aws:///us-east-1a/i-1");
