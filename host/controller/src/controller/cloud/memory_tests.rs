@@ -228,9 +228,12 @@ async fn a_nodeclaim_of_another_nodeclass_is_left_alone_by_lifecycle_and_termina
     // past its registration liveness and deleted, and its Node registered if it appeared.
     let launched = serde_json::json!({"type": "Launched", "status": "True", "reason": "Launched", "message": "",
         "lastTransitionTime": "2026-01-01T00:00:00Z"});
+    // The registration clock runs from this condition's transition.
+    let registered = serde_json::json!({"type": "Registered", "status": "Unknown", "reason": "AwaitingReconciliation",
+        "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"});
     with_status.status = Some(
         serde_json::from_value(
-            serde_json::json!({"providerID": "test:///other", "nodeName": "other", "conditions": [launched]}),
+            serde_json::json!({"providerID": "test:///other", "nodeName": "other", "conditions": [launched, registered]}),
         )
         .unwrap(),
     );
@@ -271,7 +274,7 @@ async fn a_nodeclaim_of_another_nodeclass_is_left_alone_by_lifecycle_and_termina
     let deleting = api.get("other").await.unwrap();
     assert_eq!(deleting.metadata.finalizers.unwrap_or_default(), ["karpenter.sh/termination"]);
     let conditions: Vec<String> = deleting.status.unwrap_or_default().conditions.into_iter().map(|c| c.type_).collect();
-    assert_eq!(conditions, ["Launched"], "no condition written but its own");
+    assert_eq!(conditions, ["Launched", "Registered"], "no condition written but its own");
     let node_then = Api::<Node>::all(w.client.clone()).get("other").await.expect("its Node is not deleted");
     assert!(node_then.metadata.deletion_timestamp.is_none(), "its Node is not deleted");
     assert_eq!(node_then.metadata.resource_version, node_before.metadata.resource_version, "nor written");

@@ -207,3 +207,15 @@ async fn a_state_change_not_acted_on_is_deleted_from_the_queue_and_deletes_nothi
     assert_eq!(w.disrupted_on_demand("instance_terminated"), None);
     assert_eq!(w.disrupted_on_demand("instance_stopped"), None);
 }
+
+/// karpenter-provider-aws:pkg/controllers/interruption/suite_test.go:752
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spot_warning_for_an_instance_no_nodeclaim_owns_is_deleted_from_the_queue() {
+    let w = World::new().await;
+    let claims = w.launched_many(1).await;
+    // `interrupt_all` waits for the controller to delete the message from the queue.
+    w.interrupt_all(vec![event(InterruptionKind::SpotInterruption, "i-0fffffffffffffff0")], &[]).await;
+    assert_eq!(w.cloud.acked(), 1, "deleted once");
+    assert_eq!(w.claims_deleting().await, [(claims[0].0.clone(), false)], "the NodeClaim is kept");
+    assert_eq!(w.disrupted_on_demand("spot_interrupted"), None);
+}

@@ -2,6 +2,7 @@
 //! it by UID: a NodePool deleted and recreated under the same name is not charged for it.
 
 use super::{World, condition_status};
+use crate::controller::nodeclaim::lifecycle::Lifecycle;
 use crate::controller::nodepool::status::NodePoolStatusReconciler;
 use crate::controller::runner::Reconciler;
 use kube::Api;
@@ -55,4 +56,82 @@ async fn a_recreated_nodepool_is_not_charged_for_its_predecessors_nodeclaim() {
         claims.get_opt("default-abcde").await.unwrap().is_none_or(|n| n.metadata.deletion_timestamp.is_some()),
         "the NodeClaim is given up"
     );
+}
+
+/// NodeClaim `name` of NodePool `default` (UID `uid`), created at the start of the year and
+/// never launched: past its launch timeout. Once cached.
+async fn overdue(w: &World, name: &str, uid: &str) {
+    let nc: NodeClaim = serde_json::from_value(serde_json::json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}, "ownerReferences": [
+            {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": "default", "uid": uid, "blockOwnerDeletion": true}]},
+        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
+    }))
+    .unwrap();
+    let claims: Api<NodeClaim> = Api::all(w.client.clone());
+    claims.create(&Default::default(), &nc).await.unwrap();
+    let launched = serde_json::json!({"status": {"conditions": [{"type": condition::LAUNCHED, "status": "False",
+        "reason": "InsufficientCapacity", "message": "no capacity", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+    let written = claims.patch_status(name, &PatchParams::default(), &Patch::Merge(&launched)).await.unwrap();
+    w.until("the overdue NodeClaim in the cache", |c| {
+        c.stores.nodeclaims.state().iter().any(|n| n.metadata.resource_version == written.metadata.resource_version)
+    })
+    .await;
+}
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/liveness_test.go:304
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/liveness_test.go:354
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodeclaims_given_up_make_their_nodepool_unhealthy() {
+    for before in ["True", "Unknown"] {
+        let w = World::new().await;
+        w.pool_with(serde_json::json!({})).await;
+        let pools: Api<NodePool> = Api::all(w.client.clone());
+        NodePoolStatusReconciler::new(w.ctx.clone()).reconcile().await.unwrap();
+        if before == "True" {
+            // Said of the generations it was observed with (else it is reset).
+            let class = Api::<tenon_api::EC2NodeClass>::all(w.client.clone()).get("default").await.unwrap();
+            let healthy = serde_json::json!({"status": {"nodeClassObservedGeneration": class.metadata.generation,
+                "conditions": [{"type": condition::NODE_REGISTRATION_HEALTHY,
+                "status": "True", "reason": "NodeRegistrationHealthy", "message": "", "observedGeneration": 1,
+                "lastTransitionTime": "2026-11-30T00:00:00Z"}]}});
+            pools.patch_status("default", &PatchParams::default(), &Patch::Merge(&healthy)).await.unwrap();
+        }
+        let health = |p: NodePool| {
+            condition_status(&p.status.map(|s| s.conditions).unwrap_or_default(), condition::NODE_REGISTRATION_HEALTHY)
+        };
+        let pool = pools.get("default").await.unwrap();
+        let rv = pool.metadata.resource_version.clone();
+        assert_eq!(health(pool.clone()).as_deref(), Some(before));
+        w.until("the NodePool's status in the cache", |c| {
+            c.stores.nodepools.state().iter().any(|p| p.metadata.resource_version == rv)
+        })
+        .await;
+        let uid = pool.metadata.uid.unwrap();
+        for name in ["first", "second"] {
+            overdue(&w, name, &uid).await;
+        }
+        let claims: Api<NodeClaim> = Api::all(w.client.clone());
+        let mut lifecycle = Lifecycle::new(w.ctx.clone());
+        let given_up = |n: Option<NodeClaim>| n.is_none_or(|n| n.metadata.deletion_timestamp.is_some());
+        for _ in 0..100 {
+            lifecycle.reconcile().await.unwrap();
+            if given_up(claims.get_opt("first").await.unwrap()) && given_up(claims.get_opt("second").await.unwrap()) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        for name in ["first", "second"] {
+            assert!(given_up(claims.get_opt(name).await.unwrap()), "{name} is given up");
+        }
+        NodePoolStatusReconciler::new(w.ctx.clone()).reconcile().await.unwrap();
+        let pool = pools.get("default").await.unwrap();
+        let said = pool.status.unwrap_or_default().conditions;
+        let said = said.iter().find(|c| c.type_ == condition::NODE_REGISTRATION_HEALTHY).expect("the condition");
+        assert_eq!(
+            (said.status.as_str(), said.reason.as_str()),
+            ("False", "InsufficientCapacity"),
+            "was {before}: the launch's failure"
+        );
+    }
 }
