@@ -31,6 +31,8 @@ struct State {
     checks: BTreeMap<String, Vec<HealthCheck>>,
     /// Each launch request's NodeClaim and whether a scoring policy ranked it.
     launches: Vec<(String, bool)>,
+    /// Every launch fails with this reason (an API error, not capacity), while set.
+    failing: Option<String>,
 }
 
 pub struct MemoryCloud {
@@ -49,6 +51,11 @@ impl MemoryCloud {
 
     fn state(&self) -> MutexGuard<'_, State> {
         lock(&self.state)
+    }
+
+    /// Every launch from now fails with `reason`, as an EC2 outage would (`None`: none do).
+    pub fn fail_launches(&self, reason: Option<&str>) {
+        self.state().failing = reason.map(str::to_string);
     }
 
     /// Every instance launched so far, terminated ones included.
@@ -238,6 +245,9 @@ impl MemoryCloud {
             if let Some(i) = s.instances.values().find(|i| i.nodeclaim() == Some(req.nodeclaim.as_str())) {
                 return Ok(i.clone());
             }
+        }
+        if let Some(reason) = &s.failing {
+            return Err(CloudError::Launch { reason: reason.clone(), message: format!("{reason}: the cloud failed") });
         }
         let offering = |o: &tenon_core::cloud::LaunchOption| UnavailableOffering {
             instance_type: o.instance_type.clone(),

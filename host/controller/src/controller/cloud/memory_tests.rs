@@ -1018,6 +1018,7 @@ mod emptiness_tests;
 mod expiration_tests;
 mod interruption_tests;
 mod launch_lookup_tests;
+mod liveness_tests;
 mod nodes;
 mod queue_tests;
 mod quiet_tests;

@@ -14,7 +14,7 @@ use tenon_api::{NodeClaim, NodePool};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recreated_nodepool_is_not_charged_for_its_predecessors_nodeclaim() {
     let w = World::new().await;
-    let nc = w.owned_and_launched().await;
+    w.owned_and_launched().await;
     let pools: Api<NodePool> = Api::all(w.client.clone());
     let old_uid = pools.get("default").await.unwrap().metadata.uid;
     pools.delete("default", &Default::default()).await.unwrap();
@@ -35,31 +35,21 @@ async fn a_recreated_nodepool_is_not_charged_for_its_predecessors_nodeclaim() {
     // fails if the old NodeClaim's is charged to it.
     w.ctx.cluster().registration.failed(&uid, None, ("RegistrationFailed", "Failed to register node"));
 
-    // Launched at the start of the year and never registered: past its registration timeout
-    // (as Karpenter's case steps its clock by 20 minutes).
-    let mut conditions = nc.status.clone().unwrap_or_default().conditions;
-    for c in conditions.iter_mut() {
-        c.last_transition_time = serde_json::from_value(serde_json::json!("2026-01-01T00:00:00Z")).unwrap();
-    }
-    let claims: Api<NodeClaim> = Api::all(w.client.clone());
-    let status = serde_json::json!({"status": {"conditions": conditions}});
-    let written = claims.patch_status("default-abcde", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
-    w.until("the backdated NodeClaim in the cache", |c| {
-        c.stores.nodeclaims.state().iter().any(|n| n.metadata.resource_version == written.metadata.resource_version)
-    })
-    .await;
+    // Launched at the start of the year and never registered: past its registration timeout.
+    w.backdated("default-abcde").await;
     w.lifecycle_until_deleted().await;
 
     NodePoolStatusReconciler::new(w.ctx.clone()).reconcile().await.unwrap();
     assert_eq!(health(pools.get("default").await.unwrap()).as_deref(), Some("Unknown"), "not charged");
+    let claims: Api<NodeClaim> = Api::all(w.client.clone());
     assert!(
         claims.get_opt("default-abcde").await.unwrap().is_none_or(|n| n.metadata.deletion_timestamp.is_some()),
         "the NodeClaim is given up"
     );
 }
 
-/// NodeClaim `name` of NodePool `default` (UID `uid`), created at the start of the year and
-/// never launched: past its launch timeout. Once cached.
+/// NodeClaim `name` of NodePool `default` (UID `uid`) whose launch has failed since the start
+/// of the year: past its launch timeout. Once cached.
 async fn overdue(w: &World, name: &str, uid: &str) {
     let nc: NodeClaim = serde_json::from_value(serde_json::json!({
         "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
@@ -111,19 +101,7 @@ async fn two_nodeclaims_given_up_make_their_nodepool_unhealthy() {
         for name in ["first", "second"] {
             overdue(&w, name, &uid).await;
         }
-        let claims: Api<NodeClaim> = Api::all(w.client.clone());
-        let mut lifecycle = Lifecycle::new(w.ctx.clone());
-        let given_up = |n: Option<NodeClaim>| n.is_none_or(|n| n.metadata.deletion_timestamp.is_some());
-        for _ in 0..100 {
-            lifecycle.reconcile().await.unwrap();
-            if given_up(claims.get_opt("first").await.unwrap()) && given_up(claims.get_opt("second").await.unwrap()) {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        for name in ["first", "second"] {
-            assert!(given_up(claims.get_opt(name).await.unwrap()), "{name} is given up");
-        }
+        until_given_up(&w, &["first", "second"]).await;
         NodePoolStatusReconciler::new(w.ctx.clone()).reconcile().await.unwrap();
         let pool = pools.get("default").await.unwrap();
         let said = pool.status.unwrap_or_default().conditions;
@@ -134,4 +112,84 @@ async fn two_nodeclaims_given_up_make_their_nodepool_unhealthy() {
             "was {before}: the launch's failure"
         );
     }
+}
+
+/// NodePool `default`'s `NodeRegistrationHealthy` status, as the status reconciler writes it.
+async fn health_written(w: &World) -> Option<String> {
+    NodePoolStatusReconciler::new(w.ctx.clone()).reconcile().await.unwrap();
+    let pool = Api::<NodePool>::all(w.client.clone()).get("default").await.unwrap();
+    condition_status(&pool.status.unwrap_or_default().conditions, condition::NODE_REGISTRATION_HEALTHY)
+}
+
+/// Runs the lifecycle reconciler until NodeClaims `names` are all given up (10 s at most).
+async fn until_given_up(w: &World, names: &[&str]) {
+    let claims: Api<NodeClaim> = Api::all(w.client.clone());
+    let mut lifecycle = Lifecycle::new(w.ctx.clone());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        lifecycle.reconcile().await.unwrap();
+        let mut left = 0;
+        for name in names {
+            if claims.get_opt(name).await.unwrap().is_some_and(|n| n.metadata.deletion_timestamp.is_none()) {
+                left += 1;
+            }
+        }
+        if left == 0 {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{left} NodeClaims not given up within 10 s");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/registration_test.go:531
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_registration_after_two_failures_leaves_the_nodepool_unhealthy() {
+    let w = World::new().await;
+    w.pool_with(serde_json::json!({})).await;
+    let uid = Api::<NodePool>::all(w.client.clone()).get("default").await.unwrap().metadata.uid.unwrap();
+    // As the controller does on its creation (a NodePool without the condition is reset).
+    assert_eq!(health_written(&w).await.as_deref(), Some("Unknown"));
+    w.until("the NodePool's status in the cache", |c| {
+        c.stores.nodepools.state().iter().any(|p| p.status.as_ref().is_some_and(|s| !s.conditions.is_empty()))
+    })
+    .await;
+    for name in ["first", "second"] {
+        overdue(&w, name, &uid).await;
+    }
+    until_given_up(&w, &["first", "second"]).await;
+    assert_eq!(health_written(&w).await.as_deref(), Some("False"));
+    w.until("the unhealthy NodePool in the cache", |c| {
+        c.stores.nodepools.state().iter().any(|p| {
+            p.status.as_ref().is_some_and(|s| {
+                s.conditions.iter().any(|c| c.type_ == condition::NODE_REGISTRATION_HEALTHY && c.status == "False")
+            })
+        })
+    })
+    .await;
+    let nc = w.owned_and_launched().await;
+    w.kubelet_registers(nc, &["{key: karpenter.sh/unregistered, effect: NoExecute}".to_string()]).await;
+    let registered = w.lifecycle_until(&mut Lifecycle::new(w.ctx.clone()), condition::REGISTERED).await;
+    assert_eq!(registered.status.and_then(|s| s.node_name).as_deref(), Some("node-a"));
+    assert_eq!(health_written(&w).await.as_deref(), Some("False"), "one success of three is not healthy");
+}
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/registration_test.go:616
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recreated_nodepool_is_not_credited_with_its_predecessors_registration() {
+    let w = World::new().await;
+    let nc = w.owned_and_launched().await;
+    let pools: Api<NodePool> = Api::all(w.client.clone());
+    pools.delete("default", &Default::default()).await.unwrap();
+    w.until("the NodePool gone from the cache", |c| c.stores.nodepools.state().is_empty()).await;
+    w.pool_named("default", serde_json::json!({})).await;
+    assert_eq!(health_written(&w).await.as_deref(), Some("Unknown"));
+    w.until("the NodePool's status in the cache", |c| {
+        c.stores.nodepools.state().iter().any(|p| p.status.as_ref().is_some_and(|s| !s.conditions.is_empty()))
+    })
+    .await;
+    w.kubelet_registers(nc, &["{key: karpenter.sh/unregistered, effect: NoExecute}".to_string()]).await;
+    let registered = w.lifecycle_until(&mut Lifecycle::new(w.ctx.clone()), condition::REGISTERED).await;
+    assert_eq!(registered.status.and_then(|s| s.node_name).as_deref(), Some("node-a"), "it registers");
+    assert_eq!(health_written(&w).await.as_deref(), Some("Unknown"), "not credited to the new NodePool");
 }
