@@ -71,6 +71,7 @@ async fn a_registered_nodeclaim_is_kept_past_its_registration_timeout() {
     assert!(nodes.get_opt("node-a").await.unwrap().is_some_and(|n| n.metadata.deletion_timestamp.is_none()));
 }
 
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/launch_test.go:105
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/liveness_test.go:130
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/liveness_test.go:159
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/liveness_test.go:224
@@ -86,8 +87,13 @@ async fn a_nodeclaim_not_launched_in_five_minutes_is_given_up() {
     w.until("the NodeClaim in the cache", |c| !c.stores.nodeclaims.state().is_empty()).await;
     assert!(!w.given_up_after_passes("default-abcde").await, "within its launch timeout");
     let nc = Api::<NodeClaim>::all(w.client.clone()).get("default-abcde").await.unwrap();
-    let launched = condition_status(&nc.status.unwrap_or_default().conditions, condition::LAUNCHED);
-    assert_ne!(launched.as_deref(), Some("True"), "its launch failed");
+    let conditions = nc.status.unwrap_or_default().conditions;
+    let launched = conditions.iter().find(|c| c.type_ == condition::LAUNCHED).expect("a Launched condition");
+    // The launch error's reason and message, as Karpenter writes a CreateError's.
+    assert_eq!(
+        (launched.status.as_str(), launched.reason.as_str(), launched.message.as_str()),
+        ("Unknown", "RequestLimitExceeded", "RequestLimitExceeded: the cloud failed")
+    );
     assert!(w.cloud.instances().is_empty());
     // Created now, its launch failing since the start of the year: the condition's clock.
     w.backdated("default-abcde").await;
