@@ -406,6 +406,8 @@ pub fn pod(p: &cached_pod::Pod) -> Result<Pod, ConvertError> {
             anti.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
         ),
         host_ports,
+        // Resolved with the cluster's claims and volumes (`snapshot`).
+        volumes: Default::default(),
         termination_grace_seconds: spec.termination_grace_period_seconds.unwrap_or(30),
         deleted_at: p.metadata.deletion_timestamp.as_ref().map(|t| t.0.as_second()),
         critical: matches!(
@@ -436,7 +438,7 @@ pub fn pod(p: &cached_pod::Pod) -> Result<Pod, ConvertError> {
 /// The claim behind each of a pod's volumes that has one, with the field naming it: the
 /// claim a `persistentVolumeClaim` volume names, or the one the ephemeral volume controller
 /// creates for an `ephemeral` volume (`<pod>-<volume>`).
-fn pod_claims(p: &cached_pod::Pod) -> Vec<(String, String)> {
+pub(crate) fn pod_claims(p: &cached_pod::Pod) -> Vec<(String, String)> {
     let pod = p.metadata.name.as_deref().unwrap_or("");
     let volumes = p.spec.iter().flat_map(|s| s.volumes.iter().flatten()).enumerate();
     volumes
@@ -450,7 +452,7 @@ fn pod_claims(p: &cached_pod::Pod) -> Vec<(String, String)> {
         .collect()
 }
 
-fn find_claim<'a>(
+pub(crate) fn find_claim<'a>(
     claims: &'a [Arc<core::PersistentVolumeClaim>],
     ns: &str,
     name: &str,
@@ -461,7 +463,10 @@ fn find_claim<'a>(
         .map(|c| &**c)
 }
 
-fn find_named<'a, T: k8s_openapi::Metadata<Ty = meta::ObjectMeta>>(objects: &'a [Arc<T>], name: &str) -> Option<&'a T> {
+pub(crate) fn find_named<'a, T: k8s_openapi::Metadata<Ty = meta::ObjectMeta>>(
+    objects: &'a [Arc<T>],
+    name: &str,
+) -> Option<&'a T> {
     objects.iter().find(|o| o.metadata().name.as_deref() == Some(name)).map(|o| &**o)
 }
 
@@ -973,6 +978,8 @@ pub struct ClusterObjects {
     pub storage_classes: Vec<Arc<storage::StorageClass>>,
     /// Volumes attached to nodes: a node's termination waits for them to detach.
     pub volume_attachments: Vec<Arc<storage::VolumeAttachment>>,
+    /// Each node's CSI drivers and how many volumes they can attach there.
+    pub csi_nodes: Vec<Arc<storage::CSINode>>,
     /// What selects pods, for default spread constraints (read only when they are set).
     pub services: Vec<Arc<core::Service>>,
     pub replica_sets: Vec<Arc<apps::ReplicaSet>>,
@@ -1063,6 +1070,13 @@ pub fn snapshot(
         }
     }
     snap.nodes = nodes;
+    snap.volume_limits = objects
+        .csi_nodes
+        .iter()
+        .filter(|c| c.metadata.name.as_ref().is_some_and(|n| node_names.contains(n)))
+        .map(|c| (c.metadata.name.clone().unwrap_or_default(), crate::volume_usage::limits(c)))
+        .filter(|(_, l)| !l.is_empty())
+        .collect();
     let mut default_spread = DefaultSpread::new(
         objects.scheduler.default_constraints(),
         Selecting {
@@ -1089,6 +1103,8 @@ pub fn snapshot(
                 }
                 converted.volume_requirements =
                     volume_requirements(p, &objects.claims, &objects.volumes, &objects.storage_classes);
+                converted.volumes =
+                    crate::volume_usage::pod_volumes(p, &objects.claims, &objects.volumes, &objects.storage_classes);
                 let defaults = default_spread.for_pod(p);
                 converted.spread.extend(defaults.iter().map(|c| spread_constraint(c, &converted.labels)));
                 snap.pods.push(converted);

@@ -23,6 +23,7 @@ pub mod scheduler;
 pub mod scorer;
 pub mod selector;
 pub mod taints;
+pub mod volume_usage;
 pub mod work;
 pub mod workload;
 

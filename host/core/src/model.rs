@@ -81,6 +81,8 @@ pub struct Pod {
     pub anti_affinity: Vec<AffinityTerm>,
     pub preferred_anti_affinity: Vec<(i32, AffinityTerm)>,
     pub host_ports: Vec<HostPort>,
+    /// The claims it attaches, by CSI driver (counted against a node's attach limits).
+    pub volumes: crate::volume_usage::Volumes,
     pub priority: i32,
     pub node_name: Option<String>,
     /// Seconds since the epoch.
@@ -125,6 +127,7 @@ impl Default for Pod {
             anti_affinity: Vec::new(),
             preferred_anti_affinity: Vec::new(),
             host_ports: Vec::new(),
+            volumes: Default::default(),
             priority: 0,
             node_name: None,
             created: 0,
@@ -366,6 +369,8 @@ pub struct ClusterSnapshot {
     /// options cannot meet a minValues is created with it lowered to what they offer
     /// (`Strict`, the default: no NodeClaim).
     pub min_values_best_effort: bool,
+    /// Attach limits by node name, from each node's CSINode (none: unlimited).
+    pub volume_limits: BTreeMap<String, crate::volume_usage::Limits>,
 }
 
 impl ClusterSnapshot {

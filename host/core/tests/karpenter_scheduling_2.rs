@@ -821,6 +821,99 @@ fn pods_sharing_one_claim_all_fit_the_in_flight_node() {
     }
 }
 
+/// CSINode `node`: each (driver, count) may attach that many volumes there.
+fn csi_node(c: &mut Cluster, node: &str, limits: &[(&str, i32)]) {
+    let drivers: Vec<String> = limits
+        .iter()
+        .map(|(d, n)| format!("{{name: {d}, nodeID: fake-node-id, allocatable: {{count: {n}}}}}"))
+        .collect();
+    c.csi_node(&format!("{{metadata: {{name: {node}}}, spec: {{drivers: [{}]}}}}", drivers.join(", ")));
+}
+
+/// StorageClass `name` of `provisioner`, binding at first consumer in test-zone-1.
+fn waiting_class(c: &mut Cluster, name: &str, provisioner: &str) {
+    c.storage_class(&format!("{{metadata: {{name: {name}}}, provisioner: {provisioner}, volumeBindingMode: WaitForFirstConsumer, allowedTopologies: [{{matchLabelExpressions: [{{key: topology.kubernetes.io/zone, values: [test-zone-1]}}]}}]}}"));
+}
+
+/// Unbound claim `name` of StorageClass `class`.
+fn unbound_claim(c: &mut Cluster, name: &str, class: &str) {
+    c.claim(&format!("{{metadata: {{name: {name}, namespace: default}}, spec: {{storageClassName: {class}, accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}}}"));
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:2903
+#[test]
+fn a_node_at_its_volume_limit_sends_the_rest_to_a_new_nodeclaim() {
+    let mut c = volume_suite();
+    c.pending("{name: initial}", "");
+    let d = c.decide();
+    let node1 = launch(&mut c, &d, true).remove(0);
+    csi_node(&mut c, &node1, &[("fake.csi.provider", 10)]);
+    waiting_class(&mut c, "my-storage-class", "fake.csi.provider");
+    for i in 0..6 {
+        unbound_claim(&mut c, &format!("my-claim-a-{i}"), "my-storage-class");
+        unbound_claim(&mut c, &format!("my-claim-b-{i}"), "my-storage-class");
+        c.pending(&format!("{{name: p-{i}}}"), &mounting(&[&format!("my-claim-a-{i}"), &format!("my-claim-b-{i}")]));
+    }
+    let d = c.decide();
+    // Ten volumes, five pods, on the node; the sixth pod needs another.
+    assert_eq!(d.plan.nodeclaims.len(), 1, "{}", d.plan.render(&d.snap));
+    let on_node1 = (0..6).filter(|i| d.nominated(&format!("p-{i}")) == Some(node1.as_str())).count();
+    assert_eq!(on_node1, 5, "{}", d.plan.render(&d.snap));
+}
+
+/// A pod spec with ephemeral volume `tmp-ephemeral` of StorageClass `class`.
+fn ephemeral_of(class: &str) -> String {
+    format!(
+        "  volumes: [{{name: tmp-ephemeral, ephemeral: {{volumeClaimTemplate: {{spec: {{storageClassName: {class}, accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}}}}}}}]\n"
+    )
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:3204
+#[test]
+fn an_ephemeral_volume_counts_against_its_classs_driver_limit() {
+    let mut c = volume_suite();
+    waiting_class(&mut c, "my-storage-class", "fake.csi.provider");
+    c.storage_class("{metadata: {name: default-storage-class, annotations: {storageclass.kubernetes.io/is-default-class: \"true\"}}, provisioner: other-provider, volumeBindingMode: WaitForFirstConsumer}");
+    // The claims the ephemeral volume controller made for each pod.
+    unbound_claim(&mut c, "initial-tmp-ephemeral", "my-storage-class");
+    c.pending("{name: initial}", &ephemeral_of("my-storage-class"));
+    let d = c.decide();
+    let node1 = launch(&mut c, &d, true).remove(0);
+    csi_node(&mut c, &node1, &[("fake.csi.provider", 1), ("other-provider", 10)]);
+    unbound_claim(&mut c, "second-tmp-ephemeral", "my-storage-class");
+    c.pending("{name: second}", &ephemeral_of("my-storage-class"));
+    let d = c.decide();
+    assert!(d.scheduled("second"), "{}", d.plan.render(&d.snap));
+    assert_ne!(d.nominated("second"), Some(node1.as_str()), "the node's one fake.csi.provider volume is taken");
+    assert_eq!(d.plan.nodeclaims.len(), 1);
+}
+
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:3899
+/// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:3958
+#[test]
+fn an_in_tree_ebs_class_counts_against_the_ebs_csi_drivers_limit() {
+    // Karpenter's claims name no class and the API server's admission gives them the default
+    // (this in-tree one); the claims here are as the API server stores them.
+    for ephemeral in [false, true] {
+        let mut c = volume_suite();
+        waiting_class(&mut c, "in-tree-storage-class", "kubernetes.io/aws-ebs");
+        let spec = |pod: &str| {
+            if ephemeral { ephemeral_of("in-tree-storage-class") } else { mounting(&[&format!("{pod}-claim")]) }
+        };
+        let claim = |pod: &str| if ephemeral { format!("{pod}-tmp-ephemeral") } else { format!("{pod}-claim") };
+        unbound_claim(&mut c, &claim("initial"), "in-tree-storage-class");
+        c.pending("{name: initial}", &spec("initial"));
+        let d = c.decide();
+        let node1 = launch(&mut c, &d, true).remove(0);
+        csi_node(&mut c, &node1, &[("ebs.csi.aws.com", 1)]);
+        unbound_claim(&mut c, &claim("pod"), "in-tree-storage-class");
+        c.pending("{name: pod}", &spec("pod"));
+        let d = c.decide();
+        assert!(d.scheduled("pod"), "ephemeral {ephemeral}: {}", d.plan.render(&d.snap));
+        assert_ne!(d.nominated("pod"), Some(node1.as_str()), "ephemeral {ephemeral}: the one EBS attachment is taken");
+    }
+}
+
 /// karpenter:pkg/controllers/provisioning/scheduling/suite_test.go:3009
 #[test]
 fn nfs_volumes_do_not_stop_pods_reaching_the_in_flight_node() {

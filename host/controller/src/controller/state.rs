@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, ReplicationController, Service,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass, VolumeAttachment};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
@@ -39,6 +39,8 @@ pub struct Stores {
     pub storage_classes: Store<StorageClass>,
     /// A node's termination waits for its volumes to detach.
     pub volume_attachments: Store<VolumeAttachment>,
+    /// How many volumes each node's CSI drivers can attach.
+    pub csi_nodes: Store<CSINode>,
     /// What selects pods, watched only when default spread constraints need it.
     pub selecting: Option<Selecting>,
     pub scheduler: SchedulerConfig,
@@ -148,6 +150,7 @@ impl Stores {
             volumes: reflect(client, changed.clone()),
             storage_classes: reflect(client, changed.clone()),
             volume_attachments: reflect(client, changed.clone()),
+            csi_nodes: reflect(client, changed.clone()),
             selecting,
             scheduler: scheduler.clone(),
             pod_changes,
@@ -170,6 +173,7 @@ impl Stores {
         self.volumes.wait_until_ready().await?;
         self.storage_classes.wait_until_ready().await?;
         self.volume_attachments.wait_until_ready().await?;
+        self.csi_nodes.wait_until_ready().await?;
         if let Some(s) = &self.selecting {
             s.services.wait_until_ready().await?;
             s.replica_sets.wait_until_ready().await?;
@@ -217,6 +221,7 @@ impl Stores {
             volumes: all(&self.volumes),
             storage_classes: all(&self.storage_classes),
             volume_attachments: all(&self.volume_attachments),
+            csi_nodes: all(&self.csi_nodes),
             services: self.selecting.as_ref().map(|s| all(&s.services)).unwrap_or_default(),
             replica_sets: self.selecting.as_ref().map(|s| all(&s.replica_sets)).unwrap_or_default(),
             stateful_sets: self.selecting.as_ref().map(|s| all(&s.stateful_sets)).unwrap_or_default(),

@@ -14,6 +14,7 @@ use crate::requirements::{Operator, Requirement, Requirements};
 use crate::resources::{NODES, Resources, format_amount};
 use crate::scorer::{Candidate, Scorer, ScoringInput, normalise_ranking};
 use crate::taints::{Taint, untolerated};
+use crate::volume_usage::{self, Volumes};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use tenon_api::wellknown::{LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_ZONE};
@@ -72,6 +73,8 @@ struct Bin {
     types: Vec<u32>,
     pods: Vec<usize>,
     ports: Vec<HostPort>,
+    /// The claims its pods attach, by driver (checked against a node's attach limits).
+    volumes: Volumes,
     /// A real node (not in flight): its labels are final, absent keys are absent.
     real: bool,
     /// Taken out of a simulation (a consolidation candidate).
@@ -142,6 +145,7 @@ impl TurnedAway {
                 p.requests == pod.requests
                     && p.tolerations == pod.tolerations
                     && p.host_ports == pod.host_ports
+                    && p.volumes == pod.volumes
                     && *reqs == ps.reqs
                     && *taints == ps.pool_taint
                     && *prefer == ps.relax.tolerate_prefer_no_schedule
@@ -417,9 +421,11 @@ impl<'a> Scheduler<'a> {
             }
             let mut requests = Resources::default();
             let mut ports = Vec::new();
+            let mut volumes = Volumes::new();
             for &p in &bound {
                 requests.add(&snap.pods[p].requests);
                 ports.extend(snap.pods[p].host_ports.iter().cloned());
+                volume_usage::add(&mut volumes, &snap.pods[p].volumes);
             }
             if node.in_flight {
                 // DaemonSet pods will land on it too.
@@ -439,6 +445,7 @@ impl<'a> Scheduler<'a> {
                 types: Vec::new(),
                 pods: Vec::new(),
                 ports,
+                volumes,
                 real: !node.in_flight,
                 disabled: false,
             });
@@ -506,6 +513,10 @@ impl<'a> Scheduler<'a> {
                 if untolerated(&self.snap.nodes[n].taints, &pod.tolerations, !ps.relax.tolerate_prefer_no_schedule)
                     .is_some()
                 {
+                    return None;
+                }
+                let limits = self.snap.volume_limits.get(&self.snap.nodes[n].name);
+                if limits.is_some_and(|l| volume_usage::exceeds(&bin.volumes, &pod.volumes, l)) {
                     return None;
                 }
             }
@@ -669,6 +680,7 @@ impl<'a> Scheduler<'a> {
         }
         bin.pods.push(pod_idx);
         bin.ports.extend(pod.host_ports.iter().cloned());
+        volume_usage::add(&mut bin.volumes, &pod.volumes);
         if let Place::Node(n) = bin.place {
             self.nominations.push((n, pod_idx));
         }
@@ -800,6 +812,7 @@ impl<'a> Scheduler<'a> {
             types,
             pods: Vec::new(),
             ports: Vec::new(),
+            volumes: Volumes::new(),
             real: false,
             disabled: false,
         });

@@ -195,6 +195,7 @@ pub struct Objects {
     pub claims: Vec<core::PersistentVolumeClaim>,
     pub volumes: Vec<core::PersistentVolume>,
     pub storage_classes: Vec<storage::StorageClass>,
+    pub csi_nodes: Vec<storage::CSINode>,
     pub services: Vec<core::Service>,
     pub replica_sets: Vec<apps::ReplicaSet>,
     pub stateful_sets: Vec<apps::StatefulSet>,
@@ -221,6 +222,7 @@ impl Objects {
             volumes: arcs(&self.volumes),
             storage_classes: arcs(&self.storage_classes),
             volume_attachments: Vec::new(),
+            csi_nodes: arcs(&self.csi_nodes),
             services: arcs(&self.services),
             replica_sets: arcs(&self.replica_sets),
             stateful_sets: arcs(&self.stateful_sets),
@@ -354,6 +356,11 @@ impl Cluster {
     }
     pub fn storage_class(&mut self, sc: &str) -> &mut Self {
         self.objects.storage_classes.push(yaml::<storage::StorageClass>(sc));
+        self
+    }
+    /// A CSINode (YAML).
+    pub fn csi_node(&mut self, c: &str) -> &mut Self {
+        self.objects.csi_nodes.push(yaml::<storage::CSINode>(c));
         self
     }
     pub fn namespace(&mut self, ns: &str) -> &mut Self {

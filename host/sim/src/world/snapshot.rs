@@ -101,6 +101,8 @@ impl World<'_> {
             spot_to_spot: self.settings.spot_to_spot_consolidation,
             // The simulator models MIN_VALUES_POLICY=Strict only.
             min_values_best_effort: false,
+            // The simulator models no CSI drivers: nothing limits attaches.
+            volume_limits: BTreeMap::new(),
         }
     }
 

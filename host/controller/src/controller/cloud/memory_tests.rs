@@ -1027,3 +1027,4 @@ mod registration_health_tests;
 mod replace_tests;
 mod tenancy_tests;
 mod validation_tests;
+mod volume_limit_tests;
