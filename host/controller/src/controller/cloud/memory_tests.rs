@@ -1016,6 +1016,7 @@ mod disruption_mark_tests;
 mod drift_tests;
 mod emptiness_tests;
 mod expiration_tests;
+mod initialization_tests;
 mod interruption_tests;
 mod launch_lookup_tests;
 mod liveness_tests;

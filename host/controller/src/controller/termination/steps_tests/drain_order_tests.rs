@@ -7,7 +7,7 @@ use crate::controller::termination::NodeProgress;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kube::Api;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tenon_api::wellknown::{self as wk, condition};
 
@@ -58,6 +58,28 @@ async fn a_deleted_nodeclaim_with_a_grace_period_is_stamped_while_its_node_is_de
     let node = w.get_node("i-1").await.expect("the Node is being deleted, not gone");
     assert!(node.metadata.deletion_timestamp.is_some());
     assert!(w.get_claim("nc").await.is_some(), "the NodeClaim waits for its Node");
+}
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:373
+#[tokio::test]
+async fn a_recorded_termination_time_is_kept_as_it_was() {
+    let w = World::new().await;
+    w.registered_node("nc", "i-1", Some("300s")).await;
+    let stamped =
+        json!({"metadata": {"annotations": {wk::ANNOTATION_NODECLAIM_TERMINATION_TIME: "2024-04-01T12:00:00-05:00"}}});
+    w.claims().patch("nc", &PatchParams::default(), &Patch::Merge(&stamped)).await.unwrap();
+    w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
+    w.claim_step("nc", now()).await.unwrap();
+    let node = w.get_node("i-1").await.expect("the Node is being deleted, not gone");
+    assert!(node.metadata.deletion_timestamp.is_some(), "the NodeClaim's deletion deletes its Node");
+    let annotations = w.get_claim("nc").await.expect("the NodeClaim waits for its Node").metadata.annotations;
+    assert_eq!(
+        annotations.unwrap_or_default(),
+        std::collections::BTreeMap::from([(
+            wk::ANNOTATION_NODECLAIM_TERMINATION_TIME.to_string(),
+            "2024-04-01T12:00:00-05:00".to_string()
+        )])
+    );
 }
 
 /// karpenter:pkg/controllers/node/termination/suite_test.go:485
