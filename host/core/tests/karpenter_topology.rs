@@ -1319,11 +1319,18 @@ fn zonal_anti_affinity_among_replicas_settles_one_zone_per_round() {
     let mut c = cluster();
     let zone = ZONE.to_string();
     let mut want = Vec::new();
-    for round in 0..3 {
+    for round in 0..4 {
         let anti = affinity(&[pod_anti_affinity(&[term(ZONE, S2, "")], &[])]);
         pods(&mut c, 3, &format!("r{round}"), S2, &[anti]);
         let d = provision(&mut c);
-        want.push(1);
+        // One pod per zone for three rounds; then every zone is taken and nothing schedules.
+        if round < 3 {
+            want.push(1);
+        } else {
+            for i in 0..3 {
+                not_scheduled(&d, &format!("r{round}-{i}"));
+            }
+        }
         expect_skew(&d, &zone, &[("security", "s2")], &want);
         // Karpenter's suite deletes the pods left pending before the next round.
         c.objects.pods.retain(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_some()));

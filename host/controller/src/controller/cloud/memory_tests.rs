@@ -794,13 +794,20 @@ impl World {
         }
     }
 
-    /// Neither the Node nor the NodeClaim was disrupted: no disruption taint, not deleted.
+    /// Neither the Node nor the NodeClaim is disrupted after disruption rounds past the
+    /// validation wait (a decided command taints its candidate only 15 s after deciding):
+    /// no disruption taint, nothing deleted, no replacement launched.
     async fn not_disrupted(&self) {
         use k8s_openapi::api::core::v1::Node;
-        let node = Api::<Node>::all(self.client.clone()).get("node-a").await.unwrap();
-        assert!(!taint_keys(&node).iter().any(|t| t == "karpenter.sh/disrupted"), "{:?}", taint_keys(&node));
-        let claims: Api<NodeClaim> = Api::all(self.client.clone());
-        assert!(claims.get("default-abcde").await.unwrap().metadata.deletion_timestamp.is_none());
+        let mut disruption = crate::controller::disruption::Disruption::new(self.ctx.clone());
+        self.rounds(&mut disruption, 5).await;
+        let nodes = Api::<Node>::all(self.client.clone()).list(&Default::default()).await.unwrap().items;
+        assert_eq!(nodes.len(), 1, "one Node");
+        assert!(!taint_keys(&nodes[0]).iter().any(|t| t == "karpenter.sh/disrupted"), "{:?}", taint_keys(&nodes[0]));
+        let claims = Api::<NodeClaim>::all(self.client.clone()).list(&Default::default()).await.unwrap().items;
+        assert_eq!(claims.len(), 1, "one NodeClaim, no replacement");
+        assert!(claims[0].metadata.deletion_timestamp.is_none());
+        assert_eq!(self.cloud.instances().len(), 1, "nothing launched");
     }
 }
 
