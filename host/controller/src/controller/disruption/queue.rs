@@ -124,7 +124,9 @@ impl Disruption {
         }
         let mut created = Vec::new();
         for r in std::mem::take(&mut cmd.planned) {
-            match create_nodeclaim(&self.ctx, &r, "disruption", &mut self.failures).await {
+            // Karpenter's reason for a replacement: its command's, in lower case.
+            let reason = cmd.method.reason_name().to_lowercase();
+            match create_nodeclaim(&self.ctx, &r, &reason, &mut self.failures).await {
                 Some(name) => created.push(name),
                 None => {
                     cmd.execute(created, self.ctx.now_ms());

@@ -25,6 +25,10 @@ use tenon_core::ProvisioningPlan;
 use tenon_core::convert::{ClusterObjects, is_reschedulable};
 use tenon_core::orchestration::batcher::Batcher;
 
+/// The `reason` NodeClaims the provisioner creates are counted under (Karpenter's
+/// `ProvisionedReason`).
+pub const PROVISIONED: &str = "provisioned";
+
 /// Publishes Karpenter's scheduler gauges of a provisioning decision: how many pods it found
 /// no place for, and how many pending pods each effective zone has. A zone no pending pod
 /// has any more leaves the gauge (Karpenter resets it for every decision).
@@ -298,7 +302,7 @@ impl Provisioner {
         }
         let (planned, ncs): (Vec<_>, Vec<_>) =
             plan.nodeclaims.iter().filter_map(|p| Some((p, planned_nodeclaim(p, &snap, objects)?))).unzip();
-        let names = create_nodeclaims(&self.ctx, ncs, "provisioning", failures).await;
+        let names = create_nodeclaims(&self.ctx, ncs, PROVISIONED, failures).await;
         for (planned, name) in planned.into_iter().zip(names) {
             let Some(name) = name else { continue };
             // Karpenter's nomination Event: where each pod is expected to land.

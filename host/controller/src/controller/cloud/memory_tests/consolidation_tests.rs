@@ -197,6 +197,10 @@ async fn an_underused_dear_node_is_replaced_by_a_cheaper_one() {
     w.pool_with(UNDERUTILIZED_ANY_NUMBER.clone()).await;
     w.running("node-0", "fake-it-3", "on-demand", &[("web-0", 100)]).await;
     w.replaced_by_a_cheaper_one().await;
+    // Counted under its command's reason, as Karpenter's queue creates replacements.
+    let labels = [("reason", "underutilized"), ("nodepool", "default"), ("min_values_relaxed", "false")];
+    let created = w.ctx.metrics.value(crate::controller::metrics::catalog::NODECLAIMS_CREATED, &labels);
+    assert_eq!(created, Some(1.0));
 }
 
 impl World {
