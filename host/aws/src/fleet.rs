@@ -29,8 +29,11 @@ const CAPACITY_ERRORS: &[&str] = &[
     "VcpuLimitExceeded",
     "UnfulfillableCapacity",
     "Unsupported",
-    "InsufficientFreeAddressesInSubnet",
+    SUBNET_FULL,
 ];
+
+/// A subnet out of free addresses: the offering and the subnet are both left out for a while.
+const SUBNET_FULL: &str = "InsufficientFreeAddressesInSubnet";
 
 fn not_ready(req: &LaunchRequest, message: impl Into<String>) -> CloudError {
     CloudError::NodeClassNotReady {
@@ -81,12 +84,17 @@ pub(crate) async fn create(
     if req.options.is_empty() {
         return Err(CloudError::InvalidRequest(format!("NodeClaim {} has no instance type options", req.nodeclaim)));
     }
-    // Status lists subnets with the most free addresses first: the first per zone is used.
+    // Status lists subnets with the most free addresses first: the first per zone is used,
+    // unless it just ran out of addresses and the zone has another (Karpenter sorts such a
+    // subnet last).
+    let now = Instant::now();
     let mut subnet_by_zone: BTreeMap<&str, &str> = BTreeMap::new();
     for s in &status.subnets {
-        subnet_by_zone.entry(s.zone.as_str()).or_insert(s.id.as_str());
+        let chosen = subnet_by_zone.entry(s.zone.as_str()).or_insert(s.id.as_str());
+        if p.unavailable.is_subnet_unavailable(chosen, now) && !p.unavailable.is_subnet_unavailable(&s.id, now) {
+            *chosen = s.id.as_str();
+        }
     }
-    let now = Instant::now();
     let available: Vec<&LaunchOption> = req
         .options
         .iter()
@@ -358,6 +366,12 @@ fn fleet_failure(
     }
     let f = classify(capacity_type, &zone_of, errors);
     let now = Instant::now();
+    for e in errors.iter().filter(|e| e.error_code() == Some(SUBNET_FULL)) {
+        if let Some(subnet) = e.launch_template_and_overrides().and_then(|l| l.overrides()).and_then(|o| o.subnet_id())
+        {
+            p.unavailable.mark_subnet(subnet, now);
+        }
+    }
     for o in &f.offerings {
         p.unavailable.mark(o.clone(), now);
     }

@@ -1,7 +1,10 @@
 //! The unavailable-offerings cache the provider keeps (`tenon_core::orchestration::ice`,
 //! the simulator's too) behind a lock, on a monotonic clock: an offering that just failed
-//! for capacity is left out of instance types and launches for 3 minutes.
+//! for capacity is left out of instance types and launches for 3 minutes; so is a subnet
+//! that ran out of addresses (while its zone has another), and a zone whose every subnet
+//! did.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tenon_core::cloud::UnavailableOffering;
@@ -13,11 +16,13 @@ pub const TTL: Duration = Duration::from_millis(ice::TTL_MS as u64);
 pub struct UnavailableOfferings {
     epoch: Instant,
     cache: Mutex<ice::UnavailableOfferings>,
+    /// Subnets out of free addresses, until when (ms from `epoch`).
+    subnets: Mutex<BTreeMap<String, i64>>,
 }
 
 impl Default for UnavailableOfferings {
     fn default() -> Self {
-        UnavailableOfferings { epoch: Instant::now(), cache: Mutex::default() }
+        UnavailableOfferings { epoch: Instant::now(), cache: Mutex::default(), subnets: Mutex::default() }
     }
 }
 
@@ -45,6 +50,19 @@ impl UnavailableOfferings {
         self.cache.lock().map(|c| c.is_unavailable(instance_type, zone, capacity_type, now)).unwrap_or(false)
     }
 
+    /// Subnet `id` has no free address (EC2's `InsufficientFreeAddressesInSubnet`).
+    pub fn mark_subnet(&self, id: &str, now: Instant) {
+        let until = self.ms(now) + ice::TTL_MS;
+        if let Ok(mut s) = self.subnets.lock() {
+            s.insert(id.to_string(), until);
+        }
+    }
+
+    pub fn is_subnet_unavailable(&self, id: &str, now: Instant) -> bool {
+        let now = self.ms(now);
+        self.subnets.lock().map(|s| s.get(id).is_some_and(|&until| until > now)).unwrap_or(false)
+    }
+
     /// Entries still in force (expired ones are dropped).
     pub fn current(&self, now: Instant) -> Vec<UnavailableOffering> {
         let now = self.ms(now);
@@ -55,6 +73,16 @@ impl UnavailableOfferings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_subnet_comes_back_after_three_minutes() {
+        let c = UnavailableOfferings::default();
+        let t0 = Instant::now();
+        c.mark_subnet("subnet-a", t0);
+        assert!(c.is_subnet_unavailable("subnet-a", t0 + Duration::from_secs(179)));
+        assert!(!c.is_subnet_unavailable("subnet-b", t0));
+        assert!(!c.is_subnet_unavailable("subnet-a", t0 + TTL));
+    }
 
     #[test]
     fn offerings_come_back_after_three_minutes() {

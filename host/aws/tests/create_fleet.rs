@@ -275,3 +275,72 @@ async fn each_launch_template_config_names_a_template_made_for_it_at_latest() {
         assert_eq!(root.ebs().and_then(|e| e.encrypted()), Some(true), "{name}: an encrypted root volume");
     }
 }
+
+/// EC2's CreateFleet answer when `subnet` has no free address for `instance_type`.
+fn subnet_full(instance_type: &str, subnet: &str) -> String {
+    let body = format!(
+        "<CreateFleetResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\"><requestId>r</requestId>\
+         <fleetId>fleet-1</fleetId><errorSet><item><launchTemplateAndOverrides><overrides>\
+         <instanceType>{instance_type}</instanceType><subnetId>{subnet}</subnetId></overrides>\
+         </launchTemplateAndOverrides><errorCode>InsufficientFreeAddressesInSubnet</errorCode>\
+         <errorMessage>There are not enough free addresses in subnet '{subnet}' to satisfy the requested number of instances.</errorMessage>\
+         </item></errorSet><fleetInstanceSet/></CreateFleetResponse>"
+    );
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// Not a Karpenter case of the manifest (issue 47; Karpenter's instance provider case
+/// "should deprioritize subnets on subsequent launches after subnet IP exhaustion").
+#[tokio::test]
+async fn a_subnet_out_of_addresses_is_passed_over_while_its_zone_has_another() {
+    let moto = Moto::start();
+    let setup = moto.provider("full").await;
+    let lab = lab(&setup, "full").await;
+    // A second, larger subnet in us-east-1a: listed first (the most free addresses).
+    let ec2 = &setup.clients.ec2;
+    let (first_1a, _) = lab.subnets.iter().find(|(_, z)| z == "us-east-1a").unwrap().clone();
+    let described = ec2.describe_subnets().subnet_ids(&first_1a).send().await.unwrap();
+    let vpc = described.subnets()[0].vpc_id().unwrap().to_string();
+    let big = ec2
+        .create_subnet()
+        .vpc_id(&vpc)
+        .cidr_block("10.20.16.0/20")
+        .availability_zone("us-east-1a")
+        .send()
+        .await
+        .unwrap();
+    let big = big.subnet().unwrap().subnet_id().unwrap().to_string();
+    let mut nc = lab_nodeclass("full");
+    nc.spec.subnet_selector_terms = [big.clone(), first_1a.clone()]
+        .into_iter()
+        .map(|id| tenon_api::ec2nodeclass::SubnetSelectorTerm { id: Some(id), tags: None })
+        .collect();
+    let nc = resolved(&setup, nc).await;
+    let listed: Vec<&str> = nc.status.as_ref().unwrap().subnets.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(listed, [big.as_str(), first_1a.as_str()], "the larger subnet first");
+    // The first CreateFleet finds the larger subnet out of addresses.
+    let proxy =
+        tenon_fault_proxy::fault_matching(&moto.url, 1, "Action=CreateFleet", subnet_full("m5.large", &big)).await;
+    let mut conn = moto.connection();
+    conn.endpoint_url = Some(proxy.url.clone());
+    let p = AwsProvider::connect(&conn, setup.settings.clone()).await.unwrap();
+    p.resolve(&nc).await.expect("resolved through the proxy");
+    let e = p.create(&request("full-a", &nc, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap_err();
+    assert!(matches!(e, CloudError::InsufficientCapacity { .. }), "{e:?}");
+    // The zone still has a subnet with addresses: its offerings stay, and the next launch
+    // (of another type) goes to that subnet.
+    let types = p.instance_types(&nc).await.unwrap();
+    assert!(available(&types, "m5.xlarge").iter().any(|(z, _)| z == "us-east-1a"), "us-east-1a still offered");
+    let i =
+        p.create(&request("full-b", &nc, vec![option("m5.xlarge", "us-east-1a", "amd64")])).await.expect("launched");
+    assert_eq!(i.subnet_id, first_1a, "the subnet with addresses");
+    let seen = p.get_many(std::slice::from_ref(&i.id)).await.unwrap();
+    assert_eq!(seen[&i.id].subnet_id, first_1a, "EC2 placed it there");
+    // Once that one is out of addresses too, the zone offers nothing for now.
+    p.unavailable.mark_subnet(&first_1a, std::time::Instant::now());
+    let types = p.instance_types(&nc).await.unwrap();
+    assert!(types.iter().all(|t| !available(&types, &t.name).iter().any(|(z, _)| z == "us-east-1a")));
+}
