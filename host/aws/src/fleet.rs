@@ -215,6 +215,8 @@ pub(crate) async fn create(
         prioritized: req.ranked,
         shared_tags: shared,
         token_seed: token_seed(&p.settings.cluster.name, &placements),
+        // Not when minValues were relaxed: the context may be what made them unmeetable.
+        context: req.nodeclass.spec.context.clone().filter(|_| !req.min_values_relaxed),
     };
     let member = Member { nodeclaim: req.nodeclaim.clone(), attempt: req.attempt, tags: tags.clone() };
     let share = p.fleets.launch(&p.clients.ec2, &p.fence, request, member).await;
@@ -431,6 +433,7 @@ mod tests {
             taints: vec![],
             startup_taints: vec![],
             tenancy: "default".into(),
+            min_values_relaxed: false,
         }
     }
 

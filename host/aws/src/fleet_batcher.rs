@@ -39,12 +39,17 @@ pub struct FleetRequest {
     pub shared_tags: BTreeMap<String, String>,
     /// What makes the client token: the cluster and the placements.
     pub token_seed: String,
+    /// The NodeClass' `spec.context` (a reserved-capacity or pricing context EC2 applies).
+    pub context: Option<String>,
 }
 
 impl FleetRequest {
     /// Requests with the same key can share a call.
     pub fn key(&self) -> String {
-        format!("{:?}|{}|{}|{:?}|{}", self.configs, self.spot, self.prioritized, self.shared_tags, self.token_seed)
+        format!(
+            "{:?}|{}|{}|{:?}|{}|{:?}",
+            self.configs, self.spot, self.prioritized, self.shared_tags, self.token_seed, self.context
+        )
     }
 }
 
@@ -195,6 +200,7 @@ async fn send(ec2: &aws_sdk_ec2::Client, fence: &Fence, request: &FleetRequest, 
     };
     let mut fleet = ec2
         .create_fleet()
+        .set_context(request.context.clone())
         .r#type(FleetType::Instant)
         .set_launch_template_configs(Some(request.configs.clone()))
         .target_capacity_specification(

@@ -329,3 +329,29 @@ async fn a_launch_asks_for_karpenters_allocation_strategy_unless_a_policy_ranked
         assert_eq!(counts(), want, "spot {spot}, ranked by a policy {ranked}");
     }
 }
+
+/// Not a Karpenter case of the manifest (issue 47; Karpenter's cloud provider cases "should
+/// set context on the CreateFleet request" and "should not set context ... when min values
+/// are relaxed"): a NodeClass' `spec.context` reaches CreateFleet unless the NodeClaim's
+/// minValues were relaxed.
+#[tokio::test]
+async fn a_nodeclass_context_reaches_create_fleet_unless_min_values_were_relaxed() {
+    let moto = Moto::start();
+    let with_context = tenon_fault_proxy::slow_matching(&moto.url, "Context=context-1234", Duration::ZERO).await;
+    let fleets = tenon_fault_proxy::slow_matching(&with_context.url, "Action=CreateFleet", Duration::ZERO).await;
+    let setup = moto.provider("context").await;
+    lab(&setup, "context").await;
+    let mut nc = lab_nodeclass("context");
+    nc.spec.context = Some("context-1234".into());
+    let nc = resolved(&setup, nc).await;
+    let mut conn = moto.connection();
+    conn.endpoint_url = Some(fleets.url.clone());
+    let p = AwsProvider::connect(&conn, setup.settings.clone()).await.expect("the connection names its region");
+    let seen = || (fleets.seen.load(Ordering::SeqCst), with_context.seen.load(Ordering::SeqCst));
+    p.create(&request("context-a", &nc, vec![option("m5.large", "us-east-1a", "amd64")])).await.unwrap();
+    assert_eq!(seen(), (1, 1), "the context is sent");
+    let mut relaxed = request("context-b", &nc, vec![option("m5.large", "us-east-1a", "amd64")]);
+    relaxed.min_values_relaxed = true;
+    p.create(&relaxed).await.unwrap();
+    assert_eq!(seen(), (2, 1), "not with minValues relaxed");
+}

@@ -52,6 +52,8 @@ pub struct LaunchRequest {
     pub startup_taints: Vec<Taint>,
     /// `default` or `dedicated`: see [`launch_tenancy`].
     pub tenancy: String,
+    /// The NodeClaim's minValues were relaxed (`MIN_VALUES_POLICY=BestEffort`).
+    pub min_values_relaxed: bool,
 }
 
 /// The tenancy a NodeClaim with `requirements` is launched with, as Karpenter chooses it:

@@ -170,6 +170,7 @@ pub fn request(nodeclaim: &str, nc: &EC2NodeClass, options: Vec<LaunchOption>) -
         taints: vec![Taint { key: "dedicated".into(), value: "batch".into(), effect: Effect::NoSchedule }],
         startup_taints: vec![],
         tenancy: "default".into(),
+        min_values_relaxed: false,
     }
 }
 

@@ -123,6 +123,12 @@ pub fn launch_request(
         taints: nc.spec.taints.iter().map(taint).collect(),
         startup_taints: nc.spec.startup_taints.iter().map(taint).collect(),
         tenancy: launch_tenancy(&requirements_with_min_values(&nc.spec.requirements)).to_string(),
+        min_values_relaxed: nc
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(wk::ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED))
+            .is_some_and(|v| v == "true"),
     }
 }
 
