@@ -344,3 +344,40 @@ async fn a_subnet_out_of_addresses_is_passed_over_while_its_zone_has_another() {
     let types = p.instance_types(&nc).await.unwrap();
     assert!(types.iter().all(|t| !available(&types, &t.name).iter().any(|(z, _)| z == "us-east-1a")));
 }
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:546
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:581
+#[tokio::test]
+async fn metal_types_reach_create_fleet_only_under_a_min_values() {
+    let moto = Moto::start();
+    let setup = moto.provider("metal").await;
+    let lab = lab(&setup, "metal").await;
+    // One maxPods: every type shares one launch template config.
+    let mut nc = three_zone_nodeclass(&setup, &lab, "metal").await;
+    nc.spec.kubelet = Some(tenon_api::ec2nodeclass::KubeletConfiguration { max_pods: Some(110), ..Default::default() });
+    let nc = resolved(&setup, nc).await;
+    let proxy = tenon_fault_proxy::slow_matching(&moto.url, "Action=CreateFleet", std::time::Duration::ZERO).await;
+    let mut conn = moto.connection();
+    conn.endpoint_url = Some(proxy.url.clone());
+    let p = AwsProvider::connect(&conn, setup.settings.clone()).await.unwrap();
+    p.resolve(&nc).await.expect("resolved through the proxy");
+    let types = p.instance_types(&nc).await.unwrap();
+    let zone_of: std::collections::BTreeMap<&str, &str> =
+        nc.status.as_ref().unwrap().subnets.iter().map(|s| (s.id.as_str(), s.zone.as_str())).collect();
+    for (i, min_values) in [None, Some(1)].into_iter().enumerate() {
+        // A NodeClaim for one CPU of spot, with the NodePool's minValues on capacity type.
+        let reqs = Requirements::from_iter([
+            Requirement::in_values(wk::LABEL_CAPACITY_TYPE, ["spot"]).with_min_values(min_values),
+            Requirement::in_values(wk::LABEL_ARCH, ["amd64"]),
+        ]);
+        let requests = tenon_core::resources::Resources::new(1000, 0, 1);
+        let options = launch::options(&launch::price_ranking(&reqs, &requests, &types), &reqs, &types);
+        p.create(&request(&format!("metal-{i}"), &nc, launch::fleet_request(&options))).await.expect("launched");
+        let body = proxy.bodies.lock().unwrap()[i].clone();
+        let params = params_of(&body);
+        assert!(!params.iter().any(|(k, _)| k.starts_with("LaunchTemplateConfigs.2.")), "one launch template config");
+        let overrides = overrides_of(&params, &zone_of);
+        let metal = overrides.iter().any(|(t, _)| t.contains("metal"));
+        assert_eq!(metal, min_values.is_some(), "minValues {min_values:?}: {overrides:?}");
+    }
+}
