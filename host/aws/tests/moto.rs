@@ -916,3 +916,29 @@ async fn launch_and_termination_failures_are_counted_by_zone() {
     assert!(text.lines().any(|l| l == terminate), "{terminate} missing from\n{text}");
     p.delete(std::slice::from_ref(&launched.id)).await.expect("the second TerminateInstances reaches moto");
 }
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:1054
+#[tokio::test]
+async fn a_local_zone_subnet_offers_and_launches_in_the_local_zone() {
+    let moto = Moto::start();
+    let p = moto.provider("local").await;
+    // DescribeInstanceTypeOfferings lists m5.large in the Boston local zone too (moto knows
+    // no local zones); the NodeClass' one subnet is there.
+    let mut raw = (*p.catalog().await.unwrap()).clone();
+    const LOCAL: &str = "us-east-1-bos-1a";
+    raw.zones.get_mut("m5.large").expect("m5.large offered").push(LOCAL.to_string());
+    let types = raw.instance_types(&[LOCAL.to_string()], &tenon_core::catalog::AwsCatalogOptions::default());
+    let offered: Vec<&str> = types.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(offered, ["m5.large"], "only what the local zone offers");
+    let mut c = support::scheduling::Cluster::new(types.clone(), "default", &[]);
+    c.pending("p", "{cpu: 100m}");
+    let d = c.decide();
+    assert!(d.scheduled("p"));
+    let nc = d.created("p");
+    let reqs = tenon_core::convert::requirements_with_min_values(&nc.spec.requirements);
+    let zones: Vec<String> = launch::options(&launch::price_ranking(&reqs, &Default::default(), &types), &reqs, &types)
+        .into_iter()
+        .map(|o| o.zone)
+        .collect();
+    assert!(!zones.is_empty() && zones.iter().all(|z| z == LOCAL), "{zones:?}");
+}

@@ -95,3 +95,28 @@ async fn a_node_not_ready_is_not_initialized() {
     assert_eq!(condition_status(&conditions, condition::REGISTERED).as_deref(), Some("True"));
     assert_eq!(condition_status(&conditions, condition::INITIALIZED).as_deref(), Some("Unknown"), "NotReady");
 }
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/suite_test.go:389
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requested_dra_drivers_do_not_hold_initialization() {
+    let w = World::new().await;
+    let nc = w.launched("on-demand").await;
+    // Tenon, like Karpenter with DRA requests ignored, waits for no driver's resource pool.
+    let annotated = serde_json::json!({"metadata": {"annotations": {"karpenter.sh/requested-dra-drivers": "driver-a.example.com"}}});
+    let claims: Api<tenon_api::NodeClaim> = Api::all(w.client.clone());
+    let written = claims.patch("default-abcde", &PatchParams::default(), &Patch::Merge(&annotated)).await.unwrap();
+    w.until("the annotated NodeClaim in the cache", |c| {
+        c.stores.nodeclaims.state().iter().any(|n| n.metadata.resource_version == written.metadata.resource_version)
+    })
+    .await;
+    w.kubelet_registers(nc, &["{key: karpenter.sh/unregistered, effect: NoExecute}".to_string()]).await;
+    let mut lifecycle = Lifecycle::new(w.ctx.clone());
+    w.lifecycle_until(&mut lifecycle, condition::REGISTERED).await;
+    w.kubelet_reports(Some(serde_json::json!({"cpu": "2", "memory": "4Gi", "pods": "20"}))).await;
+    let initialized = w.lifecycle_until(&mut lifecycle, condition::INITIALIZED).await;
+    let conditions = initialized.status.unwrap_or_default().conditions;
+    assert_eq!(condition_status(&conditions, condition::INITIALIZED).as_deref(), Some("True"));
+    let node = Api::<Node>::all(w.client.clone()).get("node-a").await.unwrap();
+    let labels = node.metadata.labels.unwrap_or_default();
+    assert_eq!(labels.get("karpenter.sh/initialized").map(String::as_str), Some("true"));
+}
