@@ -147,15 +147,14 @@ fn params_of(body: &str) -> Vec<(String, String)> {
     form_urlencoded::parse(body.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
 }
 
-/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:476
-#[tokio::test]
-async fn a_flexible_launch_asks_only_for_spot_cheaper_than_the_cheapest_on_demand() {
-    let moto = Moto::start();
-    let setup = moto.provider("cheap").await;
-    let lab = lab(&setup, "cheap").await;
-    // One image and one maxPods: every type shares one launch template (Karpenter's case has
-    // one launch template config), as templates differ by image and kubelet settings.
-    let mut nc = three_zone_nodeclass(&setup, &lab, "cheap").await;
+/// A provider whose CreateFleet calls are recorded by a proxy in front of moto, and a
+/// three-zone NodeClass with one image and one maxPods: every type shares one launch template
+/// (Karpenter's cases have one launch template config), as templates differ by image and
+/// kubelet settings.
+async fn one_template_watched(moto: &Moto, cluster: &str) -> (AwsProvider, EC2NodeClass, tenon_fault_proxy::Throttle) {
+    let setup = moto.provider(cluster).await;
+    let lab = lab(&setup, cluster).await;
+    let mut nc = three_zone_nodeclass(&setup, &lab, cluster).await;
     nc.spec.kubelet = Some(tenon_api::ec2nodeclass::KubeletConfiguration { max_pods: Some(110), ..Default::default() });
     let nc = resolved(&setup, nc).await;
     let proxy = tenon_fault_proxy::slow_matching(&moto.url, "Action=CreateFleet", std::time::Duration::ZERO).await;
@@ -163,6 +162,14 @@ async fn a_flexible_launch_asks_only_for_spot_cheaper_than_the_cheapest_on_deman
     conn.endpoint_url = Some(proxy.url.clone());
     let p = AwsProvider::connect(&conn, setup.settings.clone()).await.unwrap();
     p.resolve(&nc).await.expect("resolved through the proxy");
+    (p, nc, proxy)
+}
+
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:476
+#[tokio::test]
+async fn a_flexible_launch_asks_only_for_spot_cheaper_than_the_cheapest_on_demand() {
+    let moto = Moto::start();
+    let (p, nc, proxy) = one_template_watched(&moto, "cheap").await;
     // moto prices every spot offering the same; here spot costs 90% of on-demand, so the
     // larger types' spot is dearer than the cheapest on-demand that fits.
     let mut types: Vec<InstanceType> = (*p.instance_types(&nc).await.unwrap()).clone();
@@ -350,17 +357,7 @@ async fn a_subnet_out_of_addresses_is_passed_over_while_its_zone_has_another() {
 #[tokio::test]
 async fn metal_types_reach_create_fleet_only_under_a_min_values() {
     let moto = Moto::start();
-    let setup = moto.provider("metal").await;
-    let lab = lab(&setup, "metal").await;
-    // One maxPods: every type shares one launch template config.
-    let mut nc = three_zone_nodeclass(&setup, &lab, "metal").await;
-    nc.spec.kubelet = Some(tenon_api::ec2nodeclass::KubeletConfiguration { max_pods: Some(110), ..Default::default() });
-    let nc = resolved(&setup, nc).await;
-    let proxy = tenon_fault_proxy::slow_matching(&moto.url, "Action=CreateFleet", std::time::Duration::ZERO).await;
-    let mut conn = moto.connection();
-    conn.endpoint_url = Some(proxy.url.clone());
-    let p = AwsProvider::connect(&conn, setup.settings.clone()).await.unwrap();
-    p.resolve(&nc).await.expect("resolved through the proxy");
+    let (p, nc, proxy) = one_template_watched(&moto, "metal").await;
     let types = p.instance_types(&nc).await.unwrap();
     let zone_of: std::collections::BTreeMap<&str, &str> =
         nc.status.as_ref().unwrap().subnets.iter().map(|s| (s.id.as_str(), s.zone.as_str())).collect();

@@ -5,9 +5,7 @@ use crate::controller::error::Failures;
 use crate::controller::metrics::catalog::NODECLAIMS_CREATED;
 use crate::controller::provisioning::{PROVISIONED, Provisioner, create_nodeclaim};
 use crate::controller::runner::Reconciler;
-use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
 use tenon_api::NodeClaim;
 
 /// A NodeClaim of NodePool `default` saying whether its minValues were relaxed.
@@ -45,19 +43,7 @@ async fn created_nodeclaims_are_counted_by_whether_their_min_values_were_relaxed
 async fn the_provisioner_counts_what_it_creates_as_provisioned() {
     let w = World::new().await;
     w.pool_with(serde_json::json!({})).await;
-    let pod: Pod = serde_yaml::from_str(
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: waiting, namespace: default}\nspec:\n  containers: [{name: app, image: app, resources: {requests: {cpu: 100m}}}]\nstatus:\n  phase: Pending\n  conditions: [{type: PodScheduled, status: 'False', reason: Unschedulable}]\n",
-    )
-    .unwrap();
-    let pods = Api::<Pod>::namespaced(w.client.clone(), "default");
-    pods.create(&PostParams::default(), &pod).await.unwrap();
-    // As kube-scheduler marks a pod no node fits (a create's status is the API server's).
-    let status = serde_json::json!({"status": pod.status});
-    pods.patch_status("waiting", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
-    w.until("the pending pod in the cache", |c| {
-        c.stores.pods.state().iter().any(|p| tenon_core::convert::is_provisionable(p))
-    })
-    .await;
+    w.pending_pod("waiting", 100).await;
     let mut provisioner = Provisioner::new(w.ctx.clone());
     let claims: Api<NodeClaim> = Api::all(w.client.clone());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);

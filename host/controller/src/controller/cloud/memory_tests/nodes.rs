@@ -21,6 +21,30 @@ pub(super) fn web_pod(name: &str, node: &str, millis: i64) -> serde_json::Value 
 }
 
 impl World {
+    /// Pod `name` of ReplicaSet `web` requesting `millis` of CPU, pending (kube-scheduler
+    /// could not place it); once cached as provisionable.
+    pub(super) async fn pending_pod(&self, name: &str, millis: i64) {
+        let p: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "default", "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "00000000-0000-0000-0000-000000000001", "controller": true}]},
+            "spec": {"containers": [{"name": "app", "image": "app", "resources": {"requests": {"cpu": format!("{millis}m")}}}]},
+        }))
+        .unwrap();
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), "default");
+        pods.create(&PostParams::default(), &p).await.unwrap();
+        let unschedulable = serde_json::json!({"status": {"phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}});
+        pods.patch_status(name, &PatchParams::default(), &Patch::Merge(&unschedulable)).await.unwrap();
+        self.until("the pending pod in the cache", |c| {
+            c.stores
+                .pods
+                .state()
+                .iter()
+                .any(|p| p.metadata.name.as_deref() == Some(name) && tenon_core::convert::is_provisionable(p))
+        })
+        .await;
+    }
+
     /// The EC2NodeClass and NodePool `default`, with `disruption` (JSON) as its disruption
     /// (`{}`: the defaults).
     pub(super) async fn pool_with(&self, disruption: serde_json::Value) {

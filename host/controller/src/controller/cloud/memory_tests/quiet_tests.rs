@@ -15,9 +15,8 @@ use crate::controller::nodeclaim::pod_events::PodEvents;
 use crate::controller::provisioning::Provisioner;
 use crate::controller::runner::{self, BUSY, IDLE, Reconciler};
 use crate::controller::termination::Termination;
-use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -66,19 +65,7 @@ async fn on_a_settled_cluster_only_timed_work_schedules_a_pass() {
 async fn a_pending_pod_and_a_deletion_make_their_reconcilers_busy() {
     let w = World::new().await;
     w.initialized_with_pod("on-demand", "", "").await;
-    let pod: Pod = serde_yaml::from_str(
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: waiting, namespace: default}\nspec:\n  containers: [{name: app, image: app, resources: {requests: {cpu: 100m}}}]\nstatus:\n  phase: Pending\n  conditions: [{type: PodScheduled, status: 'False', reason: Unschedulable}]\n",
-    )
-    .unwrap();
-    let pods = Api::<Pod>::namespaced(w.client.clone(), "default");
-    pods.create(&PostParams::default(), &pod).await.unwrap();
-    // As kube-scheduler marks a pod no node fits (a create's status is the API server's).
-    let status = serde_json::json!({"status": pod.status});
-    pods.patch_status("waiting", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
-    w.until("the pending pod in the cache", |c| {
-        c.stores.pods.state().iter().any(|p| tenon_core::convert::is_provisionable(p))
-    })
-    .await;
+    w.pending_pod("waiting", 100).await;
     let batch = after_a_pass(Provisioner::new(w.ctx.clone())).await;
     assert!(batch <= w.ctx.settings.batch_idle_duration, "the open batch closes after its idle time: {batch:?}");
     Api::<tenon_api::NodeClaim>::all(w.client.clone()).delete("default-abcde", &Default::default()).await.unwrap();

@@ -7,9 +7,8 @@ use super::World;
 use crate::controller::disruption::Disruption;
 use crate::controller::metrics::catalog::VOLUNTARY_DISRUPTION_FAILED_VALIDATIONS;
 use crate::controller::runner::Reconciler;
-use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use std::time::Duration;
 use tenon_api::NodePool;
 
@@ -26,29 +25,6 @@ enum Change {
 }
 
 impl World {
-    /// A pending pod (kube-scheduler could not place it) that fits a candidate: nominated.
-    async fn pending_pod(&self, name: &str, millis: i64) {
-        let p: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": name, "namespace": "default", "ownerReferences": [
-                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "00000000-0000-0000-0000-000000000001", "controller": true}]},
-            "spec": {"containers": [{"name": "app", "image": "app", "resources": {"requests": {"cpu": format!("{millis}m")}}}]},
-        }))
-        .unwrap();
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), "default");
-        pods.create(&PostParams::default(), &p).await.unwrap();
-        let unschedulable = serde_json::json!({"status": {"phase": "Pending",
-            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}});
-        pods.patch_status(name, &PatchParams::default(), &Patch::Merge(&unschedulable)).await.unwrap();
-        self.until("the pending pod in the cache", |c| {
-            c.stores
-                .pods
-                .state()
-                .iter()
-                .any(|p| p.metadata.name.as_deref() == Some(name) && tenon_core::convert::is_provisionable(p))
-        })
-        .await;
-    }
-
     /// Decides a command, applies `change`, validates; the failed validations counted for
     /// `consolidation_type`.
     async fn invalidated(&self, change: Change, consolidation_type: &str) -> Option<f64> {
