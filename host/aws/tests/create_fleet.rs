@@ -354,8 +354,9 @@ async fn a_subnet_out_of_addresses_is_passed_over_while_its_zone_has_another() {
 
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:546
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:581
+/// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:600
 #[tokio::test]
-async fn metal_types_reach_create_fleet_only_under_a_min_values() {
+async fn metal_and_gpu_types_reach_create_fleet_only_when_asked_for() {
     let moto = Moto::start();
     let (p, nc, proxy) = one_template_watched(&moto, "metal").await;
     let types = p.instance_types(&nc).await.unwrap();
@@ -376,5 +377,20 @@ async fn metal_types_reach_create_fleet_only_under_a_min_values() {
         let overrides = overrides_of(&params, &zone_of);
         let metal = overrides.iter().any(|(t, _)| t.contains("metal"));
         assert_eq!(metal, min_values.is_some(), "minValues {min_values:?}: {overrides:?}");
+        if min_values.is_none() {
+            assert!(!overrides.iter().any(|(t, _)| t.starts_with('g')), "{overrides:?}");
+        }
     }
+    // GPU types too are left out while a generic type fits, however cheap.
+    let reqs = Requirements::from_iter([
+        Requirement::in_values(wk::LABEL_CAPACITY_TYPE, ["spot"]),
+        Requirement::in_values(wk::LABEL_INSTANCE_TYPE, ["m5.large", "g4dn.xlarge"]),
+    ]);
+    assert!(types.iter().any(|t| t.name == "g4dn.xlarge" && t.cheapest(&reqs).is_some()), "g4dn.xlarge offered");
+    let requests = tenon_core::resources::Resources::new(1000, 0, 1);
+    let options = launch::options(&launch::price_ranking(&reqs, &requests, &types), &reqs, &types);
+    p.create(&request("metal-gpu", &nc, launch::fleet_request(&options))).await.expect("launched");
+    let body = proxy.bodies.lock().unwrap()[2].clone();
+    let overrides = overrides_of(&params_of(&body), &zone_of);
+    assert!(!overrides.is_empty() && overrides.iter().all(|(t, _)| t == "m5.large"), "{overrides:?}");
 }

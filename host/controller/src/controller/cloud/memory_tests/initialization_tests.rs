@@ -120,3 +120,42 @@ async fn requested_dra_drivers_do_not_hold_initialization() {
     let labels = node.metadata.labels.unwrap_or_default();
     assert_eq!(labels.get("karpenter.sh/initialized").map(String::as_str), Some("true"));
 }
+
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/initialization_test.go:113
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nodeclaim_of_another_nodeclass_is_not_initialized() {
+    // Launched and registered, its Node Ready with capacity and untainted: everything
+    // initialization waits for, but not ours to initialize.
+    let w = World::new().await;
+    w.ready_nodeclass().await;
+    w.create::<tenon_api::NodeClaim>(
+        "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata: {name: other}\nspec:\n  nodeClassRef: {group: karpenter.test.sh, kind: TestNodeClass, name: default}\n  requirements: []\n",
+    )
+    .await;
+    let now = "2026-12-06T00:00:00Z";
+    let status = serde_json::json!({"status": {"providerID": "test:///other", "nodeName": "other", "conditions": [
+        {"type": "Launched", "status": "True", "reason": "Launched", "message": "", "lastTransitionTime": now},
+        {"type": "Registered", "status": "True", "reason": "Registered", "message": "", "lastTransitionTime": now}]}});
+    let claims: Api<tenon_api::NodeClaim> = Api::all(w.client.clone());
+    claims.patch_status("other", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+    w.create::<Node>("apiVersion: v1\nkind: Node\nmetadata: {name: other}\nspec: {providerID: \"test:///other\"}\n")
+        .await;
+    let capacity = serde_json::json!({"cpu": "2", "memory": "4Gi", "pods": "20"});
+    let ready = serde_json::json!({"status": {"capacity": capacity, "allocatable": capacity,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": ""}]}});
+    let nodes: Api<Node> = Api::all(w.client.clone());
+    let written = nodes.patch_status("other", &PatchParams::default(), &Patch::Merge(&ready)).await.unwrap();
+    w.until("the Ready Node and the registered NodeClaim in the cache", |c| {
+        c.stores.nodes.state().iter().any(|n| n.metadata.resource_version == written.metadata.resource_version)
+            && c.stores.nodeclaims.state().iter().any(|n| n.status.as_ref().is_some_and(|s| s.node_name.is_some()))
+    })
+    .await;
+    let mut lifecycle = Lifecycle::new(w.ctx.clone());
+    for _ in 0..3 {
+        crate::controller::runner::Reconciler::reconcile(&mut lifecycle).await.unwrap();
+    }
+    let conditions = claims.get("other").await.unwrap().status.unwrap_or_default().conditions;
+    assert_eq!(condition_status(&conditions, condition::INITIALIZED), None, "not ours to initialize");
+    let labels = nodes.get("other").await.unwrap().metadata.labels.unwrap_or_default();
+    assert!(!labels.contains_key("karpenter.sh/initialized"), "{labels:?}");
+}
