@@ -683,6 +683,21 @@ async fn spot_is_offered_only_where_spot_price_history_has_a_price() {
     assert_eq!(candidates(Some("us-east-1b")), []);
     // Any zone: spot m5.large launches where it has a price.
     assert_eq!(candidates(None), [("us-east-1a".to_string(), 0.004)]);
+    // A NodePool of spot m5.large in us-east-1b leaves the pod unscheduled, one in us-east-1a
+    // schedules it.
+    for (zone, schedules) in [("us-east-1b", false), ("us-east-1a", true)] {
+        let mut c = support::scheduling::Cluster::new(
+            types.clone(),
+            "default",
+            &[
+                "{key: karpenter.sh/capacity-type, operator: In, values: [spot]}",
+                "{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}",
+                &format!("{{key: topology.kubernetes.io/zone, operator: In, values: [{zone}]}}"),
+            ],
+        );
+        c.pending("p", "{cpu: 100m}");
+        assert_eq!(c.decide().scheduled("p"), schedules, "{zone}");
+    }
 }
 
 /// karpenter-provider-aws:pkg/providers/instancetype/suite_test.go:2653

@@ -1012,6 +1012,20 @@ fn all_type_names(c: &Cluster) -> Vec<String> {
     c.catalog_names()
 }
 
+/// karpenter:pkg/controllers/provisioning/suite_test.go:1528
+#[test]
+fn nodes_get_the_templates_annotations() {
+    let mut c = Cluster::new(default_types());
+    pool(
+        &mut c,
+        "default",
+        "  template: {metadata: {annotations: {karpenter.sh/do-not-disrupt: \"true\"}}, spec: {requirements: []}}\n",
+    );
+    c.pending("{name: p}", "");
+    let annotations = c.decide().created("p").metadata.annotations.unwrap_or_default();
+    assert_eq!(annotations.get("karpenter.sh/do-not-disrupt").map(String::as_str), Some("true"), "{annotations:?}");
+}
+
 /// karpenter:pkg/controllers/provisioning/suite_test.go:1546
 #[test]
 fn nodes_get_template_labels_and_a_value_for_each_custom_requirement() {

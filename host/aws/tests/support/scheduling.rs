@@ -29,11 +29,16 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Karpenter's suite NodePool over `catalog`: on-demand, labelled
-    /// `testing/cluster=unspecified`, launching from EC2NodeClass `nodeclass`; `requirements`
-    /// (flow YAML items) are added to its capacity-type requirement.
+    /// Karpenter's suite NodePool over `catalog`: on-demand (unless `requirements` name the
+    /// capacity type), labelled `testing/cluster=unspecified`, launching from EC2NodeClass
+    /// `nodeclass`, with `requirements` (flow YAML items).
     pub fn new(catalog: Vec<InstanceType>, nodeclass: &str, requirements: &[&str]) -> Cluster {
-        let mut reqs = vec!["{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}".to_string()];
+        // On-demand unless the case names the capacity type itself.
+        let mut reqs: Vec<String> = if requirements.iter().any(|r| r.contains("karpenter.sh/capacity-type")) {
+            Vec::new()
+        } else {
+            vec!["{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}".to_string()]
+        };
         reqs.extend(requirements.iter().map(|r| r.to_string()));
         let np: NodePool = yaml(&format!(
             "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: default}}\nspec:\n  template:\n    metadata:\n      labels: {{testing/cluster: unspecified}}\n    spec:\n      requirements: [{}]\n      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: {nodeclass}}}\n",

@@ -99,6 +99,51 @@ async fn non_critical_pods_are_evicted_before_critical_ones() {
     w.drained_and_gone("i-1").await;
 }
 
+/// A DaemonSet's pod, with `extra` fields merged in.
+fn of_daemonset(extra: serde_json::Value) -> serde_json::Value {
+    let mut v = json!({"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds",
+        "uid": "00000000-0000-0000-0000-0000000000d5", "controller": true}]}});
+    if let Some(spec) = extra.get("spec") {
+        v["spec"] = spec.clone();
+    }
+    v
+}
+
+/// karpenter:pkg/controllers/node/termination/suite_test.go:415
+#[tokio::test]
+async fn pods_leave_tier_by_tier_each_waiting_for_the_one_before() {
+    let w = World::new().await;
+    let tiers: [&[(&str, serde_json::Value)]; 4] = [
+        &[("app", json!({}))],
+        &[("ds", of_daemonset(json!({})))],
+        &[
+            ("node-critical", priority_class("system-node-critical")),
+            ("cluster-critical", priority_class("system-cluster-critical")),
+        ],
+        &[
+            ("ds-node-critical", of_daemonset(priority_class("system-node-critical"))),
+            ("ds-cluster-critical", of_daemonset(priority_class("system-cluster-critical"))),
+        ],
+    ];
+    let all: Vec<(&str, serde_json::Value)> = tiers.iter().flat_map(|t| t.iter().cloned()).collect();
+    let evicted = drained(&w, &all).await;
+    assert_eq!(evicted, [true, false, false, false, false, false], "the plain pod first");
+    // Each step: the tier before is gone (evicted without grace), the next one goes.
+    let t0 = now();
+    for (i, tier) in tiers.iter().enumerate().skip(1) {
+        assert!(matches!(w.node_step("i-1", t0 + i as i64).await, NodeProgress::Draining(_) | NodeProgress::Waiting));
+        for (name, _) in tier.iter() {
+            assert!(w.deleting(name).await, "tier {i}: {name} evicted");
+        }
+        for later in &tiers[i + 1..] {
+            for (name, _) in later.iter() {
+                assert!(!w.deleting(name).await, "tier {i}: {name} waits");
+            }
+        }
+    }
+    w.drained_and_gone("i-1").await;
+}
+
 /// karpenter:pkg/controllers/node/termination/suite_test.go:675
 #[tokio::test]
 async fn a_pod_stuck_terminating_past_its_grace_period_does_not_hold_the_node() {
