@@ -120,15 +120,8 @@ async fn do_not_disrupt_pods_bound_during_the_validation_wait_stop_the_deletion(
     let mut disruption = Disruption::new(w.ctx.clone());
     disruption.reconcile().await.unwrap();
     // Decided, waiting to validate; meanwhile a do-not-disrupt pod lands on each node.
-    let pods: Api<Pod> = Api::namespaced(w.client.clone(), "default");
     for (pod, node) in [("held-0", "node-0"), ("held-1", "node-1")] {
-        let p: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": pod, "namespace": "default", "annotations": {"karpenter.sh/do-not-disrupt": "true"}},
-            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "app", "resources": {"requests": {"cpu": "100m"}}}]},
-            "status": {"phase": "Running"},
-        }))
-        .unwrap();
-        pods.create(&PostParams::default(), &p).await.unwrap();
+        held(&w, pod, node).await;
     }
     w.until("the held pods in the cache", |c| c.stores.pods.state().len() == 4).await;
     for _ in 0..8 {
@@ -136,5 +129,37 @@ async fn do_not_disrupt_pods_bound_during_the_validation_wait_stop_the_deletion(
         disruption.reconcile().await.unwrap();
     }
     assert_eq!(w.claims_deleting().await.len(), 2);
+    w.nothing_disrupted().await;
+}
+
+/// A running pod `pod` on `node` that may not be disrupted.
+async fn held(w: &World, pod: &str, node: &str) {
+    let p: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": pod, "namespace": "default", "annotations": {"karpenter.sh/do-not-disrupt": "true"}},
+        "spec": {"nodeName": node, "containers": [{"name": "app", "image": "app", "resources": {"requests": {"cpu": "100m"}}}]},
+        "status": {"phase": "Running"},
+    }))
+    .unwrap();
+    Api::<Pod>::namespaced(w.client.clone(), "default").create(&PostParams::default(), &p).await.unwrap();
+}
+
+/// karpenter:pkg/controllers/disruption/consolidation_test.go:3785
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_do_not_disrupt_pod_bound_during_the_validation_wait_stops_the_replacement() {
+    use crate::controller::runner::Reconciler;
+    let w = World::new().await;
+    w.pool_with(super::consolidation_tests::UNDERUTILIZED_ANY_NUMBER.clone()).await;
+    w.running("node-0", "fake-it-3", "on-demand", &[("web-0", 100)]).await;
+    let mut disruption = Disruption::new(w.ctx.clone());
+    disruption.reconcile().await.unwrap();
+    // Decided (a cheaper replacement), waiting to validate; meanwhile a do-not-disrupt pod lands.
+    held(&w, "held", "node-0").await;
+    w.until("the held pod in the cache", |c| c.stores.pods.state().len() == 2).await;
+    for _ in 0..8 {
+        w.ctx.advance(std::time::Duration::from_secs(5));
+        disruption.reconcile().await.unwrap();
+    }
+    assert_eq!(w.claims_deleting().await, [("node-0".to_string(), false)], "no replacement created");
+    assert_eq!(w.cloud.instances().len(), 1, "nothing launched");
     w.nothing_disrupted().await;
 }

@@ -134,3 +134,29 @@ async fn an_expired_nodeclaim_counts_its_reschedulable_pods() {
     assert_eq!(w.disrupted("expired", "on-demand"), Some(1.0));
     assert_eq!(w.pods_disrupted_by_expiration(), Some(2.0), "the DaemonSet's pod is not counted");
 }
+
+/// karpenter:pkg/controllers/nodeclaim/expiration/suite_test.go:212
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reconciler_looks_again_when_the_next_nodeclaim_expires() {
+    let w = World::new().await;
+    w.ready_nodeclass().await;
+    w.create::<NodeClaim>(&bare("soon", "50s", "karpenter.k8s.aws")).await;
+    w.until("the NodeClaim in the cache", |c| !c.stores.nodeclaims.state().is_empty()).await;
+    let mut expiration = Expiration::new(w.ctx.clone());
+    let next = |e: &Expiration| e.next_pass().as_secs();
+    expiration.reconcile().await.unwrap();
+    assert!((48..=50).contains(&next(&expiration)), "{}s", next(&expiration));
+    // Twenty seconds on, thirty are left.
+    w.ctx.advance(Duration::from_secs(20));
+    expiration.reconcile().await.unwrap();
+    assert!((28..=30).contains(&next(&expiration)), "{}s", next(&expiration));
+    // A NodeClaim further out than a minute is looked at within the minute every idle
+    // reconciler waits at most (Karpenter requeues for the whole wait; the expiry is as timely).
+    let w = World::new().await;
+    w.ready_nodeclass().await;
+    w.create::<NodeClaim>(&bare("later", "100s", "karpenter.k8s.aws")).await;
+    w.until("the NodeClaim in the cache", |c| !c.stores.nodeclaims.state().is_empty()).await;
+    let mut expiration = Expiration::new(w.ctx.clone());
+    expiration.reconcile().await.unwrap();
+    assert_eq!(next(&expiration), crate::controller::runner::IDLE.as_secs());
+}
