@@ -292,7 +292,13 @@ impl AwsProvider {
         if zones.is_empty() {
             return Ok(Arc::default());
         }
-        let key = ShapeKey { zones, options: self.catalog_options(nc), store: catalog::InstanceStore::of(nc) };
+        let zone_ids = nc
+            .status
+            .as_ref()
+            .map(|s| s.subnets.iter().filter_map(|s| Some((s.zone.clone(), s.zone_id.clone()?))).collect())
+            .unwrap_or_default();
+        let key =
+            ShapeKey { zones, zone_ids, options: self.catalog_options(nc), store: catalog::InstanceStore::of(nc) };
         let name = nc.metadata.name.as_deref().unwrap_or_default();
         let shared = self.shaped.get_or_shape(&raw, name, key);
         let mut types = shared.clone();

@@ -14,6 +14,8 @@ use tenon_core::instancetype::InstanceType;
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ShapeKey {
     pub zones: Vec<String>,
+    /// Zone name → zone ID, from the NodeClass' subnets (offerings carry the IDs).
+    pub zone_ids: BTreeMap<String, String>,
     pub options: AwsCatalogOptions,
     pub store: catalog::InstanceStore,
 }
@@ -33,7 +35,9 @@ impl ShapedCatalogs {
     /// `nodeclass`'s instance types from `raw` under `key`: shaped again only when no
     /// NodeClass has this shape of this catalog.
     pub fn get_or_shape(&self, raw: &Arc<RawCatalog>, nodeclass: &str, key: ShapeKey) -> Arc<Vec<InstanceType>> {
-        let shape = |key: &ShapeKey| Arc::new(raw.instance_types_with(&key.zones, &key.options, key.store));
+        let shape = |key: &ShapeKey| {
+            Arc::new(with_zone_ids(raw.instance_types_with(&key.zones, &key.options, key.store), &key.zone_ids))
+        };
         let Ok(mut entries) = self.0.lock() else { return shape(&key) };
         entries.retain(|_, e| Arc::ptr_eq(&e.catalog, raw));
         if let Some(e) = entries.get(nodeclass).filter(|e| e.key == key) {
@@ -50,6 +54,23 @@ impl ShapedCatalogs {
     }
 }
 
+/// `types` with each offering's zone ID from `ids`, and the IDs among their requirements.
+fn with_zone_ids(types: Vec<InstanceType>, ids: &BTreeMap<String, String>) -> Vec<InstanceType> {
+    if ids.is_empty() {
+        return types;
+    }
+    types
+        .into_iter()
+        .map(|t| {
+            let mut offerings = t.offerings;
+            for o in &mut offerings {
+                o.zone_id = ids.get(&o.zone).cloned();
+            }
+            InstanceType::new(&t.name, t.requirements, t.capacity, t.overhead, offerings)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,6 +78,7 @@ mod tests {
     fn key(zones: &[&str]) -> ShapeKey {
         ShapeKey {
             zones: zones.iter().map(|z| z.to_string()).collect(),
+            zone_ids: BTreeMap::new(),
             options: AwsCatalogOptions::default(),
             store: catalog::InstanceStore::default(),
         }

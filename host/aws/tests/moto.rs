@@ -957,3 +957,38 @@ async fn a_local_zone_subnet_offers_and_launches_in_the_local_zone() {
         .collect();
     assert!(!zones.is_empty() && zones.iter().all(|z| z == LOCAL), "{zones:?}");
 }
+
+/// Not a Karpenter case of the manifest (issue 47): offerings carry their zone's ID from the
+/// NodeClass' subnets, so a requirement on `topology.k8s.aws/zone-id` picks the zone.
+#[tokio::test]
+async fn a_zone_id_requirement_launches_in_that_zone() {
+    let moto = Moto::start();
+    let p = moto.provider("zoneid").await;
+    let lab = lab(&p, "zoneid").await;
+    let nc = three_zone_nodeclass(&p, &lab, "zoneid").await;
+    let subnets = &nc.status.as_ref().unwrap().subnets;
+    let id_of = |zone: &str| subnets.iter().find(|s| s.zone == zone).and_then(|s| s.zone_id.clone());
+    let wanted = id_of("us-east-1b").expect("EC2 names each subnet's zone ID");
+    assert_ne!(id_of("us-east-1a").as_deref(), Some(wanted.as_str()));
+    let types = (*p.instance_types(&nc).await.unwrap()).clone();
+    let m5 = types.iter().find(|t| t.name == "m5.large").expect("m5.large offered");
+    for o in &m5.offerings {
+        assert_eq!(o.zone_id, id_of(&o.zone), "{}", o.zone);
+    }
+    let mut c = support::scheduling::Cluster::new(
+        types.clone(),
+        "default",
+        &[&format!("{{key: {}, operator: In, values: [{wanted}]}}", wk::LABEL_ZONE_ID)],
+    );
+    c.pending("p", "{cpu: 100m}");
+    let d = c.decide();
+    assert!(d.scheduled("p"));
+    let nc = d.created("p");
+    let reqs = tenon_core::convert::requirements_with_min_values(&nc.spec.requirements);
+    let zones: std::collections::BTreeSet<String> =
+        launch::options(&launch::price_ranking(&reqs, &Default::default(), &types), &reqs, &types)
+            .into_iter()
+            .map(|o| o.zone)
+            .collect();
+    assert_eq!(zones.into_iter().collect::<Vec<_>>(), ["us-east-1b"]);
+}

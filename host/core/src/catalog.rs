@@ -56,7 +56,13 @@ pub fn synthetic(count: usize) -> Vec<InstanceType> {
                 ("on-demand", &["test-zone-1", "test-zone-2", "test-zone-3"][..]),
             ] {
                 for z in zones {
-                    offerings.push(Offering { zone: z.to_string(), capacity_type: ct.into(), price, available: true });
+                    offerings.push(Offering {
+                        zone_id: None,
+                        zone: z.to_string(),
+                        capacity_type: ct.into(),
+                        price,
+                        available: true,
+                    });
                 }
             }
             let name = format!("fake-it-{i}");
@@ -421,6 +427,7 @@ pub fn instance_type_from_info(
     for z in zones {
         if classes.contains(&"on-demand") {
             offerings.push(Offering {
+                zone_id: None,
                 zone: z.to_string(),
                 capacity_type: wk::CAPACITY_TYPE_ON_DEMAND.into(),
                 price,
@@ -432,6 +439,7 @@ pub fn instance_type_from_info(
             && let Some(spot) = spot_price(z)
         {
             offerings.push(Offering {
+                zone_id: None,
                 zone: z.to_string(),
                 capacity_type: wk::CAPACITY_TYPE_SPOT.into(),
                 price: spot,

@@ -121,6 +121,7 @@ pub fn from_json(value: &serde_json::Value) -> Result<Vec<InstanceType>, String>
                 .offerings
                 .into_iter()
                 .map(|o| Offering {
+                    zone_id: None,
                     zone: o.zone,
                     capacity_type: o.capacity_type,
                     price: o.price,

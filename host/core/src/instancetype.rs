@@ -1,14 +1,16 @@
 //! Instance types and their offerings (zone × capacity type, with price and availability).
 
-use crate::requirements::{Requirement, Requirements};
+use crate::requirements::{Operator, Requirement, Requirements};
 use crate::resources::Resources;
 use tenon_api::wellknown::{
-    CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, LABEL_CAPACITY_TYPE, LABEL_ZONE,
+    CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, LABEL_CAPACITY_TYPE, LABEL_ZONE, LABEL_ZONE_ID,
 };
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Offering {
     pub zone: String,
+    /// The zone's ID (`use1-az1`), where the cloud names it: `topology.k8s.aws/zone-id`.
+    pub zone_id: Option<String>,
     pub capacity_type: String,
     /// USD per hour.
     pub price: f64,
@@ -16,10 +18,15 @@ pub struct Offering {
 }
 
 impl Offering {
-    /// Whether it is available in a zone and capacity type `reqs` allow.
+    /// Whether it is available in a zone (by name and ID) and capacity type `reqs` allow.
     pub fn allowed_by(&self, reqs: &Requirements) -> bool {
         self.available
             && reqs.get(LABEL_ZONE).is_none_or(|z| z.has(&self.zone))
+            && reqs.get(LABEL_ZONE_ID).is_none_or(|z| match &self.zone_id {
+                Some(id) => z.has(id),
+                // A zone without an ID meets only requirements that allow its absence.
+                None => matches!(z.operator(), Operator::NotIn | Operator::DoesNotExist),
+            })
             && reqs.get(LABEL_CAPACITY_TYPE).is_none_or(|c| c.has(&self.capacity_type))
     }
 }
@@ -52,6 +59,12 @@ impl InstanceType {
         cts.sort();
         cts.dedup();
         requirements.add(Requirement::in_values(LABEL_ZONE, zones));
+        let mut zone_ids: Vec<&str> = offerings.iter().filter_map(|o| o.zone_id.as_deref()).collect();
+        zone_ids.sort();
+        zone_ids.dedup();
+        if !zone_ids.is_empty() {
+            requirements.add(Requirement::in_values(LABEL_ZONE_ID, zone_ids));
+        }
         requirements.add(Requirement::in_values(LABEL_CAPACITY_TYPE, cts));
         let mut allocatable = capacity.clone();
         allocatable.sub(&overhead);

@@ -561,7 +561,13 @@ fn flat_catalog(n: usize) -> std::sync::Arc<Vec<tenon_core::instancetype::Instan
             let name = format!("t{i:02}");
             let price = 0.10 + 0.01 * i as f64;
             let offerings = [("on-demand", price), ("spot", price * 0.4)]
-                .map(|(ct, p)| Offering { zone: "zone-a".into(), capacity_type: ct.into(), price: p, available: true })
+                .map(|(ct, p)| Offering {
+                    zone_id: None,
+                    zone: "zone-a".into(),
+                    capacity_type: ct.into(),
+                    price: p,
+                    available: true,
+                })
                 .to_vec();
             let reqs = Requirements::from_iter([
                 Requirement::in_values("node.kubernetes.io/instance-type", [name.clone()]),

@@ -591,6 +591,7 @@ fn fake_ec2_in(subnet_zones: &[&str]) -> Vec<InstanceType> {
                 .flat_map(|z| {
                     ["on-demand", "spot"].into_iter().filter_map(move |ct| {
                         price(ct).map(|price| Offering {
+                            zone_id: None,
                             zone: z.to_string(),
                             capacity_type: ct.into(),
                             price,

@@ -312,6 +312,7 @@ impl Harness {
                 .map(|o| {
                     let price = o.price.ok_or_else(|| format!("offering of {}: price is required", t.name))?;
                     Ok(Offering {
+                        zone_id: None,
                         zone: o.zone.clone(),
                         capacity_type: o.capacity_type.clone(),
                         price,
@@ -454,7 +455,13 @@ fn from_catalog(name: &str, offerings: Option<&[OfferingSpec]>) -> Result<Instan
                 ));
             }
         };
-        chosen.push(Offering { zone: o.zone.clone(), capacity_type: o.capacity_type.clone(), price, available: true });
+        chosen.push(Offering {
+            zone_id: None,
+            zone: o.zone.clone(),
+            capacity_type: o.capacity_type.clone(),
+            price,
+            available: true,
+        });
     }
     t.offerings = chosen;
     Ok(t)

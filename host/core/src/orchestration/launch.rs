@@ -294,7 +294,13 @@ mod tests {
         ]);
         let offerings = offerings
             .iter()
-            .map(|(z, c, p)| Offering { zone: z.to_string(), capacity_type: c.to_string(), price: *p, available: true })
+            .map(|(z, c, p)| Offering {
+                zone_id: None,
+                zone: z.to_string(),
+                capacity_type: c.to_string(),
+                price: *p,
+                available: true,
+            })
             .collect();
         InstanceType::new(name, reqs, Resources::new(4000, 8 << 30, 10), Resources::default(), offerings)
     }

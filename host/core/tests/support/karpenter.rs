@@ -113,11 +113,23 @@ impl Fake {
         let offerings: Vec<Offering> = match self.offerings {
             Some(o) => o
                 .into_iter()
-                .map(|(capacity_type, zone, price, available)| Offering { zone, capacity_type, price, available })
+                .map(|(capacity_type, zone, price, available)| Offering {
+                    zone_id: None,
+                    zone,
+                    capacity_type,
+                    price,
+                    available,
+                })
                 .collect(),
             None => [("spot", 0), ("spot", 1), ("on-demand", 0), ("on-demand", 1), ("on-demand", 2)]
                 .into_iter()
-                .map(|(ct, z)| Offering { zone: ZONES[z].into(), capacity_type: ct.into(), price, available: true })
+                .map(|(ct, z)| Offering {
+                    zone_id: None,
+                    zone: ZONES[z].into(),
+                    capacity_type: ct.into(),
+                    price,
+                    available: true,
+                })
                 .collect(),
         };
         let large = self.cpu > 4 && self.memory > 8 * GIB;

@@ -29,6 +29,7 @@ pub fn catalog() -> Arc<Vec<InstanceType>> {
                 .iter()
                 .flat_map(|z| {
                     [("on-demand", price), ("spot", price * 0.4)].map(|(ct, p)| Offering {
+                        zone_id: None,
                         zone: z.to_string(),
                         capacity_type: ct.into(),
                         price: p,

@@ -126,7 +126,7 @@ mod tests {
     use tenon_core::resources::Resources;
 
     fn offering(zone: &str, ct: &str, price: f64, available: bool) -> Offering {
-        Offering { zone: zone.into(), capacity_type: ct.into(), price, available }
+        Offering { zone_id: None, zone: zone.into(), capacity_type: ct.into(), price, available }
     }
 
     fn m5_large(offerings: Vec<Offering>) -> InstanceType {

@@ -144,6 +144,12 @@ pub fn launched_labels(instance: &Instance, it: Option<&InstanceType>) -> BTreeM
     labels.insert(wk::LABEL_ZONE.into(), instance.zone.clone());
     labels.insert(wk::LABEL_CAPACITY_TYPE.into(), instance.capacity_type.clone());
     labels.insert(wk::LABEL_INSTANCE_TENANCY.into(), instance.tenancy.clone());
+    let zone_id = it.and_then(|t| t.offerings.iter().find(|o| o.zone == instance.zone)).and_then(|o| o.zone_id.clone());
+    match zone_id {
+        Some(id) => labels.insert(wk::LABEL_ZONE_ID.into(), id),
+        // The type's label holds only when it is offered in one zone: the instance's wins.
+        None => labels.remove(wk::LABEL_ZONE_ID),
+    };
     labels
 }
 
@@ -733,6 +739,42 @@ spec:
         for t in [condition::INITIALIZED, condition::READY] {
             assert!(conds.iter().any(|c| c.type_ == t && c.status == "True"), "{t}");
         }
+    }
+
+    /// Not a Karpenter case (issue 47): the launched NodeClaim is labelled with its zone's ID
+    /// when the cloud names it, and with no stale one otherwise.
+    #[test]
+    fn a_launched_nodeclaim_is_labelled_with_its_zones_id() {
+        use tenon_core::instancetype::Offering;
+        let offering = |zone: &str, id: Option<&str>| Offering {
+            zone: zone.into(),
+            zone_id: id.map(str::to_string),
+            capacity_type: "on-demand".into(),
+            price: 0.1,
+            available: true,
+        };
+        let offerings = vec![offering("us-east-1a", Some("use1-az1")), offering("us-east-1b", Some("use1-az2"))];
+        let it =
+            InstanceType::new("m5.large", Default::default(), Resources::default(), Resources::default(), offerings);
+        let instance = |zone: &str| Instance {
+            id: "i-1".into(),
+            provider_id: format!("aws:///{zone}/i-1"),
+            instance_type: "m5.large".into(),
+            zone: zone.into(),
+            capacity_type: "on-demand".into(),
+            image_id: "ami-1".into(),
+            subnet_id: "subnet-1".into(),
+            security_groups: vec![],
+            state: tenon_core::cloud::InstanceState::Running,
+            launched_at: None,
+            tags: Default::default(),
+            tenancy: "default".into(),
+        };
+        let labels = launched_labels(&instance("us-east-1b"), Some(&it));
+        assert_eq!(labels.get(wk::LABEL_ZONE_ID).map(String::as_str), Some("use1-az2"));
+        let one = vec![offering("us-east-1a", Some("use1-az1"))];
+        let it = InstanceType::new("m5.large", Default::default(), Resources::default(), Resources::default(), one);
+        assert_eq!(launched_labels(&instance("us-east-1c"), Some(&it)).get(wk::LABEL_ZONE_ID), None, "no stale ID");
     }
 
     /// karpenter:pkg/controllers/nodeclaim/lifecycle/launch_test.go:75
