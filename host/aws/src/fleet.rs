@@ -1,3 +1,4 @@
+//! (Long: one launch end to end: placements, templates, the batched call and its answer.)
 //! Launching a NodeClaim: one `instant` CreateFleet request whose overrides are the options
 //! `tenon_core::orchestration::launch` chose (one capacity type, at most 60 types, best
 //! first), with priorities in that order: a scoring policy's ranking is launched with the

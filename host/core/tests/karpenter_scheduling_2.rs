@@ -1,3 +1,4 @@
+//! (Long: case-by-case ports of one Karpenter suite, each with its fixtures.)
 //! Karpenter's `pkg/controllers/provisioning/scheduling/suite_test.go` from its `Binpacking`
 //! context on, ported: each test names the cases it accounts for
 //! (tests/conformance/karpenter.tsv). The suite's NodePool allows every capacity type; the

@@ -1,3 +1,4 @@
+//! (Long: the policy author's whole harness: loading, calling and YAML fixtures.)
 //! For policy authors: load a `.wasm` with the production engine configuration and call it
 //! from Rust, or run declarative YAML fixtures (`tenon policy test` uses this).
 //!
