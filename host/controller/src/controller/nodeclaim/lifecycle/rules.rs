@@ -756,7 +756,16 @@ spec:
         let offerings = vec![offering("us-east-1a", Some("use1-az1")), offering("us-east-1b", Some("use1-az2"))];
         let it =
             InstanceType::new("m5.large", Default::default(), Resources::default(), Resources::default(), offerings);
-        let instance = |zone: &str| Instance {
+        let labels = launched_labels(&running_in("us-east-1b"), Some(&it));
+        assert_eq!(labels.get(wk::LABEL_ZONE_ID).map(String::as_str), Some("use1-az2"));
+        let one = vec![offering("us-east-1a", Some("use1-az1"))];
+        let it = InstanceType::new("m5.large", Default::default(), Resources::default(), Resources::default(), one);
+        assert_eq!(launched_labels(&running_in("us-east-1c"), Some(&it)).get(wk::LABEL_ZONE_ID), None, "no stale ID");
+    }
+
+    /// Instance `i-1`, an on-demand m5.large running in `zone`.
+    fn running_in(zone: &str) -> Instance {
+        Instance {
             id: "i-1".into(),
             provider_id: format!("aws:///{zone}/i-1"),
             instance_type: "m5.large".into(),
@@ -769,31 +778,13 @@ spec:
             launched_at: None,
             tags: Default::default(),
             tenancy: "default".into(),
-        };
-        let labels = launched_labels(&instance("us-east-1b"), Some(&it));
-        assert_eq!(labels.get(wk::LABEL_ZONE_ID).map(String::as_str), Some("use1-az2"));
-        let one = vec![offering("us-east-1a", Some("use1-az1"))];
-        let it = InstanceType::new("m5.large", Default::default(), Resources::default(), Resources::default(), one);
-        assert_eq!(launched_labels(&instance("us-east-1c"), Some(&it)).get(wk::LABEL_ZONE_ID), None, "no stale ID");
+        }
     }
 
     /// karpenter:pkg/controllers/nodeclaim/lifecycle/launch_test.go:75
     #[test]
     fn a_launch_writes_the_provider_id_and_launched() {
-        let instance = Instance {
-            id: "i-1".into(),
-            provider_id: "aws:///us-east-1a/i-1".into(),
-            instance_type: "m5.large".into(),
-            zone: "us-east-1a".into(),
-            capacity_type: "on-demand".into(),
-            image_id: "ami-1".into(),
-            subnet_id: "subnet-1".into(),
-            security_groups: vec![],
-            state: tenon_core::cloud::InstanceState::Running,
-            launched_at: None,
-            tags: Default::default(),
-            tenancy: "default".into(),
-        };
+        let instance = running_in("us-east-1a");
         let st = launched_status(&seed_nodeclaim(), &instance, None);
         assert_eq!(st["providerID"], "aws:///us-east-1a/i-1");
         assert_eq!(st["imageID"], "ami-1");
