@@ -208,8 +208,11 @@ pub fn nodeclaim_released_metrics(metrics: &Metrics, nc: &NodeClaim, now: i64) {
         1,
     );
     let by_pool = [("nodepool", pool.as_str())];
-    if let Some(t) = conditions::condition_since(nc, condition::INSTANCE_TERMINATING) {
-        metrics.observe(m::NODECLAIMS_INSTANCE_TERMINATION, &by_pool, (now - t) as f64);
+    // Karpenter times every launched NodeClaim's instance termination: one found already gone
+    // on the first look took no time (it marks InstanceTerminating and observes at once).
+    if nc.status.as_ref().and_then(|s| s.provider_id.as_deref()).is_some_and(|p| !p.is_empty()) {
+        let since = conditions::condition_since(nc, condition::INSTANCE_TERMINATING).map_or(0, |t| (now - t).max(0));
+        metrics.observe(m::NODECLAIMS_INSTANCE_TERMINATION, &by_pool, since as f64);
     }
     if let Some(t) = &nc.metadata.deletion_timestamp {
         metrics.observe(m::NODECLAIMS_TERMINATION, &by_pool, (now - t.0.as_second()) as f64);

@@ -739,6 +739,7 @@ async fn past_the_deadline_a_pod_is_deleted_with_the_time_left_and_an_event() {
     }
 }
 
+/// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:108
 /// karpenter:pkg/controllers/node/termination/terminator/suite_test.go:274
 /// karpenter:pkg/controllers/node/termination/suite_test.go:696
 #[tokio::test]
@@ -795,6 +796,34 @@ async fn a_pdb_that_allows_one_lets_one_pod_go_and_says_why_the_other_waits() {
 }
 
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/termination_test.go:308
+#[tokio::test]
+async fn deleting_a_nodeclaim_never_launched_leaves_nodes_without_provider_ids() {
+    let w = World::new().await;
+    for i in 0..10 {
+        let node: Node = serde_json::from_value(json!({"metadata": {"name": format!("bare-{i}")}})).unwrap();
+        w.nodes().create(&PostParams::default(), &node).await.unwrap();
+    }
+    // As Karpenter's case: a provider ID, never registered (its test NodeClaims have one).
+    w.unlaunched_claim("nc", Some("aws:///us-east-1a/i-1")).await;
+    let pool = json!({"metadata": {"labels": {wk::LABEL_NODEPOOL: "default"}}});
+    w.claims().patch("nc", &PatchParams::default(), &Patch::Merge(&pool)).await.unwrap();
+    w.claims().delete("nc", &DeleteParams::default()).await.unwrap();
+    assert_eq!(w.claim_step("nc", now()).await.unwrap(), Progress::Released);
+    assert!(w.get_claim("nc").await.is_none(), "the NodeClaim is gone");
+    for i in 0..10 {
+        let node = w.nodes().get(&format!("bare-{i}")).await.unwrap();
+        assert!(node.metadata.deletion_timestamp.is_none(), "bare-{i} is left alone");
+    }
+    let text = w.metrics.render();
+    for series in [
+        "karpenter_nodeclaims_termination_duration_seconds_count{nodepool=\"default\"} 1",
+        "karpenter_nodeclaims_instance_termination_duration_seconds_count{nodepool=\"default\"} 1",
+    ] {
+        assert!(text.lines().any(|l| l == series), "{series} missing:\n{text}");
+    }
+}
+
+/// The rule behind it: nodes without a providerID belong to no NodeClaim.
 #[test]
 fn a_nodeclaim_without_a_provider_id_has_no_nodes() {
     let nc: NodeClaim = serde_json::from_value(json!({

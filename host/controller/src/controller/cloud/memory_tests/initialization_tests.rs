@@ -122,6 +122,7 @@ async fn requested_dra_drivers_do_not_hold_initialization() {
 }
 
 /// karpenter:pkg/controllers/nodeclaim/lifecycle/initialization_test.go:113
+/// karpenter:pkg/controllers/nodeclaim/lifecycle/suite_test.go:127
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nodeclaim_of_another_nodeclass_is_not_initialized() {
     // Launched and registered, its Node Ready with capacity and untainted: everything
@@ -154,7 +155,9 @@ async fn a_nodeclaim_of_another_nodeclass_is_not_initialized() {
     for _ in 0..3 {
         crate::controller::runner::Reconciler::reconcile(&mut lifecycle).await.unwrap();
     }
-    let conditions = claims.get("other").await.unwrap().status.unwrap_or_default().conditions;
+    let other = claims.get("other").await.unwrap();
+    assert!(other.metadata.finalizers.unwrap_or_default().is_empty(), "no finalizer added to another's NodeClaim");
+    let conditions = other.status.unwrap_or_default().conditions;
     assert_eq!(condition_status(&conditions, condition::INITIALIZED), None, "not ours to initialize");
     let labels = nodes.get("other").await.unwrap().metadata.labels.unwrap_or_default();
     assert!(!labels.contains_key("karpenter.sh/initialized"), "{labels:?}");
