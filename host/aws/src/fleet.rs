@@ -3,8 +3,8 @@
 //! `tenon_core::orchestration::launch` chose (one capacity type, at most 60 types, best
 //! first), with priorities in that order: a scoring policy's ranking is launched with the
 //! prioritized strategies, so it is what EC2 honours; without one, with Karpenter's
-//! lowest-price (on demand) and price-capacity-optimized (spot). Overrides that fail for capacity are cached unavailable,
-//! whether or not another one launched.
+//! lowest-price (on demand) and price-capacity-optimized (spot). Overrides that fail for
+//! capacity are cached unavailable, whether or not another one launched.
 
 use crate::error::launch_error;
 pub use crate::fleet_batcher::tag_specifications;

@@ -303,17 +303,19 @@ impl AwsProvider {
         let shared = self.shaped.get_or_shape(&raw, name, key);
         let mut types = shared.clone();
         let now = Instant::now();
-        // A zone none of whose subnets has a free address offers nothing for now.
+        // A zone none of whose subnets has a free address offers nothing for now: decided once
+        // per zone, not per offering.
         let subnets = nc.status.as_ref().map(|s| s.subnets.as_slice()).unwrap_or_default();
-        let full = |zone: &str| {
-            let mut of_zone = subnets.iter().filter(|s| s.zone == zone).peekable();
-            of_zone.peek().is_some() && of_zone.all(|s| self.unavailable.is_subnet_unavailable(&s.id, now))
-        };
+        let mut zone_full: std::collections::BTreeMap<&str, bool> = Default::default();
+        for s in subnets {
+            let out = self.unavailable.is_subnet_unavailable(&s.id, now);
+            *zone_full.entry(s.zone.as_str()).or_insert(true) &= out;
+        }
         for t in 0..shared.len() {
             for o in 0..shared[t].offerings.len() {
                 let offering = &shared[t].offerings[o];
-                if self.unavailable.is_unavailable(&shared[t].name, &offering.zone, &offering.capacity_type, now)
-                    || full(&offering.zone)
+                if zone_full.get(offering.zone.as_str()).copied().unwrap_or(false)
+                    || self.unavailable.is_unavailable(&shared[t].name, &offering.zone, &offering.capacity_type, now)
                 {
                     // Copied on the first mark only; the shared copy stays as the catalog has it.
                     Arc::make_mut(&mut types)[t].offerings[o].available = false;

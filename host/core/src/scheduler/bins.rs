@@ -515,8 +515,11 @@ impl<'a> Scheduler<'a> {
                 {
                     return None;
                 }
-                let limits = self.snap.volume_limits.get(&self.snap.nodes[n].name);
-                if limits.is_some_and(|l| volume_usage::exceeds(&bin.volumes, &pod.volumes, l)) {
+                // Most pods attach nothing: no lookup for them.
+                if !pod.volumes.is_empty()
+                    && let Some(limits) = self.snap.volume_limits.get(&self.snap.nodes[n].name)
+                    && volume_usage::exceeds(&bin.volumes, &pod.volumes, limits)
+                {
                     return None;
                 }
             }
